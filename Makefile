@@ -1,0 +1,38 @@
+# Kule's build. `make demo` runs the main job on a sample folder; `make test`
+# runs every test (as root on CI, so the sandbox and reflink tests run too).
+GO      ?= go
+BIN     ?= bin/kule
+TIMEOUT ?= 40m
+
+.PHONY: build install test test-short demo bench proto vet fmt clean
+
+build:
+	$(GO) build -o $(BIN) ./cmd/kule
+
+install:
+	$(GO) install ./cmd/kule
+
+test:
+	$(GO) vet ./...
+	$(GO) test -race -timeout $(TIMEOUT) ./...
+
+test-short:
+	$(GO) test -short ./...
+
+demo: build
+	KULE=$(CURDIR)/$(BIN) bash contrib/demo/demo.sh
+
+bench: build
+	KULE=$(CURDIR)/$(BIN) bash contrib/bench/run-all.sh
+
+proto:
+	bash sdk/proto/generate.sh
+
+vet:
+	$(GO) vet ./...
+
+fmt:
+	gofmt -w $$(git ls-files '*.go')
+
+clean:
+	rm -rf bin

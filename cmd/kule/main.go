@@ -1,0 +1,26 @@
+// Command kule is Kule's CLI: it makes tasks on a folder, runs commands in
+// their copies, shows and commits what they changed, and undoes commits.
+package main
+
+import (
+	"fmt"
+	"os"
+)
+
+func main() {
+	os.Exit(run(os.Args[1:]))
+}
+
+func run(args []string) int {
+	root := rootCommand()
+	root.SetArgs(args)
+	if err := root.Execute(); err != nil {
+		var ec exitCode
+		if asExit(err, &ec) {
+			return int(ec)
+		}
+		fmt.Fprintln(os.Stderr, "kule:", err)
+		return 1
+	}
+	return 0
+}

@@ -1,0 +1,104 @@
+// Package runner is the seam between `kule exec` and whatever isolates the
+// command: the direct runner here starts it plainly in the task's copy; the
+// sandbox (kernel/sandbox) implements the same interface with namespaces and
+// Landlock, so exec never changes when isolation does.
+package runner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"syscall"
+)
+
+// Network says what a command may reach.
+type Network int
+
+// Network modes.
+const (
+	NetworkProxy Network = iota // only the task's proxy (the default)
+	NetworkNone                 // no TCP at all (--no-network)
+	NetworkOpen                 // the host's network, no proxy, no policy (--open-network)
+)
+
+// Task is what a runner needs to know of the task the command runs in.
+type Task struct {
+	ID      string // 8 hex characters
+	Dir     string // $KULE_HOME/tasks/<id>
+	Copy    string // the copy the command sees and changes
+	Folder  string // the person's real folder (never writable by the command)
+	Tmp     string // the task's own /tmp and TMPDIR
+	Home    string // the task's home layer
+	KuleDir string // $KULE_HOME, hidden from every command
+}
+
+// Spec is one command to run.
+type Spec struct {
+	Task   Task
+	Args   []string // argv; Args[0] is looked up in PATH
+	Dir    string   // working directory, inside Task.Copy
+	Env    []string // the environment as the command should see it
+	Stdin  io.Reader
+	Stdout io.Writer
+	Stderr io.Writer
+
+	AllowWrite []string // extra paths the command may write (--allow-write)
+	Reveal     []string // paths opened read-only for this command (--reveal)
+	Hide       []string // extra paths hidden for this command (--hide)
+	Network    Network
+	ProxyAddr  string // host:port of the task's proxy, when Network is NetworkProxy
+}
+
+// Runner starts a command and waits for it. The exit code is the command's own
+// (128+signal when a signal ended it); err is non-nil only when the command
+// could not be started or waited for — then nothing ran, or its end is unknown.
+type Runner interface {
+	Run(ctx context.Context, spec Spec) (exitCode int, err error)
+}
+
+// ErrNoCommand is returned when a Spec names no command.
+var ErrNoCommand = errors.New("run: no command given")
+
+// Direct runs commands without isolation, in the copy. It is what
+// `--no-sandbox` uses and what tests of the engine use.
+type Direct struct{}
+
+var _ Runner = Direct{}
+
+// Run starts spec.Args in spec.Dir and returns its exit code.
+func (Direct) Run(ctx context.Context, spec Spec) (int, error) {
+	if len(spec.Args) == 0 {
+		return -1, ErrNoCommand
+	}
+	cmd := exec.CommandContext(ctx, spec.Args[0], spec.Args[1:]...)
+	cmd.Dir = spec.Dir
+	cmd.Env = spec.Env
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = spec.Stdin, spec.Stdout, spec.Stderr
+	if cmd.Stdout == nil {
+		cmd.Stdout = os.Stdout
+	}
+	if cmd.Stderr == nil {
+		cmd.Stderr = os.Stderr
+	}
+	return ExitCode(cmd.Run())
+}
+
+// ExitCode turns the error of exec.Cmd.Run into an exit code the way a shell
+// does: the command's own code, or 128+signal. A command that could not start
+// is an error, not a code.
+func ExitCode(err error) (int, error) {
+	if err == nil {
+		return 0, nil
+	}
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			return 128 + int(ws.Signal()), nil
+		}
+		return ee.ExitCode(), nil
+	}
+	return -1, fmt.Errorf("run: %w", err)
+}
