@@ -43,3 +43,23 @@ type Differ interface {
 	// Entities returns the entities of src, in file order.
 	Entities(ctx context.Context, path string, src []byte) ([]Entity, error)
 }
+
+// Merger is the optional ability to merge three versions of a file entity by
+// entity. A differ that lacks it gets the host's line merge.
+type Merger interface {
+	// Merge combines ours and theirs, both changed from base. Changes to
+	// different entities both go in; two entities added at one place are both
+	// kept; the same entity changed on both sides is a conflict by name.
+	Merge(ctx context.Context, path string, base, ours, theirs []byte) (MergeResult, error)
+}
+
+// MergeResult is the outcome of a three-way merge.
+type MergeResult struct {
+	// Merged is the merged file; nil when there are conflicts.
+	Merged []byte
+	// Conflicts names what both sides changed, e.g. "method Task::commit".
+	// A non-empty list means nothing of this file may be written.
+	Conflicts []string
+	// Merged entities, for the commit's report: "kept both: func A, func B".
+	Notes []string
+}

@@ -1,0 +1,61 @@
+// Package config reads and writes $KULE_HOME/config.toml, the person's
+// settings. Each subsystem keeps its settings in a section of its own (a type
+// in a file of its own in this package), so the file stays one place to read.
+package config
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/BurntSushi/toml"
+)
+
+// Config is the whole of config.toml.
+type Config struct {
+	// Sections are added as fields here, e.g. Sandbox SandboxConfig `toml:"sandbox"`.
+}
+
+// Path is config.toml inside the Kule home root.
+func Path(root string) string { return filepath.Join(root, "config.toml") }
+
+// Load reads config.toml; a missing file is the defaults. A file that does not
+// parse is an error naming the file and line, and nothing is changed.
+func Load(root string) (*Config, error) {
+	var c Config
+	p := Path(root)
+	_, err := toml.DecodeFile(p, &c)
+	if errors.Is(err, os.ErrNotExist) {
+		return &c, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("config: %s: %w (fix or remove the file; nothing was changed)", p, err)
+	}
+	return &c, nil
+}
+
+// Save writes config.toml atomically.
+func Save(root string, c *Config) error {
+	p := Path(root)
+	f, err := os.CreateTemp(root, ".config.toml.tmp-*")
+	if err != nil {
+		return fmt.Errorf("config: %w", err)
+	}
+	defer os.Remove(f.Name())
+	if err := toml.NewEncoder(f).Encode(c); err != nil {
+		f.Close()
+		return fmt.Errorf("config: %w", err)
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return fmt.Errorf("config: %w", err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("config: %w", err)
+	}
+	if err := os.Chmod(f.Name(), 0o600); err != nil {
+		return fmt.Errorf("config: %w", err)
+	}
+	return os.Rename(f.Name(), p)
+}
