@@ -1,0 +1,63 @@
+package treesit
+
+import (
+	"context"
+	"path/filepath"
+	"strings"
+	"sync"
+
+	sitter "github.com/tree-sitter/go-tree-sitter"
+
+	"github.com/kulehq/kule/sdk/differ"
+)
+
+// Lang describes one tree-sitter differ.
+type Lang struct {
+	// Name is the differ's name.
+	Name string
+	// Exts are the file extensions it reads, lower case with the dot.
+	Exts []string
+	// Grammar picks the grammar for a path (TS and TSX differ by extension).
+	Grammar func(path string) *sitter.Language
+	// Visit names the entities under the root.
+	Visit func(w *Walker, root *sitter.Node)
+}
+
+// Differ is a differ.Differ and differ.Merger over a Lang.
+type Differ struct{ L *Lang }
+
+var (
+	_ differ.Differ = Differ{}
+	_ differ.Merger = Differ{}
+)
+
+// Name is the differ's name.
+func (d Differ) Name() string { return d.L.Name }
+
+// Accepts says whether path has one of the differ's extensions.
+func (d Differ) Accepts(path string) bool {
+	ext := strings.ToLower(filepath.Ext(path))
+	for _, e := range d.L.Exts {
+		if ext == e {
+			return true
+		}
+	}
+	return false
+}
+
+// Entities names the entities of src.
+func (d Differ) Entities(ctx context.Context, path string, src []byte) ([]differ.Entity, error) {
+	return Parse(ctx, d.L.Grammar(path), src, d.L.Visit)
+}
+
+// Merge merges entity by entity with differ.MergeEntities.
+func (d Differ) Merge(ctx context.Context, path string, base, ours, theirs []byte) (differ.MergeResult, error) {
+	return differ.MergeEntities(ctx, func(ctx context.Context, src []byte) ([]differ.Entity, error) {
+		return d.Entities(ctx, path, src)
+	}, base, ours, theirs)
+}
+
+// Grammar wraps a binding's language pointer once.
+func Grammar(ptr func() *sitter.Language) func() *sitter.Language {
+	return sync.OnceValue(ptr)
+}
