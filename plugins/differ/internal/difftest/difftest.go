@@ -122,7 +122,7 @@ func Changes(oldSrc, newSrc []byte, oldE, newE []differ.Entity) string {
 			if renamed[a.ID()] || a.Kind != r.Kind {
 				continue
 			}
-			if strings.ReplaceAll(text(oldSrc, r), short(r.Name), short(a.Name)) == text(newSrc, a) {
+			if strings.Replace(text(oldSrc, r), short(r.Name), short(a.Name), 1) == text(newSrc, a) {
 				lines = append(lines, fmt.Sprintf("= %s → %s", r.ID(), a.Name))
 				renamed[a.ID()], renamed[r.ID()] = true, true
 				break
