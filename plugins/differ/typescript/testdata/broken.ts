@@ -1,0 +1,8 @@
+export class Fine {
+  ok(): number { return 1; }
+  broken(: number { return
+}
+
+export function after(x: number) {
+  return x;
+}
