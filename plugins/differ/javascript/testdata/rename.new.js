@@ -1,0 +1,17 @@
+class Config {
+  url() {
+    return `https://${this.host()}`;
+  }
+
+  host() {
+    return "localhost";
+  }
+}
+
+function readConfig(file) {
+  return JSON.parse(read(file));
+}
+
+function save(c) {
+  write(c);
+}
