@@ -122,7 +122,7 @@ func Changes(oldSrc, newSrc []byte, oldE, newE []differ.Entity) string {
 			if renamed[a.ID()] || a.Kind != r.Kind {
 				continue
 			}
-			if strings.Replace(text(oldSrc, r), short(r.Name), short(a.Name), 1) == text(newSrc, a) {
+			if ot, nt := text(oldSrc, r), text(newSrc, a); strings.Replace(ot, short(r.Name), short(a.Name), 1) == nt || strings.ReplaceAll(ot, short(r.Name), short(a.Name)) == nt {
 				lines = append(lines, fmt.Sprintf("= %s → %s", r.ID(), a.Name))
 				renamed[a.ID()], renamed[r.ID()] = true, true
 				break
