@@ -142,9 +142,10 @@ func buildTree(src []byte, ents []Entity) []*node {
 	return root.kids
 }
 
-// widen extends each sibling over the blanks before it on its first line and
-// the blanks and newline after it on its last, within region, and makes
-// sibling ids unique.
+// widen extends each sibling over the indentation before it on its first
+// line, within region, and makes sibling ids unique. The newline after an
+// entity stays glue, so that a separator such as "," added after it on one
+// side does not count as a change of the entity.
 func widen(src []byte, region span, kids []*node) {
 	seen := map[string]int{}
 	for i, k := range kids {
@@ -156,10 +157,6 @@ func widen(src []byte, region span, kids []*node) {
 		if i > 0 {
 			lo = kids[i-1].span.end
 		}
-		hi := region.end
-		if i+1 < len(kids) {
-			hi = kids[i+1].raw.start
-		}
 		s := k.raw.start
 		for s > lo && (src[s-1] == ' ' || src[s-1] == '\t') {
 			s--
@@ -168,14 +165,6 @@ func widen(src []byte, region span, kids []*node) {
 			s = k.raw.start
 		}
 		e := k.raw.end
-		for e < hi && src[e-1] != '\n' && (src[e] == ' ' || src[e] == '\t' || src[e] == '\r') {
-			e++
-		}
-		if e < hi && src[e] == '\n' && src[e-1] != '\n' {
-			e++
-		} else if e != len(src) && src[e-1] != '\n' {
-			e = k.raw.end
-		}
 		k.span = span{s, e}
 		widen(src, k.span, k.kids)
 	}
