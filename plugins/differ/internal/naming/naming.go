@@ -1,0 +1,75 @@
+// Package naming collects the entities of one file for the differs that
+// scan text themselves (Markdown, JSON, TOML): unique names in file order,
+// and helpers shared by them.
+package naming
+
+import (
+	"fmt"
+	"path/filepath"
+	"strings"
+
+	"github.com/kulehq/kule/sdk/differ"
+)
+
+// List collects entities; an ID already used gets " (2)", " (3)", ...
+type List struct {
+	Ents []differ.Entity
+	used map[string]int
+}
+
+// Add appends an entity and returns its index.
+func (l *List) Add(kind, name string, start, end int, parent string) int {
+	if l.used == nil {
+		l.used = map[string]int{}
+	}
+	id := kind + " " + name
+	l.used[id]++
+	if c := l.used[id]; c > 1 {
+		name = fmt.Sprintf("%s (%d)", name, c)
+	}
+	l.Ents = append(l.Ents, differ.Entity{Kind: kind, Name: name, Start: start, End: end, Parent: parent})
+	return len(l.Ents) - 1
+}
+
+// Rename changes the name of entity i (and the Parent of the entities after
+// it that named it), keeping names unique.
+func (l *List) Rename(i int, name string) {
+	old := l.Ents[i].Name
+	id := l.Ents[i].Kind + " " + name
+	if l.used[id] > 0 {
+		return // keep the unique name it has
+	}
+	l.used[id]++
+	l.Ents[i].Name = name
+	for j := i + 1; j < len(l.Ents); j++ {
+		e := &l.Ents[j]
+		if e.Parent == old {
+			e.Parent = name
+		}
+	}
+}
+
+// Lockfiles are files no differ reads by entity: they are generated, and a
+// person reviews the manifest they come from.
+var Lockfiles = map[string]bool{
+	"package-lock.json": true, "npm-shrinkwrap.json": true, "composer.lock": true,
+	"cargo.lock": true, "poetry.lock": true, "pipfile.lock": true, "uv.lock": true,
+	"yarn.lock": true, "pnpm-lock.yaml": true, "gemfile.lock": true, "go.sum": true,
+	"flake.lock": true, "deno.lock": true, "bun.lock": true, "packages.lock.json": true,
+}
+
+// HasExt says whether path ends in one of exts (lower case, with the dot)
+// and is no lockfile.
+func HasExt(path string, exts ...string) bool {
+	base := strings.ToLower(filepath.Base(path))
+	if Lockfiles[base] {
+		return false
+	}
+	ext := filepath.Ext(base)
+	for _, e := range exts {
+		if ext == e {
+			return true
+		}
+	}
+	return false
+}
