@@ -142,6 +142,14 @@ func (Differ) Entities(ctx context.Context, _ string, src []byte) ([]differ.Enti
 				break
 			}
 		}
+		// Blank lines after a section are glue between sections.
+		for end > h.start {
+			j := bytes.LastIndexByte(src[h.start:end-1], '\n')
+			if j < 0 || strings.TrimSpace(string(src[h.start+j+1:end])) != "" {
+				break
+			}
+			end = h.start + j + 1
+		}
 		for len(stack) > 0 && stack[len(stack)-1].level >= h.level {
 			stack = stack[:len(stack)-1]
 		}
