@@ -131,11 +131,11 @@ type hunk struct {
 
 // diff3 splits base/ours/theirs into stable runs and changed hunks. ok is
 // false when a side is too far from base to diff.
-func diff3(base, ours, theirs []int) ([]hunk, bool) {
+func diff3(base, ours, theirs []int) (hs []hunk, mo, mt []int, ok bool) {
 	mo, ok1 := match(base, ours)
 	mt, ok2 := match(base, theirs)
 	if !ok1 || !ok2 {
-		return nil, false
+		return nil, nil, nil, false
 	}
 	var out []hunk
 	b, o, t := 0, 0, 0
@@ -161,12 +161,12 @@ func diff3(base, ours, theirs []int) ([]hunk, bool) {
 		}
 		if j == b && ne == o && te == t {
 			// Cannot happen with monotone matchings; never loop forever.
-			return nil, false
+			return nil, nil, nil, false
 		}
 		out = append(out, hunk{base: []int{b, j}, ours: []int{o, ne}, theirs: []int{t, te}})
 		b, o, t = j, ne, te
 	}
-	return out, true
+	return out, mo, mt, true
 }
 
 func equalInts(a, b []int) bool {

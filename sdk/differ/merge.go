@@ -285,7 +285,7 @@ func (m *merger) level(out *bytes.Buffer, regions [3]span, kids [3][]*node, wher
 		}
 	}
 
-	hunks, ok := diff3(b.toks, o.toks, t.toks)
+	hunks, mo, mt, ok := diff3(b.toks, o.toks, t.toks)
 	if !ok {
 		m.conflict("%s (the versions are too far apart to merge)", whereName)
 		return
@@ -319,7 +319,7 @@ func (m *merger) level(out *bytes.Buffer, regions [3]span, kids [3][]*node, wher
 				m.notes = append(m.notes, "kept both: "+strings.Join(names, ", "))
 			}
 		default:
-			if keep, ok := bothDeleted(bt, ot, tt); ok {
+			if keep, ok := m.fine(h, b, o, t, mo, mt); ok {
 				res = append(res, keep...)
 				continue
 			}
@@ -329,7 +329,7 @@ func (m *merger) level(out *bytes.Buffer, regions [3]span, kids [3][]*node, wher
 					names = append(names, m.names[x/2])
 				}
 			}
-			if len(names) > 0 {
+			if len(names) > 0 && !m.meaningfulGlue(b, bt) && !m.meaningfulGlue(o, ot) && !m.meaningfulGlue(t, tt) {
 				m.conflict("both moved or removed around %s", strings.Join(uniq(names), ", "))
 			} else {
 				m.conflict("%s", whereName)
@@ -376,6 +376,10 @@ func (m *merger) level(out *bytes.Buffer, regions [3]span, kids [3][]*node, wher
 		on, oOK := o.ents[id]
 		tn, tOK := t.ents[id]
 		switch {
+		case bOK && oOK != tOK:
+			// One side deleted it, the other only moved it (had it
+			// changed it, that is a conflict above): it stays deleted.
+			trimBlankLine(out)
 		case oOK && !tOK:
 			out.WriteString(m.text(1, on))
 		case tOK && !oOK:
@@ -428,29 +432,57 @@ func (m *merger) meaningfulGlue(sk skeleton, toks []int) bool {
 	return false
 }
 
-// bothDeleted resolves a hunk where each side only deleted tokens of base:
-// what survives is what both kept.
-func bothDeleted(bt, ot, tt []int) ([]int, bool) {
-	keptBy := func(side []int) ([]bool, bool) {
-		kept := make([]bool, len(bt))
-		j := 0
-		for i, x := range bt {
-			if j < len(side) && side[j] == x {
-				kept[i] = true
-				j++
+// fine resolves a hunk both sides changed token by token: each side's
+// deletions apply, and each side's insertions go where that side put them
+// (ours first where both inserted at one place). It refuses — the hunk is a
+// conflict — when both sides changed text between entities (other than
+// blank lines and separators), since that text has no name to merge by.
+func (m *merger) fine(h hunk, b, o, t skeleton, mo, mt []int) ([]int, bool) {
+	b0, b1 := h.base[0], h.base[1]
+	type side struct {
+		sk      skeleton
+		m       []int
+		lo, hi  int
+		ins     map[int][]int // base gap → inserted tokens
+		changed bool          // inserted or deleted meaningful glue
+	}
+	sides := [2]*side{{sk: o, m: mo, lo: h.ours[0], hi: h.ours[1]}, {sk: t, m: mt, lo: h.theirs[0], hi: h.theirs[1]}}
+	for _, s := range sides {
+		s.ins = map[int][]int{}
+		inv := map[int]int{}
+		kept := map[int]bool{}
+		for k := b0; k < b1; k++ {
+			if s.m[k] >= 0 {
+				inv[s.m[k]] = k
+				kept[k] = true
+			} else if x := b.toks[k]; x%2 == 0 && strings.Trim(b.text[x], " \t\r\n,;") != "" {
+				s.changed = true
 			}
 		}
-		return kept, j == len(side)
+		var pending []int
+		for i := s.lo; i < s.hi; i++ {
+			if k, ok := inv[i]; ok {
+				s.ins[k] = append(s.ins[k], pending...)
+				pending = nil
+				continue
+			}
+			x := s.sk.toks[i]
+			pending = append(pending, x)
+			if x%2 == 0 && strings.Trim(s.sk.text[x], " \t\r\n,;") != "" {
+				s.changed = true
+			}
+		}
+		s.ins[b1] = append(s.ins[b1], pending...)
 	}
-	ko, ok1 := keptBy(ot)
-	kt, ok2 := keptBy(tt)
-	if !ok1 || !ok2 {
+	if sides[0].changed && sides[1].changed {
 		return nil, false
 	}
 	var out []int
-	for i, x := range bt {
-		if ko[i] && kt[i] {
-			out = append(out, x)
+	for k := b0; k <= b1; k++ {
+		out = append(out, sides[0].ins[k]...)
+		out = append(out, sides[1].ins[k]...)
+		if k < b1 && mo[k] >= 0 && mt[k] >= 0 {
+			out = append(out, b.toks[k])
 		}
 	}
 	return out, true
@@ -553,4 +585,13 @@ func verify(trees [3][]*node, src [3][]byte, merged []*node, msrc []byte) []stri
 	check(t, o)
 	sort.Strings(lost)
 	return uniq(lost)
+}
+
+// trimBlankLine drops a trailing blank line from out, so an entity left out
+// does not leave two blank lines behind.
+func trimBlankLine(out *bytes.Buffer) {
+	b := out.Bytes()
+	if bytes.HasSuffix(b, []byte("\n\n")) {
+		out.Truncate(len(b) - 1)
+	}
 }
