@@ -175,6 +175,7 @@ type merger struct {
 	src       [3][]byte
 	conflicts []string
 	notes     []string
+	noteIdx   map[string]int
 	glue      map[string]int
 	ids       map[string]int
 	names     []string // placeholder int/2 → id
@@ -274,6 +275,17 @@ func (m *merger) level(out *bytes.Buffer, regions [3]span, kids [3][]*node, wher
 			m.conflict("deleted in ours, changed in theirs: %s", bn.label)
 		case oOK && !tOK && m.text(1, on) != m.text(0, bn):
 			m.conflict("changed in ours, deleted in theirs: %s", bn.label)
+		}
+	}
+	for _, id := range b.order {
+		bn := b.ents[id]
+		on, oOK := o.ents[id]
+		tn, tOK := t.ents[id]
+		switch {
+		case !oOK && tOK && m.text(2, tn) == m.text(0, bn):
+			m.note("ours deleted", bn.label)
+		case oOK && !tOK && m.text(1, on) == m.text(0, bn):
+			m.note("theirs deleted", bn.label)
 		}
 	}
 	for _, id := range o.order {
@@ -382,8 +394,10 @@ func (m *merger) level(out *bytes.Buffer, regions [3]span, kids [3][]*node, wher
 			trimBlankLine(out)
 		case oOK && !tOK:
 			out.WriteString(m.text(1, on))
+			m.note("ours added", on.label)
 		case tOK && !oOK:
 			out.WriteString(m.text(2, tn))
+			m.note("theirs added", tn.label)
 		case !bOK: // both added, the same text (checked above)
 			out.WriteString(m.text(1, on))
 		default:
@@ -391,8 +405,12 @@ func (m *merger) level(out *bytes.Buffer, regions [3]span, kids [3][]*node, wher
 			switch {
 			case os == ts || ts == bs:
 				out.WriteString(os)
+				if os != bs && ts == bs {
+					m.note("ours changed", on.label)
+				}
 			case os == bs:
 				out.WriteString(ts)
+				m.note("theirs changed", tn.label)
 			case len(bn.kids)+len(on.kids)+len(tn.kids) > 0:
 				n := len(m.conflicts)
 				m.level(out, [3]span{bn.span, on.span, tn.span}, [3][]*node{bn.kids, on.kids, tn.kids}, on.label)
@@ -404,6 +422,20 @@ func (m *merger) level(out *bytes.Buffer, regions [3]span, kids [3][]*node, wher
 			}
 		}
 	}
+}
+
+// note records what the merge took from a side, grouped by what happened:
+// "ours changed: method A, func B".
+func (m *merger) note(what, label string) {
+	if m.noteIdx == nil {
+		m.noteIdx = map[string]int{}
+	}
+	if i, ok := m.noteIdx[what]; ok {
+		m.notes[i] += ", " + label
+		return
+	}
+	m.noteIdx[what] = len(m.notes)
+	m.notes = append(m.notes, what+": "+label)
 }
 
 // label names a placeholder for a note.

@@ -139,12 +139,17 @@ func (s *scanner) value(path, parent string, depth int) error {
 func (s *scanner) str() (string, error) {
 	start := s.pos
 	s.pos++
+	escaped := false
 	for s.pos < len(s.src) {
 		switch s.src[s.pos] {
 		case '\\':
 			s.pos += 2
+			escaped = true
 		case '"':
 			s.pos++
+			if !escaped {
+				return string(s.src[start+1 : s.pos-1]), nil
+			}
 			var out string
 			if err := json.Unmarshal(s.src[start:s.pos], &out); err != nil {
 				return string(s.src[start+1 : s.pos-1]), nil

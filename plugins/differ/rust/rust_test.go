@@ -86,3 +86,15 @@ func BenchmarkEntities5000Lines(b *testing.B) {
 		p.Close()
 	})
 }
+
+// TestCancelled: a context that is already done stops the parse with an
+// error instead of naming half a file.
+func TestCancelled(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	ents, err := rust.New().Entities(ctx, "gen.rs", generated(2000))
+	if err == nil {
+		t.Fatalf("no error for a cancelled context, %d entities", len(ents))
+	}
+}
