@@ -420,9 +420,12 @@ func (s *Store) Save(r *Record) error {
 	}
 }
 
-// syncBlobs makes every blob a record names durable.
+// syncBlobs makes every blob a record names durable: the loose object files
+// first, then their directories once each. The fsyncs of one phase run in
+// parallel, which lets the file system commit them together (on ext4 8
+// parallel fsyncs of 1,000 small objects take a fraction of serial ones).
 func (s *Store) syncBlobs(r *Record) error {
-	dirs := map[string]bool{}
+	var objs []string
 	seen := map[string]bool{}
 	for _, it := range r.Items {
 		for _, st := range []State{it.Before, it.After} {
@@ -438,25 +441,46 @@ func (s *Store) syncBlobs(r *Record) error {
 				return fmt.Errorf("checkpoint: save: item %q: blob %s: %w; store the content with PutFile first", it.Path, st.Blob, ErrBlobMissing)
 			}
 			obj := s.objectPath(st.Blob)
-			if err := s.fsync(obj); err != nil {
-				if errors.Is(err, fs.ErrNotExist) {
-					continue // packed, not loose: packs are written whole by git itself
-				}
-				return fmt.Errorf("checkpoint: save: fsync %s: %w; no record was written", obj, err)
+			if _, err := os.Lstat(obj); errors.Is(err, fs.ErrNotExist) {
+				continue // packed, not loose: packs are written whole by git itself
 			}
-			dirs[filepath.Dir(obj)] = true
+			objs = append(objs, obj)
 		}
 	}
-	if len(dirs) == 0 {
+	if len(objs) == 0 {
 		return nil
 	}
-	dirs[filepath.Join(s.git, "objects")] = true
-	for _, d := range slices.Sorted(maps.Keys(dirs)) {
-		if err := s.fsync(d); err != nil {
-			return fmt.Errorf("checkpoint: save: fsync %s: %w; no record was written", d, err)
-		}
+	dirs := map[string]bool{filepath.Join(s.git, "objects"): true}
+	for _, o := range objs {
+		dirs[filepath.Dir(o)] = true
 	}
-	return nil
+	if err := s.fsyncAll(objs); err != nil {
+		return err
+	}
+	return s.fsyncAll(slices.Sorted(maps.Keys(dirs)))
+}
+
+// fsyncAll fsyncs paths with a few workers and returns the first error.
+func (s *Store) fsyncAll(paths []string) error {
+	const workers = 8
+	errs := make([]error, len(paths))
+	next := make(chan int)
+	var wg sync.WaitGroup
+	for range min(workers, len(paths)) {
+		wg.Go(func() {
+			for i := range next {
+				if err := s.fsync(paths[i]); err != nil {
+					errs[i] = fmt.Errorf("checkpoint: save: fsync %s: %w; no record was written", paths[i], err)
+				}
+			}
+		})
+	}
+	for i := range paths {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	return errors.Join(errs...)
 }
 
 func (s *Store) recordPath(id int) string {
