@@ -167,15 +167,15 @@ func TestEffectsOfEachKind(t *testing.T) {
 func TestCommitThenUndoRestoresTheFolder(t *testing.T) {
 	t.Parallel()
 	scripts := map[string]string{
-		"edit-delete-move": "echo more >> notes.md && rm src/main.go && mv photos 2026",
-		"new-tree":         "mkdir -p a/b/c && echo deep > a/b/c/d.txt && ln -s ../notes.md a/link",
-		"type-changes":     "rm notes.md && mkdir notes.md && echo x > notes.md/inner && rm -rf src && echo now-a-file > src",
-		"modes":            "chmod 600 notes.md && chmod 700 photos",
-		"odd-names":        "printf x > \"$(printf 'caf\\351')\" && printf y > \"$(printf 'two\\nlines')\" && mv photos/a.jpg \"photos/$(printf '\\377')\"",
-		"dir-to-link":      "rm -rf photos && ln -s /etc photos",
+		"edit-delete-move":  "echo more >> notes.md && rm src/main.go && mv photos 2026",
+		"new-tree":          "mkdir -p a/b/c && echo deep > a/b/c/d.txt && ln -s ../notes.md a/link",
+		"type-changes":      "rm notes.md && mkdir notes.md && echo x > notes.md/inner && rm -rf src && echo now-a-file > src",
+		"modes":             "chmod 600 notes.md && chmod 700 photos",
+		"odd-names":         "printf x > \"$(printf 'caf\\351')\" && printf y > \"$(printf 'two\\nlines')\" && mv photos/a.jpg \"photos/$(printf '\\377')\"",
+		"dir-to-link":       "rm -rf photos && ln -s /etc photos",
 		"edit-in-moved-dir": "echo x >> photos/a.jpg && mv photos 2026",
 		"move-into-new-dir": "mkdir -p n/m && mv notes.md n/m/ && mv src/main.go n/",
-		"empty-everything": "find . -mindepth 1 -maxdepth 1 ! -name .git -exec rm -rf {} +",
+		"empty-everything":  "find . -mindepth 1 -maxdepth 1 ! -name .git -exec rm -rf {} +",
 	}
 	for name, script := range scripts {
 		t.Run(name, func(t *testing.T) {
