@@ -9,8 +9,8 @@ import (
 	sitter "github.com/tree-sitter/go-tree-sitter"
 	tscs "github.com/tree-sitter/tree-sitter-c-sharp/bindings/go"
 
-	"github.com/kulehq/kule/plugins/differ/internal/difftest"
 	"github.com/kulehq/kule/plugins/differ/csharp"
+	"github.com/kulehq/kule/plugins/differ/internal/difftest"
 )
 
 func TestGolden(t *testing.T) { difftest.Golden(t, csharp.New(), "testdata") }

@@ -9,8 +9,8 @@ import (
 	"go/parser"
 	"go/token"
 
-	"github.com/kulehq/kule/plugins/differ/internal/difftest"
 	"github.com/kulehq/kule/plugins/differ/golang"
+	"github.com/kulehq/kule/plugins/differ/internal/difftest"
 )
 
 func TestGolden(t *testing.T) { difftest.Golden(t, golang.New(), "testdata") }
