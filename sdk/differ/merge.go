@@ -73,6 +73,9 @@ func MergeEntities(ctx context.Context, parse ParseFunc, base, ours, theirs []by
 		return MergeResult{Conflicts: uniq(m.conflicts), Notes: m.notes}, nil
 	}
 	merged := out.Bytes()
+	if merged == nil {
+		merged = []byte{} // an empty file, not "no result"
+	}
 	ents, err := parse(ctx, merged)
 	if err != nil {
 		return MergeResult{Conflicts: []string{"top level (the merged file could not be named: " + err.Error() + ")"}}, nil

@@ -34,11 +34,11 @@ func toyParse(_ context.Context, src []byte) ([]differ.Entity, error) {
 			if top >= 0 {
 				out[top].End = pos
 			}
-			out = append(out, differ.Entity{Kind: "def", Name: strings.TrimSpace(t[4:]), Start: pos})
+			out = append(out, differ.Entity{Kind: "def", Name: strings.TrimSpace(s[4:]), Start: pos})
 			top = len(out) - 1
 		case strings.HasPrefix(s, "  def ") && top >= 0:
 			closeChild()
-			out = append(out, differ.Entity{Kind: "def", Name: out[top].Name + "." + strings.TrimSpace(t[4:]), Start: pos, Parent: out[top].Name})
+			out = append(out, differ.Entity{Kind: "def", Name: out[top].Name + "." + strings.TrimSpace(s[6:]), Start: pos, Parent: out[top].Name})
 			child = len(out) - 1
 		case t == "":
 			closeChild()
