@@ -57,6 +57,7 @@ func Parse(ctx context.Context, lang *sitter.Language, src []byte, visit func(w 
 		ctx, cancel = context.WithTimeout(ctx, DefaultTimeout)
 		defer cancel()
 	}
+	useLibcAllocator()
 	p := sitter.NewParser()
 	defer p.Close()
 	if err := p.SetLanguage(lang); err != nil {
