@@ -22,6 +22,7 @@ func rootCommand() *cobra.Command {
 		SilenceErrors: true,
 	}
 	root.AddCommand(
+		pluginsCommand(),
 	// Each file of this package adds its commands here.
 	)
 	return root

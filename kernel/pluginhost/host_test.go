@@ -119,7 +119,12 @@ func ran(mode string) bool {
 func writable(t testing.TB, h *Host, name string) string {
 	t.Helper()
 	dir := h.Dir(name)
-	for _, p := range []string{dir, filepath.Join(dir, name), filepath.Join(dir, ManifestFile)} {
+	ents, _ := os.ReadDir(dir)
+	paths := []string{dir}
+	for _, e := range ents {
+		paths = append(paths, filepath.Join(dir, e.Name()))
+	}
+	for _, p := range paths {
 		if err := os.Chmod(p, 0o755); err != nil {
 			t.Fatal(err)
 		}
