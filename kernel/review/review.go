@@ -361,9 +361,9 @@ func cut(src []byte, start, end int, children []differ.Entity) string {
 
 // String renders the review the way kule status prints it:
 //
-//	  ~ src/task.rs
-//	      ~ method Task::commit
-//	      + method Task::check
+//	~ src/task.rs
+//	    ~ method Task::commit
+//	    + method Task::check
 func (r Review) String() string {
 	var b strings.Builder
 	for _, f := range r.Files {

@@ -17,7 +17,7 @@ import (
 // "outer.inner". Kernel tests may not import plugins/, so it lives here.
 type braces struct{ failOn string }
 
-func (braces) Name() string            { return "braces" }
+func (braces) Name() string             { return "braces" }
 func (braces) Accepts(path string) bool { return strings.HasSuffix(path, ".b") }
 func (b braces) Entities(_ context.Context, _ string, src []byte) ([]differ.Entity, error) {
 	if b.failOn != "" && strings.Contains(string(src), b.failOn) {
@@ -184,14 +184,14 @@ func TestMerge(t *testing.T) {
 		conflicts          string
 		by                 string
 	}{
-		"disjoint lines":         {path: "a.txt", base: ba, ours: strings.Replace(ba, "2\n", "2x\n", 1), theirs: strings.Replace(ba, "7\n", "7y\n", 1), want: "1\n2x\n3\n4\n5\n6\n7y\n8\n", by: "lines"},
-		"same change both sides": {path: "a.txt", base: ba, ours: "x\n" + ba, theirs: "x\n" + ba, want: "x\n" + ba, by: "one side"},
-		"one side only":          {path: "a.txt", base: ba, ours: ba, theirs: ba + "9\n", want: ba + "9\n", by: "one side"},
-		"overlapping lines":      {path: "a.txt", base: ba, ours: strings.Replace(ba, "4\n", "4o\n", 1), theirs: strings.Replace(ba, "4\n", "4t\n", 1), conflicts: "both changed lines 4", by: "lines"},
-		"adjacent lines":         {path: "a.txt", base: ba, ours: strings.Replace(ba, "4\n", "4o\n", 1), theirs: strings.Replace(ba, "5\n", "5t\n", 1), conflicts: "both changed lines 4–5", by: "lines"},
+		"disjoint lines":          {path: "a.txt", base: ba, ours: strings.Replace(ba, "2\n", "2x\n", 1), theirs: strings.Replace(ba, "7\n", "7y\n", 1), want: "1\n2x\n3\n4\n5\n6\n7y\n8\n", by: "lines"},
+		"same change both sides":  {path: "a.txt", base: ba, ours: "x\n" + ba, theirs: "x\n" + ba, want: "x\n" + ba, by: "one side"},
+		"one side only":           {path: "a.txt", base: ba, ours: ba, theirs: ba + "9\n", want: ba + "9\n", by: "one side"},
+		"overlapping lines":       {path: "a.txt", base: ba, ours: strings.Replace(ba, "4\n", "4o\n", 1), theirs: strings.Replace(ba, "4\n", "4t\n", 1), conflicts: "both changed lines 4", by: "lines"},
+		"adjacent lines":          {path: "a.txt", base: ba, ours: strings.Replace(ba, "4\n", "4o\n", 1), theirs: strings.Replace(ba, "5\n", "5t\n", 1), conflicts: "both changed lines 4–5", by: "lines"},
 		"insertions at one place": {path: "a.txt", base: ba, ours: strings.Replace(ba, "4\n", "4\nA\n", 1), theirs: strings.Replace(ba, "4\n", "4\nB\n", 1), conflicts: "both changed lines at 5", by: "lines"},
-		"differ merges by name":  {ds: InProcess{braceMerger{}}, path: "a.b", base: ba, ours: "x", theirs: "y", conflicts: "func f", by: "differ braces"},
-		"differ without merger":  {ds: InProcess{braces{}}, path: "a.b", base: ba, ours: "0\n" + ba, theirs: ba + "9\n", want: "0\n" + ba + "9\n", by: "lines"},
+		"differ merges by name":   {ds: InProcess{braceMerger{}}, path: "a.b", base: ba, ours: "x", theirs: "y", conflicts: "func f", by: "differ braces"},
+		"differ without merger":   {ds: InProcess{braces{}}, path: "a.b", base: ba, ours: "0\n" + ba, theirs: ba + "9\n", want: "0\n" + ba + "9\n", by: "lines"},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
