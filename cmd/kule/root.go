@@ -22,8 +22,16 @@ func rootCommand() *cobra.Command {
 		SilenceErrors: true,
 	}
 	root.AddCommand(
+		newCommand(),
+		execCommand(),
+		statusCommand(),
+		commitCommand(),
+		rollbackCommand(),
+		undoCommand(),
+		listCommand(),
+		deleteCommand(),
+		historyCommand(),
 		pluginsCommand(),
-	// Each file of this package adds its commands here.
 	)
 	return root
 }
