@@ -125,7 +125,7 @@ and lists what it changed. Nothing reaches the folder until kule commit.`,
 			opt.Spec.Stdin, opt.Spec.Stdout, opt.Spec.Stderr = os.Stdin, os.Stdout, os.Stderr
 			code, st, err := k.Exec(ctx, t, opt)
 			if st != nil {
-				printStatus(cmd.ErrOrStderr(), st, false)
+				printStatus(cmd.ErrOrStderr(), st, false, nil)
 			}
 			if err != nil {
 				return err
@@ -166,10 +166,13 @@ func statusCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
+			names := reviewNames(cmd.Context(), k, st)
 			if asJSON {
-				return printJSON(cmd.OutOrStdout(), statusJSON(st))
+				v := statusJSON(st).(map[string]any)
+				v["names"] = names
+				return printJSON(cmd.OutOrStdout(), v)
 			}
-			printStatus(cmd.OutOrStdout(), st, true)
+			printStatus(cmd.OutOrStdout(), st, true, &names)
 			return nil
 		}),
 	}
@@ -177,14 +180,18 @@ func statusCommand() *cobra.Command {
 	return c
 }
 
-func printStatus(w io.Writer, st *kernel.Status, header bool) {
+// printStatus prints a task's changes; names, when given, adds the names
+// that changed inside each file, where the task meets others, and notices.
+func printStatus(w io.Writer, st *kernel.Status, header bool, names *namesView) {
 	if header {
 		fmt.Fprintf(w, "task %s · %s\n", st.Task.ID, st.Task.Folder)
 	}
 	pending := st.Pending(false)
 	fmt.Fprintln(w, effects.Summary(pending))
+	byPath := names.namesByPath()
 	for _, e := range pending {
 		fmt.Fprintln(w, "  "+effectLine(e))
+		printNames(w, byPath[e.Path])
 	}
 	if n := st.IgnoredCount(); n > 0 {
 		fmt.Fprintf(w, "%d ignored by the folder's .gitignore (kept in the copy; kule commit --include-ignored applies them):\n", n)
@@ -195,6 +202,7 @@ func printStatus(w io.Writer, st *kernel.Status, header bool) {
 		}
 	}
 	printProblems(w, st.Problems)
+	printMeets(w, names)
 }
 
 func effectLine(e effects.Effect) string {

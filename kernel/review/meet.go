@@ -71,6 +71,12 @@ func FormatMeet(who string, ms []Meeting) string {
 	if len(ms) == 0 {
 		return ""
 	}
+	return who + " changes them too: " + MeetList(ms)
+}
+
+// MeetList is the list part of FormatMeet: "src/task.rs · method
+// Task::commit, notes.md".
+func MeetList(ms []Meeting) string {
 	var parts []string
 	for _, m := range ms {
 		if len(m.Entities) == 0 {
@@ -81,5 +87,5 @@ func FormatMeet(who string, ms []Meeting) string {
 			parts = append(parts, m.Path+" · "+e)
 		}
 	}
-	return who + " changes them too: " + strings.Join(parts, ", ")
+	return strings.Join(parts, ", ")
 }
