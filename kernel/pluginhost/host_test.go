@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -482,4 +483,41 @@ func TestBuiltinsAndPrecedence(t *testing.T) {
 			t.Fatalf("conflicting merge = %+v, %v", r, err)
 		}
 	})
+}
+
+// TestCmdFactorySeam: every launch goes through the host's CmdFactory (where
+// the sandbox wraps plugins), with the verified in-memory copy for a
+// third-party plugin and the kule binary itself for a built-in.
+func TestCmdFactorySeam(t *testing.T) {
+	var specs []LaunchSpec
+	h := newHost(t, txtBuiltin("lines"))
+	h.opts.CmdFactory = func(ctx context.Context, spec LaunchSpec) (*exec.Cmd, error) {
+		specs = append(specs, spec)
+		return DirectCmd(ctx, spec)
+	}
+	install(t, h, "good")
+	ctx := context.Background()
+	if _, err := h.get(ctx, "differ", "good", false); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.get(ctx, "differ", "lines", true); err != nil {
+		t.Fatal(err)
+	}
+	if len(specs) != 2 {
+		t.Fatalf("factory called %d times, want 2", len(specs))
+	}
+	third, built := specs[0], specs[1]
+	if third.Exe == nil || !strings.HasPrefix(third.Path, "/proc/self/fd/") || third.Args[0] != filepath.Join(h.Dir("good"), "good") {
+		t.Errorf("third-party spec = %+v; want the sealed copy", third)
+	}
+	if built.Exe != nil || built.Path != selfExe(t) || strings.Join(built.Args[1:], " ") != "__plugin differ/lines" {
+		t.Errorf("built-in spec = %+v; want kule __plugin differ/lines", built)
+	}
+
+	h2 := newHost(t)
+	h2.home = h.home
+	h2.opts.CmdFactory = func(context.Context, LaunchSpec) (*exec.Cmd, error) { return nil, errors.New("sandbox unavailable") }
+	if _, err := h2.get(ctx, "differ", "good", false); !errors.Is(err, ErrHandshake) || !strings.Contains(err.Error(), "sandbox unavailable") {
+		t.Fatalf("start with a failing factory = %v", err)
+	}
 }
