@@ -252,3 +252,24 @@ func FuzzLineMerge(f *testing.F) {
 		}
 	})
 }
+
+// FuzzCompute: any two versions review without a panic, every entity change
+// names an entity of one version (or the top level), and a file never meets
+// itself on nothing.
+func FuzzCompute(f *testing.F) {
+	f.Add([]byte(base), []byte(strings.Replace(base, "a\n", "b\n", 1)))
+	f.Add([]byte("class A {\n}\n"), []byte("class A {\n  method f {\n  }\n}\n"))
+	f.Fuzz(func(t *testing.T, old, new []byte) {
+		r := Compute(context.Background(), InProcess{braces{}}, []Change{{Path: "f.b", Op: Changed, Old: old, New: new}})
+		if len(r.Files) != 1 {
+			t.Fatalf("files = %d", len(r.Files))
+		}
+		f := r.Files[0]
+		if string(old) != string(new) && !f.Whole && len(f.Entities) == 0 {
+			t.Fatalf("a changed file with names lists nothing under them or the top level")
+		}
+		if ms := Meet(r, r); string(old) != string(new) && len(ms) != 1 {
+			t.Fatalf("a review does not meet itself: %v", ms)
+		}
+	})
+}
