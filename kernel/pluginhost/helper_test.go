@@ -32,7 +32,9 @@ func TestMain(m *testing.M) {
 		servePlugin(filepath.Base(filepath.Dir(os.Args[0])))
 		os.Exit(0)
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	os.RemoveAll(markerDir(os.Getpid()))
+	os.Exit(code)
 }
 
 // markerDir is where fake plugins leave a file per start; it is keyed by the
