@@ -31,6 +31,8 @@ func rootCommand() *cobra.Command {
 		listCommand(),
 		deleteCommand(),
 		historyCommand(),
+		policyCommand(),
+		rulesCommand(),
 		limitsCommand(),
 		homeCommand(),
 	)
