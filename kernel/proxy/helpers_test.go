@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"bytes"
 	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
@@ -14,9 +15,9 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
-	"strconv"
 	"testing"
 	"time"
 )
@@ -85,6 +86,7 @@ type recorder struct {
 
 func (r *recorder) add(req *http.Request) seen {
 	b, _ := io.ReadAll(req.Body)
+	req.Body = io.NopCloser(bytes.NewReader(b)) // a handler behind may read it too
 	s := seen{Method: req.Method, URI: req.RequestURI, Host: req.Host, Header: req.Header.Clone(), Body: string(b)}
 	r.mu.Lock()
 	r.reqs = append(r.reqs, s)
@@ -100,17 +102,17 @@ func (r *recorder) all() []seen {
 
 // world is the test's internet: servers by host, the proxy in front.
 type world struct {
-	root     *testRoot
-	addrs    map[string]string // host:port → loopback address
-	rec      *recorder
-	proxy    *Proxy
-	dir      string
-	logPath  string
-	bundle   string
-	secret   Secret
-	apiPort  int
-	servers  []*http.Server
-	gitRepo  string
+	root    *testRoot
+	addrs   map[string]string // host:port → loopback address
+	rec     *recorder
+	proxy   *Proxy
+	dir     string
+	logPath string
+	bundle  string
+	secret  Secret
+	apiPort int
+	servers []*http.Server
+	gitRepo string
 }
 
 // echo answers with what it received, so the answer carries whatever the
