@@ -636,7 +636,7 @@ func (p *Proxy) intercept(c net.Conn, br *bufio.Reader, bw *bufio.Writer, up net
 			h = h.Del("Accept-Encoding")
 			h = append(h, framing.Field{Name: "Accept-Encoding", Value: "identity"})
 		}
-		keep, err := p.exchange(cbw, ubr, ubw, req, target, h, blankValues(secrets))
+		keep, err := p.exchange(cbw, ubr, ubw, func() { upTLS.Close() }, req, target, h, blankValues(secrets))
 		if err != nil {
 			e.Error = err.Error()
 		}
@@ -718,7 +718,7 @@ func (p *Proxy) registryRefusal(host, method, target string) string {
 
 // exchange relays one request and its response. It returns whether the client
 // connection may carry another request.
-func (p *Proxy) exchange(cbw *bufio.Writer, ubr *bufio.Reader, ubw *bufio.Writer, req *framing.Request, target string, h framing.Header, blankVals [][]byte) (bool, error) {
+func (p *Proxy) exchange(cbw *bufio.Writer, ubr *bufio.Reader, ubw *bufio.Writer, abort func(), req *framing.Request, target string, h framing.Header, blankVals [][]byte) (bool, error) {
 	if exp, ok := req.Header.Get("Expect"); ok && strings.EqualFold(exp, "100-continue") {
 		io.WriteString(cbw, "HTTP/1.1 100 Continue\r\n\r\n")
 		cbw.Flush()
@@ -743,6 +743,9 @@ func (p *Proxy) exchange(cbw *bufio.Writer, ubr *bufio.Reader, ubw *bufio.Writer
 		if err == nil {
 			err = ubw.Flush()
 		}
+		if err != nil {
+			abort() // the server waits for a body that will not come: end it
+		}
 		sent <- err
 	}()
 	var resp *http.Response
@@ -750,7 +753,10 @@ func (p *Proxy) exchange(cbw *bufio.Writer, ubr *bufio.Reader, ubw *bufio.Writer
 	for {
 		resp, err = http.ReadResponse(ubr, &http.Request{Method: req.Method})
 		if err != nil {
-			<-sent
+			if serr := <-sent; serr != nil {
+				writeError(cbw, http.StatusBadRequest, "the request body could not be relayed: "+serr.Error())
+				return false, fmt.Errorf("request body: %w", serr)
+			}
 			writeError(cbw, http.StatusBadGateway, "the server's answer could not be read: "+err.Error())
 			return false, fmt.Errorf("upstream response: %w", err)
 		}
@@ -897,7 +903,7 @@ func (p *Proxy) forward(c net.Conn, bw *bufio.Writer, req *framing.Request, fw *
 	}
 	h := req.Header.Del("Host")
 	h = append(framing.Header{{Name: "Host", Value: u.Host}}, h...)
-	keep, err := p.exchange(bw, fw.ubr, fw.ubw, req, target, h, nil)
+	keep, err := p.exchange(bw, fw.ubr, fw.ubw, func() { fw.up.Close() }, req, target, h, nil)
 	if err != nil {
 		fw.e.Error = err.Error()
 	}
