@@ -146,13 +146,16 @@ func blank(b []byte, values [][]byte) {
 // blanker reads r with every secret value overwritten by '*'. The length does
 // not change, so a Content-Length stays right. It holds back the last
 // len(longest)-1 bytes of each read so a value split across reads is found.
+//
+// buf[off:cut] is blanked and ready to hand out; buf[cut:] is blanked but held
+// back (it may be the start of a value).
 type blanker struct {
-	r       io.Reader
-	values  [][]byte
-	keep    int
-	pending []byte
-	ready   []byte
-	err     error
+	r        io.Reader
+	values   [][]byte
+	keep     int
+	buf      []byte
+	off, cut int
+	err      error
 }
 
 func newBlanker(r io.Reader, values [][]byte) io.Reader {
@@ -163,39 +166,35 @@ func newBlanker(r io.Reader, values [][]byte) io.Reader {
 	for _, v := range values {
 		m = max(m, len(v))
 	}
-	return &blanker{r: r, values: values, keep: m - 1, pending: make([]byte, 0, 64<<10)}
+	return &blanker{r: r, values: values, keep: m - 1, buf: make([]byte, 0, max(128<<10, 4*m))}
 }
 
 func (b *blanker) Read(p []byte) (int, error) {
-	for len(b.ready) == 0 {
+	for b.off == b.cut {
 		if b.err != nil {
 			return 0, b.err
 		}
-		// Move what was held back to the front and read more behind it.
-		if cap(b.pending)-len(b.pending) < 16<<10 {
-			np := make([]byte, len(b.pending), max(2*cap(b.pending), 64<<10))
-			copy(np, b.pending)
-			b.pending = np
-		}
-		n, err := b.r.Read(b.pending[len(b.pending):cap(b.pending)])
-		b.pending = b.pending[:len(b.pending)+n]
+		// Move the held-back tail to the front and read behind it.
+		n := copy(b.buf[:cap(b.buf)], b.buf[b.cut:])
+		b.buf = b.buf[:n]
+		b.off, b.cut = 0, 0
+		scanFrom := 0
+		m, err := b.r.Read(b.buf[n:cap(b.buf)])
+		b.buf = b.buf[:n+m]
 		if err != nil {
 			b.err = err
 		}
-		blank(b.pending, b.values)
-		cut := len(b.pending) - b.keep
+		// A value can start in the held-back tail: scan from the start.
+		blank(b.buf[scanFrom:], b.values)
+		b.cut = len(b.buf) - b.keep
 		if b.err != nil {
-			cut = len(b.pending)
+			b.cut = len(b.buf)
 		}
-		if cut <= 0 {
-			continue
+		if b.cut < 0 {
+			b.cut = 0
 		}
-		// ready takes a copy so pending can be compacted.
-		b.ready = append(b.ready[:0], b.pending[:cut]...)
-		rest := copy(b.pending, b.pending[cut:])
-		b.pending = b.pending[:rest]
 	}
-	n := copy(p, b.ready)
-	b.ready = b.ready[n:]
+	n := copy(p, b.buf[b.off:b.cut])
+	b.off += n
 	return n, nil
 }

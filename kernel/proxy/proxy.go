@@ -472,6 +472,10 @@ func (p *Proxy) connect(c net.Conn, br *bufio.Reader, bw *bufio.Writer, req *fra
 		return
 	}
 	defer up.Close()
+	if !p.track(up, true) {
+		return
+	}
+	defer p.track(up, false)
 	if p.intercepted(host) {
 		e.Intercepted = true
 		p.intercept(c, br, bw, up, host, port, &e)
@@ -828,7 +832,7 @@ type forwarder struct {
 	p          *Proxy
 	host       string
 	port       int
-	up         net.Conn
+	raw, up    net.Conn
 	ubr        *bufio.Reader
 	ubw        *bufio.Writer
 	e          Entry
@@ -837,6 +841,7 @@ type forwarder struct {
 
 func (f *forwarder) finish() {
 	f.up.Close()
+	f.p.track(f.raw, false)
 	f.e.BytesUp, f.e.BytesDown = atomic.LoadInt64(&f.upN), atomic.LoadInt64(&f.downN)
 	f.p.log.add(f.e)
 }
@@ -875,6 +880,11 @@ func (p *Proxy) forward(c net.Conn, bw *bufio.Writer, req *framing.Request, fw *
 			writeError(bw, http.StatusBadGateway, fmt.Sprintf("cannot reach %s:%d: %v", host, port, err))
 			return false, nil
 		}
+		if !p.track(up, true) {
+			up.Close()
+			return false, nil
+		}
+		nf.raw = up
 		nf.up = countingConn{Conn: up, r: &nf.downN, w: &nf.upN}
 		nf.ubr = bufio.NewReaderSize(nf.up, 32<<10)
 		nf.ubw = bufio.NewWriterSize(nf.up, 32<<10)
