@@ -266,3 +266,31 @@ func TestPrivateAddressRefused(t *testing.T) {
 		t.Fatalf("log: %+v", e)
 	}
 }
+
+// TestCloseEndsTunnels: Close returns while a tunnel is open and idle, and
+// the idle tunnel is logged.
+func TestCloseEndsTunnels(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t)
+	w.start(t)
+	c, err := net.Dial("tcp", w.proxy.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	fmt.Fprintf(c, "CONNECT %s:80 HTTP/1.1\r\nHost: %s:80\r\n\r\n", plainHost, plainHost)
+	resp, err := http.ReadResponse(bufio.NewReader(c), &http.Request{Method: "CONNECT"})
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("CONNECT: %v %v", err, resp)
+	}
+	done := make(chan error)
+	go func() { done <- w.proxy.Close() }()
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		t.Fatal("Close did not return while a tunnel was open")
+	}
+	if e := w.proxy.Entries(); len(e) != 1 || e[0].Verdict != Tunneled || e[0].Intercepted {
+		t.Fatalf("log: %+v", e)
+	}
+}

@@ -203,6 +203,12 @@ func TestCurl(t *testing.T) {
 	if strings.Join(lines, "\n") != strings.Join(want, "\n") {
 		t.Errorf("summary:\n%s\nwant:\n%s", strings.Join(lines, "\n"), strings.Join(want, "\n"))
 	}
+	raw, _ := os.ReadFile(w.logPath)
+	for _, want := range []string{`"verdict":"tunneled"`, `"secrets":["STRIPE_KEY"]`, `"verdict":"refused"`, `"reason":"waits for approval"`, `"verdict":"forwarded"`, `"bytes_up":`} {
+		if !strings.Contains(string(raw), want) {
+			t.Errorf("network.jsonl lacks %s:\n%s", want, raw)
+		}
+	}
 	for _, e := range entries {
 		if e.Verdict == Tunneled && (e.BytesUp == 0 || e.BytesDown == 0) {
 			t.Errorf("entry without byte counts: %+v", e)

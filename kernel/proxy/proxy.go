@@ -919,3 +919,18 @@ func (p *Proxy) forward(c net.Conn, bw *bufio.Writer, req *framing.Request, fw *
 	}
 	return keep, fw
 }
+
+// ForTask returns a Config laid out for a task: the log in the task
+// directory's network.jsonl, the CA bundle in the task's tmp directory
+// (tmpDir on the host, tmpSeen as commands see it, e.g. /tmp inside the
+// sandbox). The caller adds Decide, Secrets and Registries.
+func ForTask(taskDir, tmpDir, tmpSeen string) Config {
+	if tmpSeen == "" {
+		tmpSeen = tmpDir
+	}
+	return Config{
+		LogPath:        filepath.Join(taskDir, "network.jsonl"),
+		BundlePath:     filepath.Join(tmpDir, "kule-ca-bundle.pem"),
+		BundlePathSeen: filepath.Join(tmpSeen, "kule-ca-bundle.pem"),
+	}
+}
