@@ -130,6 +130,26 @@ func TestGoClient(t *testing.T) {
 	if len(w.rec.all()) != before {
 		t.Errorf("the server received the request with a foreign credential")
 	}
+	// HEAD keeps its Content-Length and has no body; the connection stays usable.
+	for range 2 {
+		resp, err = c.Head("https://" + apiHost + "/head")
+		if err != nil || resp.StatusCode != 200 {
+			t.Fatalf("HEAD: %v %v", err, resp)
+		}
+		resp.Body.Close()
+	}
+	// A large chunked upload with Expect: 100-continue arrives whole.
+	big := strings.Repeat("0123456789", 300000)
+	req, _ = http.NewRequest("PUT", "https://"+apiHost+"/upload", io.MultiReader(strings.NewReader(big)))
+	req.Header.Set("Expect", "100-continue")
+	resp, err = c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if got := lastTo(t, w, "/upload").Body; got != big {
+		t.Errorf("upload arrived with %d bytes, want %d", len(got), len(big))
+	}
 	// x-api-key is a credential header too.
 	req, _ = http.NewRequest("GET", "https://"+apiHost+"/apikey", nil)
 	req.Header.Set("X-Api-Key", ph)
