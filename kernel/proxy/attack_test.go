@@ -26,7 +26,7 @@ func tunnel(t *testing.T, w *world, host string) (*tls.Conn, *bufio.Reader) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	fmt.Fprintf(c, "CONNECT %s:443 HTTP/1.1\r\nHost: %s:443\r\n\r\n", host, host)
+	fmt.Fprintf(c, "CONNECT %s:443 HTTP/1.1\r\nHost: %s:443\r\n%s\r\n", host, host, authLine())
 	br := bufio.NewReader(c)
 	resp, err := http.ReadResponse(br, &http.Request{Method: "CONNECT"})
 	if err != nil || resp.StatusCode != 200 {
@@ -84,7 +84,7 @@ func TestSmuggling(t *testing.T) {
 			raw = strings.ReplaceAll(raw, " /smuggled ", " http://"+plainHost+"/smuggled ")
 			raw = strings.ReplaceAll(raw, "Host: api.example.test", "Host: "+plainHost)
 			raw = strings.ReplaceAll(raw, "https://evil", "http://evil")
-			io.WriteString(c, raw)
+			io.WriteString(c, withAuth(raw))
 			checkRefusedAndClosed(t, c, bufio.NewReader(c))
 		})
 	}
@@ -103,8 +103,8 @@ func checkRefusedAndClosed(t *testing.T, c net.Conn, br *bufio.Reader) {
 		t.Fatalf("no answer: %v", err)
 	}
 	io.Copy(io.Discard, resp.Body)
-	if resp.StatusCode < 400 {
-		t.Fatalf("status %d: the ambiguous request was accepted", resp.StatusCode)
+	if resp.StatusCode < 400 || resp.StatusCode == http.StatusProxyAuthRequired {
+		t.Fatalf("status %d: the ambiguous request was accepted (or refused for another reason)", resp.StatusCode)
 	}
 	if rest, _ := io.ReadAll(br); len(rest) != 0 {
 		t.Fatalf("the connection carried more after the refusal: %q", rest)
@@ -119,13 +119,17 @@ func TestKeepAlive100(t *testing.T) {
 	w.start(t)
 	ph := w.placeholder()
 	check := func(t *testing.T, c io.Writer, br *bufio.Reader, prefix, path, host string) {
+		auth := ""
+		if prefix != "" {
+			auth = authLine()
+		}
 		var reqs bytes.Buffer
 		for i := range 100 {
 			body := fmt.Sprintf("body-%03d", i)
 			if i%2 == 0 {
-				fmt.Fprintf(&reqs, "POST %s%s/%d HTTP/1.1\r\nHost: %s\r\nAuthorization: Bearer %s\r\nContent-Length: %d\r\n\r\n%s", prefix, path, i, host, ph, len(body), body)
+				fmt.Fprintf(&reqs, "POST %s%s/%d HTTP/1.1\r\nHost: %s\r\n%sAuthorization: Bearer %s\r\nContent-Length: %d\r\n\r\n%s", prefix, path, i, host, auth, ph, len(body), body)
 			} else {
-				fmt.Fprintf(&reqs, "POST %s%s/%d HTTP/1.1\r\nHost: %s\r\nTransfer-Encoding: chunked\r\n\r\n%x\r\n%s\r\n0\r\n\r\n", prefix, path, i, host, len(body), body)
+				fmt.Fprintf(&reqs, "POST %s%s/%d HTTP/1.1\r\nHost: %s\r\n%sTransfer-Encoding: chunked\r\n\r\n%x\r\n%s\r\n0\r\n\r\n", prefix, path, i, host, auth, len(body), body)
 			}
 		}
 		go c.Write(reqs.Bytes()) // pipelined
@@ -278,7 +282,7 @@ func TestCloseEndsTunnels(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	fmt.Fprintf(c, "CONNECT %s:80 HTTP/1.1\r\nHost: %s:80\r\n\r\n", plainHost, plainHost)
+	fmt.Fprintf(c, "CONNECT %s:80 HTTP/1.1\r\nHost: %s:80\r\n%s\r\n", plainHost, plainHost, authLine())
 	resp, err := http.ReadResponse(bufio.NewReader(c), &http.Request{Method: "CONNECT"})
 	if err != nil || resp.StatusCode != 200 {
 		t.Fatalf("CONNECT: %v %v", err, resp)
@@ -292,5 +296,37 @@ func TestCloseEndsTunnels(t *testing.T) {
 	}
 	if e := w.proxy.Entries(); len(e) != 1 || e[0].Verdict != Tunneled || e[0].Intercepted {
 		t.Fatalf("log: %+v", e)
+	}
+}
+
+// TestTokenRequired: a process on the host's loopback without the task's
+// token cannot use the proxy.
+func TestTokenRequired(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t)
+	w.start(t)
+	for name, raw := range map[string]string{
+		"CONNECT":     "CONNECT " + apiHost + ":443 HTTP/1.1\r\nHost: " + apiHost + ":443\r\n\r\n",
+		"plain":       "GET http://" + plainHost + "/x HTTP/1.1\r\nHost: " + plainHost + "\r\n\r\n",
+		"wrong token": "GET http://" + plainHost + "/x HTTP/1.1\r\nHost: " + plainHost + "\r\nProxy-Authorization: Basic a3VsZTp3cm9uZw==\r\n\r\n",
+	} {
+		t.Run(name, func(t *testing.T) {
+			c, err := net.Dial("tcp", w.proxy.Addr())
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			io.WriteString(c, raw)
+			resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if resp.StatusCode != http.StatusProxyAuthRequired {
+				t.Fatalf("status %d, want 407", resp.StatusCode)
+			}
+		})
+	}
+	if len(w.rec.all()) != 0 || len(w.proxy.Entries()) != 0 {
+		t.Fatalf("a request without the token went somewhere")
 	}
 }

@@ -41,7 +41,7 @@ func BenchmarkDownload100MB(b *testing.B) {
 	pool := x509.NewCertPool()
 	bundle, _ := os.ReadFile(w.bundle)
 	pool.AppendCertsFromPEM(bundle)
-	pu, _ := url.Parse("http://" + w.proxy.Addr())
+	pu, _ := url.Parse("http://kule:" + testToken + "@" + w.proxy.Addr())
 	direct := &http.Client{Transport: &http.Transport{
 		TLSClientConfig: &tls.Config{RootCAs: w.root.pool, ServerName: "direct.example.test"},
 	}}

@@ -59,8 +59,9 @@ func TestNode(t *testing.T) {
 	script := `
 const http = require('http'), https = require('https'), tls = require('tls');
 const ph = process.env.STRIPE_KEY;
-const [host, port] = process.env.HTTPS_PROXY.replace('http://', '').split(':');
-const req = http.request({host, port, method: 'CONNECT', path: 'api.example.test:443'});
+const pu = new URL(process.env.HTTPS_PROXY);
+const req = http.request({host: pu.hostname, port: pu.port, method: 'CONNECT', path: 'api.example.test:443',
+  headers: {'Proxy-Authorization': 'Basic ' + Buffer.from(decodeURIComponent(pu.username) + ':' + decodeURIComponent(pu.password)).toString('base64')}});
 req.on('connect', (res, socket) => {
   if (res.statusCode !== 200) { console.log('CONNECT ' + res.statusCode); process.exit(1); }
   const agent = new https.Agent({maxSockets: 1});

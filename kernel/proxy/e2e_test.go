@@ -82,7 +82,7 @@ func goClient(t *testing.T, w *world) *http.Client {
 		t.Fatal(err)
 	}
 	pool.AppendCertsFromPEM(b)
-	pu, _ := url.Parse("http://" + w.proxy.Addr())
+	pu, _ := url.Parse("http://kule:" + testToken + "@" + w.proxy.Addr())
 	return &http.Client{Transport: &http.Transport{
 		Proxy:             http.ProxyURL(pu),
 		TLSClientConfig:   &tls.Config{RootCAs: pool},

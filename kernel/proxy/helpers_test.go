@@ -9,6 +9,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
+	"encoding/base64"
 	"encoding/pem"
 	"io"
 	"net"
@@ -181,6 +182,7 @@ func (w *world) start(t testing.TB) {
 		Secrets:        []Secret{w.secret},
 		Registries:     []Registry{{Host: registryHost, ReadOnlyPosts: []string{"/-/audit"}}},
 		BundlePath:     w.bundle,
+		Token:          testToken,
 		UpstreamRoots:  w.root.pool,
 		SystemRootsPEM: w.root.pem, // the test's internet root stands in for the system's
 		Dial: func(ctx context.Context, network, addr string) (net.Conn, error) {
@@ -215,3 +217,19 @@ func (w *world) env() []string {
 }
 
 func strconvItoa(n int) string { return strconv.Itoa(n) }
+
+const testToken = "test-token-0123"
+
+// authLine is the Proxy-Authorization line a raw request to the proxy needs.
+func authLine() string {
+	return "Proxy-Authorization: Basic " + base64.StdEncoding.EncodeToString([]byte("kule:"+testToken)) + "\r\n"
+}
+
+// withAuth puts authLine after the first line of a raw request.
+func withAuth(raw string) string {
+	i := strings.IndexByte(raw, '\n')
+	if i < 0 {
+		return raw
+	}
+	return raw[:i+1] + authLine() + raw[i+1:]
+}

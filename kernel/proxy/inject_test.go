@@ -2,7 +2,9 @@ package proxy
 
 import (
 	"bytes"
+	"context"
 	"encoding/base64"
+	"errors"
 	"io"
 	"testing"
 	"testing/iotest"
@@ -73,3 +75,20 @@ func TestRewriteCredentials(t *testing.T) {
 }
 
 func fld(name, value string) framing.Field { return framing.Field{Name: name, Value: value} }
+
+func TestStartRefusesBadSecrets(t *testing.T) {
+	t.Parallel()
+	dec := func(context.Context, string, int) Decision { return Decision{} }
+	for name, s := range map[string]Secret{
+		"line break": {Name: "A", Value: "v\r\nX-Evil: 1", Hosts: []string{"h.example"}},
+		"no host":    {Name: "A", Value: "v"},
+		"no value":   {Name: "A", Hosts: []string{"h.example"}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			_, err := Start(t.Context(), Config{Decide: dec, Secrets: []Secret{s}, BundlePath: t.TempDir() + "/b.pem", SystemRootsPEM: []byte{}})
+			if !errors.Is(err, ErrBadSecret) {
+				t.Fatalf("got %v, want ErrBadSecret", err)
+			}
+		})
+	}
+}

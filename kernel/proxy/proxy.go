@@ -27,8 +27,12 @@ import (
 	"bufio"
 	"compress/gzip"
 	"context"
+	"crypto/rand"
+	"crypto/subtle"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/base64"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -101,6 +105,12 @@ type Config struct {
 	// decider allowed is dialled as asked).
 	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
 
+	// Token, when set, must come with every request to the proxy as
+	// Proxy-Authorization: Basic base64("kule:"+Token) (ProxyEnv puts it in
+	// the proxy URL, which clients turn into that header). It keeps other
+	// processes on the host's loopback from using the task's proxy.
+	Token string
+
 	Listen      string        // default 127.0.0.1:0
 	IdleTimeout time.Duration // keep-alive idle limit; default 2 minutes
 }
@@ -151,6 +161,9 @@ func Start(ctx context.Context, cfg Config) (*Proxy, error) {
 		}
 		if s.Placeholder == "" {
 			s.Placeholder = NewPlaceholder(s.Name)
+		}
+		if strings.ContainsFunc(s.Value, func(r rune) bool { return r < ' ' && r != '\t' || r == 0x7f }) {
+			return nil, fmt.Errorf("%w: %q holds a control character (a line break?) that no header may carry", ErrBadSecret, s.Name)
 		}
 		if strings.Contains(s.Value, s.Placeholder) || strings.Contains(s.Placeholder, s.Value) {
 			return nil, fmt.Errorf("%w: %q value and placeholder overlap", ErrBadSecret, s.Name)
@@ -228,14 +241,18 @@ func (p *Proxy) Summary() []string { return Summary(p.Entries()) }
 // CAEnv() and SecretEnv(). A runner whose commands reach the proxy through a
 // forwarder uses ProxyEnv(forwarderAddr) instead of the first part.
 func (p *Proxy) Env() []string {
-	env := ProxyEnv(p.Addr())
+	env := ProxyEnv(p.Addr(), p.cfg.Token)
 	env = append(env, p.CAEnv()...)
 	return append(env, p.SecretEnv()...)
 }
 
-// ProxyEnv points the usual proxy variables (upper and lower case) at addr.
-func ProxyEnv(addr string) []string {
+// ProxyEnv points the usual proxy variables (upper and lower case) at addr,
+// with the token as the proxy URL's password when there is one.
+func ProxyEnv(addr, token string) []string {
 	u := "http://" + addr
+	if token != "" {
+		u = "http://kule:" + url.QueryEscape(token) + "@" + addr
+	}
 	var env []string
 	for _, k := range []string{"HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY"} {
 		env = append(env, k+"="+u, strings.ToLower(k)+"="+u)
@@ -350,6 +367,12 @@ func (p *Proxy) serve(c net.Conn) {
 			return
 		}
 		c.SetReadDeadline(time.Time{})
+		if !p.authorized(req) {
+			body := "kule proxy: this proxy belongs to a task; use the proxy URL from the task's environment\n"
+			fmt.Fprintf(bw, "HTTP/1.1 407 Proxy Authentication Required\r\nProxy-Authenticate: Basic realm=\"kule\"\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s", len(body), body)
+			bw.Flush()
+			return
+		}
 		if req.Method == http.MethodConnect {
 			if fw != nil {
 				fw.finish()
@@ -364,6 +387,16 @@ func (p *Proxy) serve(c net.Conn) {
 			return
 		}
 	}
+}
+
+// authorized checks the request's Proxy-Authorization against the token.
+func (p *Proxy) authorized(req *framing.Request) bool {
+	if p.cfg.Token == "" {
+		return true
+	}
+	want := "Basic " + base64.StdEncoding.EncodeToString([]byte("kule:"+p.cfg.Token))
+	got, _ := req.Header.Get("Proxy-Authorization")
+	return subtle.ConstantTimeCompare([]byte(got), []byte(want)) == 1
 }
 
 func statusFor(err error) int {
@@ -920,7 +953,7 @@ func (p *Proxy) forward(c net.Conn, bw *bufio.Writer, req *framing.Request, fw *
 	return keep, fw
 }
 
-// ForTask returns a Config laid out for a task: the log in the task
+// ForTask returns a Config laid out for a task, with a fresh Token: the log in the task
 // directory's network.jsonl, the CA bundle in the task's tmp directory
 // (tmpDir on the host, tmpSeen as commands see it, e.g. /tmp inside the
 // sandbox). The caller adds Decide, Secrets and Registries.
@@ -928,7 +961,10 @@ func ForTask(taskDir, tmpDir, tmpSeen string) Config {
 	if tmpSeen == "" {
 		tmpSeen = tmpDir
 	}
+	var tok [16]byte
+	_, _ = rand.Read(tok[:])
 	return Config{
+		Token:          hex.EncodeToString(tok[:]),
 		LogPath:        filepath.Join(taskDir, "network.jsonl"),
 		BundlePath:     filepath.Join(tmpDir, "kule-ca-bundle.pem"),
 		BundlePathSeen: filepath.Join(tmpSeen, "kule-ca-bundle.pem"),

@@ -32,6 +32,7 @@ var (
 	ErrBadHost        = errors.New("secrets: a host is a plain DNS name such as api.example.com")
 	ErrNoHost         = errors.New("secrets: a secret needs at least one host (--host)")
 	ErrEmptyValue     = errors.New("secrets: the value is empty")
+	ErrBadValue       = errors.New("secrets: the value holds a control character (a line break?) that no request header may carry")
 	ErrKeyUnavailable = errors.New("secrets: the sealing key is not available")
 	ErrDamaged        = errors.New("secrets: a sealed file is damaged or was sealed with another key")
 	ErrKeyFileMode    = errors.New("secrets: the key file is readable by others")
@@ -247,6 +248,9 @@ func (s *Store) Add(name, value string, hosts []string) (bool, error) {
 	}
 	if value == "" {
 		return false, ErrEmptyValue
+	}
+	if strings.ContainsFunc(value, func(r rune) bool { return r < ' ' && r != '\t' || r == 0x7f }) {
+		return false, ErrBadValue
 	}
 	if len(hosts) == 0 {
 		return false, ErrNoHost

@@ -95,6 +95,7 @@ func TestRefusals(t *testing.T) {
 		"port host":     {"A", "v", []string{"h.example:443"}, ErrBadHost},
 		"wildcard host": {"A", "v", []string{"*.example"}, ErrBadHost},
 		"empty value":   {"A", "", []string{"h.example"}, ErrEmptyValue},
+		"line break":    {"A", "v\r\nX-Evil: 1", []string{"h.example"}, ErrBadValue},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
