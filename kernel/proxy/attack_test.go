@@ -269,6 +269,9 @@ func TestPrivateAddressRefused(t *testing.T) {
 	if e := p.Entries(); len(e) != 1 || !strings.Contains(e[0].Error, "loopback or private") {
 		t.Fatalf("log: %+v", e)
 	}
+	if s := p.Summary(); len(s) != 1 || !strings.HasPrefix(s[0], "net: localhost:22 · tunneled (all) · failed: connect: ") {
+		t.Fatalf("summary: %q", s)
+	}
 }
 
 // TestCloseEndsTunnels: Close returns while a tunnel is open and idle, and

@@ -104,6 +104,7 @@ func Summary(entries []Entry) []string {
 		n       int
 		secrets map[string]bool
 		refused []string
+		errs    []string
 		first   int
 	}
 	groups := map[string]*group{}
@@ -119,6 +120,9 @@ func Summary(entries []Entry) []string {
 		g.n++
 		for _, s := range e.Secrets {
 			g.secrets[s] = true
+		}
+		if e.Error != "" && len(g.errs) == 0 {
+			g.errs = append(g.errs, e.Error)
 		}
 		for _, r := range e.Refusals {
 			if len(g.refused) < 3 {
@@ -151,6 +155,9 @@ func Summary(entries []Entry) []string {
 		}
 		for _, r := range g.refused {
 			b.WriteString(" · refused " + r)
+		}
+		for _, e := range g.errs {
+			b.WriteString(" · failed: " + e)
 		}
 		lines = append(lines, b.String())
 	}
