@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/kulehq/kule/kernel/effects"
+	"github.com/kulehq/kule/kernel/homelayer"
 	"github.com/kulehq/kule/kernel/ignore"
 	"github.com/kulehq/kule/kernel/limits"
 	"github.com/kulehq/kule/kernel/manifest"
@@ -23,6 +25,9 @@ type Status struct {
 	Task     *task.Task
 	Effects  []effects.Effect
 	Problems []walk.Problem
+	// Home lists what the task's commands changed in their home layer:
+	// caught for review, never part of a commit.
+	Home []homelayer.Change
 
 	manifest *manifest.Manifest
 	now      map[string]walk.Item
@@ -77,7 +82,8 @@ func (k *Kernel) status(t *task.Task) (*Status, error) {
 		}
 		return nil, fmt.Errorf("status %s: %w", t.ID, err)
 	}
-	return &Status{Task: t, Effects: res.Effects, Problems: res.Problems, manifest: m, now: res.Now, ignore: ign}, nil
+	home, _ := homelayer.Changes(t.Paths.Home) // a task made before home layers has none
+	return &Status{Task: t, Effects: res.Effects, Problems: res.Problems, Home: home, manifest: m, now: res.Now, ignore: ign}, nil
 }
 
 // ignoreRules reads the .gitignore files the base knows of — from the real
@@ -126,6 +132,10 @@ func (k *Kernel) Exec(ctx context.Context, t *task.Task, opt ExecOptions) (int, 
 	if spec.Env == nil {
 		spec.Env = os.Environ()
 	}
+	if _, err := homelayer.Changes(t.Paths.Home); err == nil {
+		spec.Env = withEnv(spec.Env, "HOME", t.Paths.Home)
+		spec.Env = withEnv(spec.Env, "XDG_CONFIG_HOME", filepath.Join(t.Paths.Home, ".config"))
+	}
 	var sup *limits.Supervisor
 	lim := opt.Limits
 	if lim != (limits.Limits{}) {
@@ -152,4 +162,15 @@ func (k *Kernel) Exec(ctx context.Context, t *task.Task, opt ExecOptions) (int, 
 		return code, st, runErr
 	}
 	return code, st, err
+}
+
+// withEnv sets key=value in env, replacing any earlier value.
+func withEnv(env []string, key, value string) []string {
+	out := make([]string, 0, len(env)+1)
+	for _, kv := range env {
+		if !strings.HasPrefix(kv, key+"=") {
+			out = append(out, kv)
+		}
+	}
+	return append(out, key+"="+value)
 }

@@ -32,6 +32,7 @@ func rootCommand() *cobra.Command {
 		deleteCommand(),
 		historyCommand(),
 		limitsCommand(),
+		homeCommand(),
 		secretsCommand(),
 	)
 	return root

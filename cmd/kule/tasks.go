@@ -199,6 +199,7 @@ func printStatus(w io.Writer, st *kernel.Status, header bool) {
 			}
 		}
 	}
+	printHome(w, st.Home)
 	printProblems(w, st.Problems)
 }
 
