@@ -35,6 +35,7 @@ func rootCommand() *cobra.Command {
 		rulesCommand(),
 		limitsCommand(),
 		homeCommand(),
+		secretsCommand(),
 	)
 	return root
 }
