@@ -326,9 +326,30 @@ func mergedIndex(idx *index.Index, plan *indexPlan) ([]byte, bool, error) {
 			out.Version = 3
 		}
 	}
+	slices.SortStableFunc(out.Entries, func(a, b *index.Entry) int {
+		if c := strings.Compare(a.Name, b.Name); c != 0 {
+			return c
+		}
+		return int(a.Stage) - int(b.Stage)
+	})
 	var buf bytes.Buffer
 	if err := index.NewEncoder(&buf).Encode(out); err != nil {
 		return nil, false, fmt.Errorf("gitstate: encode index: %w", err)
+	}
+	// go-git's encoder sorts by name alone; read the result back and make
+	// sure every path's stages are in order before git ever sees it.
+	check := &index.Index{}
+	if err := index.NewDecoder(bytes.NewReader(buf.Bytes())).Decode(check); err != nil {
+		return nil, false, fmt.Errorf("gitstate: encoded index does not read back: %w", err)
+	}
+	for i := 1; i < len(check.Entries); i++ {
+		a, b := check.Entries[i-1], check.Entries[i]
+		if a.Name > b.Name || a.Name == b.Name && a.Stage >= b.Stage {
+			return nil, false, fmt.Errorf("%w: could not write unmerged entries of %q in stage order", ErrUnsupported, b.Name)
+		}
+	}
+	if len(check.Entries) != len(out.Entries) {
+		return nil, false, fmt.Errorf("gitstate: encoded index holds %d entries, want %d", len(check.Entries), len(out.Entries))
 	}
 	return buf.Bytes(), true, nil
 }

@@ -1,0 +1,89 @@
+package gitstate
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+)
+
+// BenchmarkCompareVsGitStatus compares Compare on a repository whose index
+// holds 100k entries with its named peer, `git status` in the same copy
+// (warm caches, index already refreshed, CommandEnv's settings), after the
+// task made one commit. It prints both and the ratio (Compare / git status).
+//
+//	go test -run '^$' -bench CompareVsGitStatus -benchtime 20x ./kernel/gitstate
+func BenchmarkCompareVsGitStatus(b *testing.B) {
+	if testing.Short() {
+		b.Skip("builds a 100k-file repository")
+	}
+	needGit(b)
+	const files = 100000
+	root := b.TempDir()
+	folder := filepath.Join(root, "folder")
+	for i := 0; i < files; i++ {
+		p := filepath.Join(folder, fmt.Sprintf("d%03d", i%1000), fmt.Sprintf("f%05d.txt", i))
+		if i < 1000 {
+			os.MkdirAll(filepath.Dir(p), 0o755)
+		}
+		if err := os.WriteFile(p, []byte(fmt.Sprintf("file %d\n", i)), 0o644); err != nil {
+			b.Fatal(err)
+		}
+	}
+	run(b, folder, "init", "-q", "-b", "main")
+	run(b, folder, "add", ".")
+	run(b, folder, "commit", "-q", "-m", "100k files")
+	run(b, folder, "repack", "-q", "-a", "-d")
+	run(b, folder, "prune")
+	copyDir := filepath.Join(root, "copy")
+	if out, err := exec.Command("cp", "-a", folder, copyDir).CombinedOutput(); err != nil {
+		b.Fatalf("cp -a: %v %s", err, out)
+	}
+	base, err := Take(filepath.Join(copyDir, ".git"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	enc, _ := base.Encode()
+	base, err = DecodeSnapshot(enc)
+	if err != nil {
+		b.Fatal(err)
+	}
+	// The task: one commit changing one file.
+	write(b, filepath.Join(copyDir, "d007", "f00007.txt"), "changed\n")
+	run(b, copyDir, "commit", "-q", "-am", "one change")
+	status := func() {
+		cmd := exec.Command("git", "status", "--porcelain")
+		cmd.Dir = copyDir
+		cmd.Env = CommandEnv(gitEnv(root))
+		if out, err := cmd.CombinedOutput(); err != nil {
+			b.Fatalf("git status: %v %s", err, out)
+		}
+	}
+	status() // the first status refreshes the copy's index (new inodes)
+	var tCompare, tStatus time.Duration
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		t0 := time.Now()
+		eff, err := Compare(base, filepath.Join(copyDir, ".git"), copyDir)
+		if err != nil {
+			b.Fatal(err)
+		}
+		t1 := time.Now()
+		status()
+		t2 := time.Now()
+		tCompare += t1.Sub(t0)
+		tStatus += t2.Sub(t1)
+		if len(eff.Refs) != 1 || eff.Refs[0].Kind != RefFastForward {
+			b.Fatalf("effects: %v", eff.Lines())
+		}
+	}
+	b.StopTimer()
+	c := float64(tCompare.Nanoseconds()) / float64(b.N)
+	s := float64(tStatus.Nanoseconds()) / float64(b.N)
+	b.ReportMetric(c/1e6, "compare-ms/op")
+	b.ReportMetric(s/1e6, "gitstatus-ms/op")
+	b.ReportMetric(c/s, "ratio")
+	b.Logf("Compare %.1f ms, git status %.1f ms, ratio %.2f (snapshot JSON %d bytes)", c/1e6, s/1e6, c/s, len(enc))
+}
