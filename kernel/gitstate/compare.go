@@ -57,11 +57,15 @@ type Effects struct {
 	StagedDiffers []string     `json:"staged_differs,omitempty"`
 	Hooks         []FileChange `json:"hooks,omitempty"`
 	Config        []FileChange `json:"config,omitempty"`
+	// Gone: the task removed the repository from its copy. Made: the task
+	// made a repository the base did not have. Neither is applied.
+	Gone bool `json:"gone,omitempty"`
+	Made bool `json:"made,omitempty"`
 }
 
 // Empty tells whether the task changed nothing in the repository.
 func (e *Effects) Empty() bool {
-	return len(e.Objects.Loose) == 0 && len(e.Objects.Packs) == 0 && len(e.Refs) == 0 &&
+	return !e.Gone && !e.Made && len(e.Objects.Loose) == 0 && len(e.Objects.Packs) == 0 && len(e.Refs) == 0 &&
 		len(e.Index) == 0 && len(e.StagedDiffers) == 0 && len(e.Hooks) == 0 && len(e.Config) == 0
 }
 

@@ -23,6 +23,12 @@ func (e *Effects) Lines() []string {
 	if e.Nested {
 		add("nested repository")
 	}
+	if e.Gone {
+		add("repository removed from the copy (not applied: remove it in the folder yourself)")
+	}
+	if e.Made {
+		add("new repository (not applied: its .git stays in the copy; run git init in the folder and fetch from the copy)")
+	}
 	if n := len(e.Objects.Loose); n > 0 {
 		add("%d new object %s", n, plural(n, "file", "files"))
 	}
