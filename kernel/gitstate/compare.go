@@ -16,7 +16,7 @@ const (
 	RefFastForward = "fast-forward"
 	RefNew         = "new"
 	RefDeleted     = "deleted"
-	RefRewrite     = "rewrite" // not a fast-forward: the policy makes it wait
+	RefRewrite     = "rewrite"  // not a fast-forward: the policy makes it wait
 	RefSymbolic    = "symbolic" // HEAD (or another symbolic ref) points elsewhere
 )
 
