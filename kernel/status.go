@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 
 	"github.com/kulehq/kule/kernel/effects"
+	"github.com/kulehq/kule/kernel/gitstate"
 	"github.com/kulehq/kule/kernel/ignore"
 	"github.com/kulehq/kule/kernel/manifest"
 	"github.com/kulehq/kule/kernel/relpath"
@@ -22,6 +23,12 @@ type Status struct {
 	Task     *task.Task
 	Effects  []effects.Effect
 	Problems []walk.Problem
+	// Git holds, per repository in the folder, what the task did to it by
+	// meaning (kernel/gitstate); its Lines go under the file changes and
+	// each is the `git` object of status --json.
+	Git []*gitstate.Effects
+
+	gitBase  *gitstate.Base
 
 	manifest *manifest.Manifest
 	now      map[string]walk.Item
@@ -76,7 +83,11 @@ func (k *Kernel) status(t *task.Task) (*Status, error) {
 		}
 		return nil, fmt.Errorf("status %s: %w", t.ID, err)
 	}
-	return &Status{Task: t, Effects: res.Effects, Problems: res.Problems, manifest: m, now: res.Now, ignore: ign}, nil
+	gb, git, err := gitStatus(t)
+	if err != nil {
+		return nil, fmt.Errorf("status %s: git: %w", t.ID, err)
+	}
+	return &Status{Task: t, Effects: res.Effects, Problems: res.Problems, Git: git, gitBase: gb, manifest: m, now: res.Now, ignore: ign}, nil
 }
 
 // ignoreRules reads the .gitignore files the base knows of — from the real

@@ -288,3 +288,27 @@ func writeReplace(path string, b []byte) error {
 	}
 	return syncDir(dir)
 }
+
+// After is the base to keep once a commit applied effs with opts: the
+// copy's repositories as they are now, except that config and hook changes
+// a person did not approve keep their old value, so they stay pending (and
+// reported) rather than vanish from status unapplied.
+func (b *Base) After(copyRoot string, opts ApplyOptions) (*Base, error) {
+	nb, err := TakeBase(copyRoot)
+	if err != nil {
+		return nil, err
+	}
+	for i := range nb.Repos {
+		old := b.snapshot(nb.Repos[i].Path)
+		if old == nil {
+			continue
+		}
+		if !opts.Hooks {
+			nb.Repos[i].Snapshot.Hooks = old.Hooks
+		}
+		if !opts.Config {
+			nb.Repos[i].Snapshot.Config = old.Config
+		}
+	}
+	return nb, nil
+}
