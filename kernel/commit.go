@@ -42,7 +42,9 @@ type CommitReport struct {
 	Applied    []effects.Effect
 	Left       []effects.Effect // stayed in the copy: ignored or not selected
 	Checkpoint int              // the checkpoint that undo uses; 0 when nothing was applied
-	Git        []*gitstate.Effects // the repositories' changes applied (git.go)
+
+	// Git is the repositories' changes the commit applied (git.go).
+	Git []*gitstate.Effects
 }
 
 // UnderneathError names the paths the person (or another task) changed in

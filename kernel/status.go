@@ -26,9 +26,8 @@ type Status struct {
 	// Git holds, per repository in the folder, what the task did to it by
 	// meaning (kernel/gitstate); its Lines go under the file changes and
 	// each is the `git` object of status --json.
-	Git []*gitstate.Effects
-
-	gitBase  *gitstate.Base
+	Git     []*gitstate.Effects
+	gitBase *gitstate.Base
 
 	manifest *manifest.Manifest
 	now      map[string]walk.Item
