@@ -121,3 +121,16 @@ func TestGitRewriteWaitsAndPersonsCommitConflicts(t *testing.T) {
 		t.Errorf("folder log = %q, want the person's history untouched", got)
 	}
 }
+
+func TestGitCommandsInATaskTrustSizeAndMtime(t *testing.T) {
+	f := gitFixture(t)
+	tk := f.newTask()
+	f.sh(tk, `test "$(git config --get core.checkStat)" = minimal && test "$(git config --get core.trustctime)" = false`)
+	b, err := os.ReadFile(filepath.Join(tk.Paths.Copy, ".git", "config"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(b), "checkStat") {
+		t.Error("the copy's config was edited")
+	}
+}

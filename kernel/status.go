@@ -134,6 +134,9 @@ func (k *Kernel) Exec(ctx context.Context, t *task.Task, opt ExecOptions) (int, 
 	if spec.Env == nil {
 		spec.Env = os.Environ()
 	}
+	// A fresh copy has new inodes and change times: git trusts size and
+	// mtime alone there, set through the environment, never the copy's config.
+	spec.Env = gitstate.CommandEnv(spec.Env)
 	code, runErr := k.Runner.Run(ctx, spec)
 	st, err := k.status(t)
 	if runErr != nil {
