@@ -132,7 +132,7 @@ func undoGit(t *task.Task, checkpoint int) (bool, error) {
 func applicableGit(effs []*gitstate.Effects) []*gitstate.Effects {
 	var out []*gitstate.Effects
 	for _, e := range effs {
-		if !e.Gone && !e.Made {
+		if !e.Gone && !e.Made && !e.Outside {
 			out = append(out, e)
 		}
 	}

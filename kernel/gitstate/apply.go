@@ -90,6 +90,18 @@ func Apply(base *Snapshot, folderGitDir, copyGitDir string, eff *Effects, opts A
 			}
 		}
 	}
+	for _, c := range eff.Index {
+		if !ValidIndexPath(c.Path) {
+			return nil, fmt.Errorf("%w: index path %q is not one git accepts (nothing was applied)", ErrMalformed, c.Path)
+		}
+		if c.Kind != "delete" {
+			switch c.NewMode {
+			case "100644", "100755", "120000", "160000":
+			default:
+				return nil, fmt.Errorf("%w: index entry %q has mode %q (nothing was applied)", ErrMalformed, c.Path, c.NewMode)
+			}
+		}
+	}
 	// 1. Objects. Packs before loose objects, loose objects before refs.
 	for _, p := range eff.Objects.Packs {
 		if !validPackName(p) {

@@ -114,6 +114,15 @@ func TestAttackForgedEffectsAreRefused(t *testing.T) {
 		"pack name with a path": func(e *Effects) {
 			e.Objects.Packs = []string{"../../hooks/pre-commit"}
 		},
+		"index entry inside .git": func(e *Effects) {
+			e.Index = []IndexChange{{Kind: "add", Path: ".GIT/hooks/post-checkout", NewMode: "100755", NewID: strings.Repeat("a", 40)}}
+		},
+		"index entry outside the folder": func(e *Effects) {
+			e.Index = []IndexChange{{Kind: "add", Path: "../escape", NewMode: "100644", NewID: strings.Repeat("a", 40)}}
+		},
+		"index entry of a directory mode": func(e *Effects) {
+			e.Index = []IndexChange{{Kind: "add", Path: "dir", NewMode: "040000", NewID: strings.Repeat("a", 40)}}
+		},
 		"hook name with a path": func(e *Effects) {
 			e.Hooks = []FileChange{{Name: "../config", Kind: "add", New: strings.Repeat("a", 64)}}
 		},

@@ -61,11 +61,14 @@ type Effects struct {
 	// made a repository the base did not have. Neither is applied.
 	Gone bool `json:"gone,omitempty"`
 	Made bool `json:"made,omitempty"`
+	// Outside: the copy's .git now names a git directory outside the
+	// folder. Not judged, not applied.
+	Outside bool `json:"outside,omitempty"`
 }
 
 // Empty tells whether the task changed nothing in the repository.
 func (e *Effects) Empty() bool {
-	return !e.Gone && !e.Made && len(e.Objects.Loose) == 0 && len(e.Objects.Packs) == 0 && len(e.Refs) == 0 &&
+	return !e.Gone && !e.Made && !e.Outside && len(e.Objects.Loose) == 0 && len(e.Objects.Packs) == 0 && len(e.Refs) == 0 &&
 		len(e.Index) == 0 && len(e.StagedDiffers) == 0 && len(e.Hooks) == 0 && len(e.Config) == 0
 }
 

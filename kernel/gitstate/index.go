@@ -14,6 +14,7 @@ import (
 	"os"
 	"slices"
 	"strconv"
+	"strings"
 	"unicode/utf8"
 
 	"github.com/go-git/go-git/v5/plumbing/format/index"
@@ -345,6 +346,25 @@ func blobID(r io.Reader, size int64) ([20]byte, error) {
 	var id [20]byte
 	copy(id[:], h.Sum(nil))
 	return id, nil
+}
+
+// ValidIndexPath tells whether p is a path git accepts in an index: no
+// empty, "." or ".." component, no ".git" component in any case, no NUL,
+// no leading or trailing slash. An entry outside these rules could make a
+// later checkout write where it must not (into .git, or outside the folder).
+func ValidIndexPath(p string) bool {
+	if p == "" || strings.IndexByte(p, 0) >= 0 || strings.IndexByte(p, '\\') >= 0 {
+		return false
+	}
+	for _, part := range strings.Split(p, "/") {
+		switch {
+		case part == "", part == ".", part == "..":
+			return false
+		case strings.EqualFold(strings.TrimRight(part, ". "), ".git"):
+			return false
+		}
+	}
+	return true
 }
 
 func isUTF8(s string) bool { return utf8.ValidString(s) }

@@ -26,6 +26,9 @@ func (e *Effects) Lines() []string {
 	if e.Gone {
 		add("repository removed from the copy (not applied: remove it in the folder yourself)")
 	}
+	if e.Outside {
+		add(".git now names a git directory outside the folder (not judged, not applied)")
+	}
 	if e.Made {
 		add("new repository (not applied: its .git stays in the copy; run git init in the folder and fetch from the copy)")
 	}

@@ -136,6 +136,10 @@ func (b *Base) Compare(copyRoot string) ([]*Effects, error) {
 			out = append(out, &Effects{Repo: br.Path, Nested: br.Nested, Gone: true})
 			continue
 		}
+		if errors.Is(err, ErrUnsupported) {
+			out = append(out, &Effects{Repo: br.Path, Nested: br.Nested, Outside: true})
+			continue
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -173,7 +177,7 @@ func (b *Base) snapshot(path string) *Snapshot {
 func (b *Base) Check(folderRoot string, effs []*Effects) error {
 	var items []string
 	for _, eff := range effs {
-		if eff.Gone || eff.Made {
+		if eff.Gone || eff.Made || eff.Outside {
 			continue
 		}
 		s := b.snapshot(eff.Repo)
@@ -218,7 +222,7 @@ type RepoUndo struct {
 func (b *Base) Apply(folderRoot, copyRoot string, effs []*Effects, opts ApplyOptions) (*UndoSet, error) {
 	set := &UndoSet{}
 	for _, eff := range effs {
-		if eff.Gone || eff.Made {
+		if eff.Gone || eff.Made || eff.Outside {
 			continue
 		}
 		s := b.snapshot(eff.Repo)
