@@ -185,6 +185,7 @@ func Apply(base *Snapshot, folderGitDir, copyGitDir string, eff *Effects, opts A
 		return nil, err
 	}
 	items := refConflicts(cur, eff)
+	items = append(items, headConflict(base, cur, eff)...)
 	items = append(items, plan.conflicts...)
 	if opts.Config {
 		items = append(items, fileConflicts("config", config, eff.Config)...)

@@ -36,6 +36,7 @@ func Check(base *Snapshot, folderGitDir string, eff *Effects) error {
 	}
 	var items []string
 	items = append(items, refConflicts(refs, eff)...)
+	items = append(items, headConflict(base, refs, eff)...)
 	plan, err := planIndex(base, entriesOf(idx), eff)
 	if err != nil {
 		return err
@@ -67,6 +68,27 @@ func refConflicts(folder map[string]string, eff *Effects) []string {
 		}
 	}
 	return out
+}
+
+// headConflict: index changes were made against the branch HEAD named in
+// base; if the folder now stands on another branch (and did not come back),
+// applying them would stage the task's files on the wrong branch.
+func headConflict(base *Snapshot, folder map[string]string, eff *Effects) []string {
+	if len(eff.Index) == 0 {
+		return nil
+	}
+	want := base.Refs["HEAD"]
+	for _, r := range eff.Refs {
+		if r.Name == "HEAD" {
+			if folder["HEAD"] == r.New {
+				return nil
+			}
+		}
+	}
+	if cur := folder["HEAD"]; cur != want {
+		return []string{fmt.Sprintf("HEAD: the folder switched %s → %s meanwhile; the task's staged changes were made on %s", short(want), short(cur), short(want))}
+	}
+	return nil
 }
 
 func fileConflicts(what string, folder map[string]string, changes []FileChange) []string {

@@ -108,6 +108,14 @@ func TestScenarios(t *testing.T) {
 			outcome: "applied",
 			after:   logIs("third\nsecond\nfirst"),
 		},
+		"person switches branch and stays": {
+			task: taskCommit,
+			person: func(w *world) {
+				run(w.t, w.folder, "checkout", "-q", "feature")
+			},
+			lines:   ffLines,
+			outcome: "conflict",
+		},
 		"person commits on the same branch": {
 			task: taskCommit,
 			person: func(w *world) {
