@@ -75,7 +75,7 @@ func (e *ConflictError) Error() string {
 		return fmt.Sprintf("gitstate: revert: the folder's repository moved since the commit: %s; nothing was changed — undo those changes in the folder first, or keep the commit",
 			strings.Join(e.Items, "; "))
 	}
-	return fmt.Sprintf("gitstate: %s: the folder's repository changed underneath: %s; nothing in the folder's .git was changed — sync the task with the folder or resolve in the folder, then commit again",
+	return fmt.Sprintf("gitstate: %s: the folder's repository changed underneath: %s; no ref, index entry, hook or config of the folder was changed (objects may have been added; git gc removes unreachable ones) — sync the task with the folder or resolve it in the folder, then commit again",
 		e.Op, strings.Join(e.Items, "; "))
 }
 
