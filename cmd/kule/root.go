@@ -31,6 +31,11 @@ func rootCommand() *cobra.Command {
 		listCommand(),
 		deleteCommand(),
 		historyCommand(),
+		policyCommand(),
+		rulesCommand(),
+		limitsCommand(),
+		homeCommand(),
+		secretsCommand(),
 	)
 	return root
 }
