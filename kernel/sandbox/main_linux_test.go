@@ -187,6 +187,7 @@ func (w *world) attack(t *testing.T, spec runner.Spec, name string, args ...stri
 
 func assertHeld(t *testing.T, r result) {
 	t.Helper()
+	t.Log(r.stdout)
 	if strings.Contains(r.stdout, "ESCAPED") || strings.Contains(r.stdout, marker) || strings.Contains(r.stderr, marker) {
 		t.Fatalf("escape:\n%s\nstderr: %s", r.stdout, r.stderr)
 	}
