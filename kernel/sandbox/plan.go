@@ -245,12 +245,10 @@ func (s *Sandbox) plan(spec runner.Spec) (*plan, error) {
 
 	// Keeps: PATH entries, SDK folders, the workspace's git directory.
 	var keeps []string
-	for _, d := range filepath.SplitList(lookupEnv(hostEnv, "PATH")) {
-		keeps = append(keeps, d)
-	}
-	for _, v := range sdkVars {
-		for _, d := range filepath.SplitList(lookupEnv(hostEnv, v)) {
-			keeps = append(keeps, d)
+	for _, env := range [][]string{hostEnv, spec.Env} {
+		keeps = append(keeps, filepath.SplitList(lookupEnv(env, "PATH"))...)
+		for _, v := range sdkVars {
+			keeps = append(keeps, filepath.SplitList(lookupEnv(env, v))...)
 		}
 	}
 	if t.Folder != "" {
