@@ -215,3 +215,5 @@ func TestRunsInCopy(t *testing.T) {
 	}
 	fmt.Fprint(os.Stderr)
 }
+
+func runnerSpec(args ...string) runner.Spec { return runner.Spec{Args: args} }

@@ -175,7 +175,9 @@ func TestFailClosed(t *testing.T) {
 	defer func() { probeHook = nil }()
 	// A stand-in for a system without these: the probe is faked, because
 	// this machine has both and turning them off needs a reboot.
-	probeHook = func() Availability { return Availability{UserNS: false, UserNSWhy: "sysctl user.max_user_namespaces is 0", LandlockABI: 0} }
+	probeHook = func() Availability {
+		return Availability{UserNS: false, UserNSWhy: "sysctl user.max_user_namespaces is 0", LandlockABI: 0}
+	}
 	s := w.sandbox()
 	_, err := s.Run(context.Background(), runner.Spec{Task: w.task, Args: []string{"true"}, Env: w.env})
 	if !errors.Is(err, ErrUnavailable) || !strings.Contains(err.Error(), "no user namespaces") || !strings.Contains(err.Error(), "no Landlock") || !strings.Contains(err.Error(), "--accept-weaker on") {
