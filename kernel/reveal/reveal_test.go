@@ -14,10 +14,10 @@ func TestParsers(t *testing.T) {
 		in    string
 		want  []string
 	}{
-		"go.mod": {GoMod, "module x\n\nreplace example.com/shared => ../shared\nreplace (\n\texample.com/a v1.0.0 => ../a // local\n\texample.com/b => example.com/c v1.2.0\n)\n", []string{"../shared", "../a"}},
-		"Cargo.toml": {CargoToml, "[package]\nname = \"x\"\npath = \"ignored\"\n[dependencies]\nshared = { path = \"../shared\" }\nserde = \"1\"\n[target.'cfg(unix)'.dev-dependencies]\nu = { path = \"../unix-only\" }\n[patch.crates-io]\nfoo = { path = \"../foo\" }\n", []string{"../shared", "../foo", "../unix-only"}},
+		"go.mod":       {GoMod, "module x\n\nreplace example.com/shared => ../shared\nreplace (\n\texample.com/a v1.0.0 => ../a // local\n\texample.com/b => example.com/c v1.2.0\n)\n", []string{"../shared", "../a"}},
+		"Cargo.toml":   {CargoToml, "[package]\nname = \"x\"\npath = \"ignored\"\n[dependencies]\nshared = { path = \"../shared\" }\nserde = \"1\"\n[target.'cfg(unix)'.dev-dependencies]\nu = { path = \"../unix-only\" }\n[patch.crates-io]\nfoo = { path = \"../foo\" }\n", []string{"../shared", "../foo", "../unix-only"}},
 		"package.json": {PackageJSON, `{"dependencies":{"ui":"file:../ui","react":"^18"},"devDependencies":{"t":"link:../tools"}}`, []string{"../ui", "../tools"}},
-		"csproj": {CSProj, `<Project Sdk="Microsoft.NET.Sdk"><ItemGroup><ProjectReference Include="..\Shared\Shared.csproj" /><PackageReference Include="X" /></ItemGroup></Project>`, []string{"../Shared"}},
+		"csproj":       {CSProj, `<Project Sdk="Microsoft.NET.Sdk"><ItemGroup><ProjectReference Include="..\Shared\Shared.csproj" /><PackageReference Include="X" /></ItemGroup></Project>`, []string{"../Shared"}},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
