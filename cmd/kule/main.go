@@ -5,9 +5,14 @@ package main
 import (
 	"fmt"
 	"os"
+
+	"github.com/kulehq/kule/kernel/sandbox"
 )
 
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == "__sandbox" {
+		os.Exit(sandbox.HelperMain())
+	}
 	os.Exit(run(os.Args[1:]))
 }
 

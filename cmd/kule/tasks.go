@@ -104,6 +104,7 @@ func printProblems(w io.Writer, ps []walk.Problem) {
 }
 
 func execCommand() *cobra.Command {
+	var sf sandboxFlags
 	c := &cobra.Command{
 		Use:   "exec TASK -- COMMAND [ARGS...]",
 		Short: "Run a command in the task's copy, then list what it changed",
@@ -123,6 +124,11 @@ and lists what it changed. Nothing reaches the folder until kule commit.`,
 			defer stop()
 			opt := kernel.ExecOptions{Args: argv, Subdir: subdirOf(t.Folder)}
 			opt.Spec.Stdin, opt.Spec.Stdout, opt.Spec.Stderr = os.Stdin, os.Stdout, os.Stderr
+			r, err := sf.runnerFor(t, &opt.Spec)
+			if err != nil {
+				return err
+			}
+			k.Runner = r
 			code, st, err := k.Exec(ctx, t, opt)
 			if st != nil {
 				printStatus(cmd.ErrOrStderr(), st, false)
@@ -136,6 +142,7 @@ and lists what it changed. Nothing reaches the folder until kule commit.`,
 			return nil
 		}),
 	}
+	sf.add(c)
 	return c
 }
 
