@@ -63,7 +63,9 @@ func FilterEnv(env []string) (kept []string, dropped []string) {
 	for _, kv := range env {
 		if IsSecretEnv(kv) {
 			name, _, _ := strings.Cut(kv, "=")
-			dropped = append(dropped, name)
+			if !droppedNames[name] { // those are plumbing, not worth a word
+				dropped = append(dropped, name)
+			}
 			continue
 		}
 		kept = append(kept, kv)
