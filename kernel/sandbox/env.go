@@ -8,12 +8,15 @@ import (
 	"github.com/kulehq/kule/kernel/runner"
 )
 
-// secretNameParts mark an environment variable as a secret by its name.
-var secretNameParts = []string{
-	"TOKEN", "SECRET", "PASSWORD", "PASSWD", "PASSPHRASE", "CREDENTIAL",
-	"API_KEY", "APIKEY", "ACCESS_KEY", "PRIVATE_KEY", "SESSION_KEY", "_AUTH",
-	"AUTH_", "COOKIE",
+// secretWords mark an environment variable as a secret when a word of its
+// name (split at '_') is one of them or ends with one ("GHTOKEN").
+var secretWords = []string{
+	"TOKEN", "TOKENS", "SECRET", "SECRETS", "PASSWORD", "PASSWD", "PASSPHRASE",
+	"CREDENTIAL", "CREDENTIALS", "AUTH", "COOKIE", "APIKEY",
 }
+
+// secretPairs mark a name as a secret when it contains them.
+var secretPairs = []string{"API_KEY", "ACCESS_KEY", "PRIVATE_KEY", "SESSION_KEY", "SIGNING_KEY", "AUTH_KEY"}
 
 // droppedNames are removed whatever their value: they lead to an agent or a
 // bus outside the sandbox, or to credentials.
@@ -44,9 +47,16 @@ func IsSecretEnv(kv string) bool {
 		return true
 	}
 	up := strings.ToUpper(name)
-	for _, part := range secretNameParts {
+	for _, part := range secretPairs {
 		if strings.Contains(up, part) {
 			return true
+		}
+	}
+	for _, w := range strings.Split(up, "_") {
+		for _, s := range secretWords {
+			if w == s || (len(w) > len(s) && strings.HasSuffix(w, s) && s != "AUTH") {
+				return true
+			}
 		}
 	}
 	for _, pre := range secretValuePrefixes {
