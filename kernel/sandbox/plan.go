@@ -28,6 +28,8 @@ type plan struct {
 	ReadOnly []string // revealed projects: read-only at their own paths
 	Keep     []string // PATH/SDK folders and the git dir inside hidden areas
 
+	Strong    []string // hidden for good: credentials, Kule's home, --hide
+	Soft      []string // hidden, but PATH/SDK folders and reveals inside stay
 	HideDirs  []string // covered with an empty read-only tmpfs
 	HideFiles []string // covered with /dev/null
 	Links     []link   // symlinks made in hidden tmpfs areas (reveal siblings)
@@ -267,6 +269,7 @@ func (s *Sandbox) plan(spec runner.Spec) (*plan, error) {
 		p.Keep = append(p.Keep, rp)
 	}
 
+	p.Strong, p.Soft = dedupe(strong), dedupe(soft)
 	for _, h := range append(strong, soft...) {
 		fi, err := os.Stat(h)
 		if err != nil {
