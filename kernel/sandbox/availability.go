@@ -18,4 +18,3 @@ func (a Availability) Missing() []string {
 	}
 	return m
 }
-

@@ -14,7 +14,7 @@ func TestFilterEnv(t *testing.T) {
 		"ordinary": {[]string{"PATH=/bin", "LANG=C", "GIT_AUTHOR_NAME=Ada"}, []string{"PATH=/bin", "LANG=C", "GIT_AUTHOR_NAME=Ada"}, nil},
 		"by-name": {[]string{"GITHUB_TOKEN=x", "AWS_SECRET_ACCESS_KEY=x", "OPENAI_API_KEY=x", "DB_PASSWORD=x", "NPM_CONFIG__AUTH=x"},
 			nil, []string{"GITHUB_TOKEN", "AWS_SECRET_ACCESS_KEY", "OPENAI_API_KEY", "DB_PASSWORD", "NPM_CONFIG__AUTH"}},
-		"by-value": {[]string{"X=ghp_0123456789abcdef0123", "Y=AKIAABCDEFGHIJKLMNOP", "Z=sk-short"}, []string{"Z=sk-short"}, []string{"X", "Y"}},
+		"by-value":         {[]string{"X=ghp_0123456789abcdef0123", "Y=AKIAABCDEFGHIJKLMNOP", "Z=sk-short"}, []string{"Z=sk-short"}, []string{"X", "Y"}},
 		"plumbing-quietly": {[]string{"SSH_AUTH_SOCK=/run/a", "DBUS_SESSION_BUS_ADDRESS=unix:path=/x", "KULE_HOME=/k"}, nil, nil},
 	}
 	for name, tc := range tests {

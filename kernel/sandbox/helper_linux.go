@@ -35,7 +35,6 @@ func HelperMain() int {
 	return usage()
 }
 
-
 func readPlan(fd int) (*plan, error) {
 	f := os.NewFile(uintptr(fd), "plan")
 	defer f.Close()

@@ -230,7 +230,6 @@ func joinProxy(f *os.File, proxy string) {
 	<-done
 }
 
-
 // Probe finds what the sandbox can use here.
 func Probe() Availability {
 	if probeHook != nil {
