@@ -50,7 +50,7 @@ func skipUnlessSandbox(t *testing.T) {
 	}
 }
 
-func testRoot(t *testing.T) string {
+func testRoot(t testing.TB) string {
 	t.Helper()
 	// Not under /tmp: the sandbox replaces /tmp with the task's own.
 	base := os.Getenv("KULE_TEST_ROOT")
@@ -65,7 +65,7 @@ func testRoot(t *testing.T) string {
 	return d
 }
 
-func write(t *testing.T, path, content string) {
+func write(t testing.TB, path, content string) {
 	t.Helper()
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		t.Fatal(err)
@@ -83,7 +83,9 @@ var credentialFiles = []string{
 	"Documents/diary.txt", "Downloads/statement.pdf", "Pictures/me.jpg",
 }
 
-func newWorld(t *testing.T) *world {
+func newWorld(t *testing.T) *world { return newWorldB(t) }
+
+func newWorldB(t testing.TB) *world {
 	t.Helper()
 	r := testRoot(t)
 	w := &world{
