@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -139,8 +140,51 @@ func commandEnv(spec runner.Spec, p *plan) []string {
 	}
 	env = append(env, "TMPDIR=/tmp")
 	env = append(env, CacheEnv(p.Home)...)
+	if gp, ok := goProxyFromCache(spec.Env); ok {
+		env = append(withoutVar(env, "GOPROXY"), gp)
+	}
 	if p.ProxyPort > 0 {
 		env = append(env, ProxyEnv(p.ProxyPort)...)
 	}
 	return env
+}
+
+// goProxyFromCache lets Go read the person's module cache (read-only) as a
+// proxy before the network, so a task's own GOMODCACHE fills from it instead
+// of downloading again.
+func goProxyFromCache(env []string) (string, bool) {
+	dir := lookupEnv(env, "GOMODCACHE")
+	if dir == "" {
+		gopath := lookupEnv(env, "GOPATH")
+		if gopath == "" {
+			if h := lookupEnv(env, "HOME"); h != "" {
+				gopath = filepath.Join(h, "go")
+			}
+		}
+		if first := filepath.SplitList(gopath); len(first) > 0 && first[0] != "" {
+			dir = filepath.Join(first[0], "pkg", "mod")
+		}
+	}
+	if dir == "" || !filepath.IsAbs(dir) {
+		return "", false
+	}
+	dl := filepath.Join(dir, "cache", "download")
+	if fi, err := os.Stat(dl); err != nil || !fi.IsDir() {
+		return "", false
+	}
+	rest := lookupEnv(env, "GOPROXY")
+	if rest == "" {
+		rest = "https://proxy.golang.org,direct"
+	}
+	return "GOPROXY=file://" + dl + "," + rest, true
+}
+
+func withoutVar(env []string, name string) []string {
+	out := env[:0:0]
+	for _, kv := range env {
+		if !strings.HasPrefix(kv, name+"=") {
+			out = append(out, kv)
+		}
+	}
+	return out
 }

@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"os"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -38,5 +39,20 @@ func TestCheckDevice(t *testing.T) {
 	}
 	if err := checkDevice("null"); err != nil {
 		t.Errorf("null: %v", err)
+	}
+}
+
+func TestGoProxyFromCache(t *testing.T) {
+	home := t.TempDir()
+	if _, ok := goProxyFromCache([]string{"HOME=" + home}); ok {
+		t.Fatal("a proxy from a cache that does not exist")
+	}
+	dl := home + "/go/pkg/mod/cache/download"
+	if err := os.MkdirAll(dl, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	got, ok := goProxyFromCache([]string{"HOME=" + home, "GOPROXY=https://example.invalid"})
+	if want := "GOPROXY=file://" + dl + ",https://example.invalid"; !ok || got != want {
+		t.Fatalf("got %q, want %q", got, want)
 	}
 }
