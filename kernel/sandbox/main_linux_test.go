@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/kulehq/kule/kernel/runner"
@@ -24,7 +25,50 @@ func TestMain(m *testing.M) {
 	if a := os.Getenv("KULE_ATTACK"); a != "" {
 		os.Exit(runAttack(a, os.Args[1:]))
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	if attackerDir != "" {
+		os.RemoveAll(attackerDir)
+	}
+	os.Exit(code)
+}
+
+var (
+	attackerOnce sync.Once
+	attackerDir  string
+	attackerPath string
+	attackerErr  error
+)
+
+// attackerBinary is one copy of this test binary outside /tmp (which the
+// sandbox replaces) for every test of the run.
+func attackerBinary(t testing.TB) string {
+	attackerOnce.Do(func() {
+		base := os.Getenv("KULE_TEST_ROOT")
+		if base == "" {
+			base = "/var/tmp"
+		}
+		exe, err := os.Executable()
+		if err != nil {
+			attackerErr = err
+			return
+		}
+		b, err := os.ReadFile(exe)
+		if err != nil {
+			attackerErr = err
+			return
+		}
+		if attackerDir, err = os.MkdirTemp(base, "kule-sandbox-attacker-"); err != nil {
+			attackerErr = err
+			return
+		}
+		os.Chmod(attackerDir, 0o755)
+		attackerPath = filepath.Join(attackerDir, "attacker")
+		attackerErr = os.WriteFile(attackerPath, b, 0o755)
+	})
+	if attackerErr != nil {
+		t.Fatal(attackerErr)
+	}
+	return attackerPath
 }
 
 const marker = "KULE-SECRET-MARKER-7f3a"
@@ -35,7 +79,6 @@ const marker = "KULE-SECRET-MARKER-7f3a"
 type world struct {
 	root, home, folder, sibling, shared, kule, other string
 	task                                             runner.Task
-	tools                                            string // holds a copy of the test binary, revealed
 	attacker                                         string
 	env                                              []string
 }
@@ -95,7 +138,6 @@ func newWorldB(t testing.TB) *world {
 		folder:  filepath.Join(r, "home", "code", "proj"),
 		sibling: filepath.Join(r, "home", "code", "other"),
 		shared:  filepath.Join(r, "home", "code", "shared"),
-		tools:   filepath.Join(r, "home", "code", "tools"),
 	}
 	for _, c := range credentialFiles {
 		write(t, filepath.Join(w.home, c), marker+" "+c)
@@ -117,20 +159,7 @@ func newWorldB(t testing.TB) *world {
 	for _, d := range []string{w.task.Tmp, w.task.Home} {
 		os.MkdirAll(d, 0o700)
 	}
-	// The attacker: this test binary, in a revealed folder beside the project.
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := os.ReadFile(exe)
-	if err != nil {
-		t.Fatal(err)
-	}
-	w.attacker = filepath.Join(w.tools, "attacker")
-	os.MkdirAll(w.tools, 0o755)
-	if err := os.WriteFile(w.attacker, b, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	w.attacker = attackerBinary(t)
 	w.env = []string{"HOME=" + w.home, "PATH=/usr/local/bin:/usr/bin:/bin", "LANG=C"}
 	return w
 }
@@ -183,7 +212,6 @@ func (w *world) attack(t *testing.T, spec runner.Spec, name string, args ...stri
 		env = w.env
 	}
 	spec.Env = append(append([]string(nil), env...), "KULE_ATTACK="+name)
-	spec.Reveal = append(spec.Reveal, w.tools)
 	return w.run(t, w.sandbox(), spec)
 }
 

@@ -140,19 +140,30 @@ func (s *Sandbox) Run(ctx context.Context, spec runner.Spec) (int, error) {
 		planW.Close()
 	}()
 	var wg sync.WaitGroup
+	var bridge net.Conn
 	if ctrl != nil {
+		bridge, err = net.FileConn(ctrl) // a dup: ctrl itself is closed by the defer
+		if err != nil {
+			cmd.Process.Kill()
+			cmd.Wait()
+			return -1, fmt.Errorf("%w: proxy bridge: %w", ErrSetup, err)
+		}
 		wg.Add(1)
-		go func() { defer wg.Done(); bridgeHost(ctrl, spec.ProxyAddr) }()
+		go func() { defer wg.Done(); bridgeHost(bridge, spec.ProxyAddr) }()
 	}
 	status, _ := io.ReadAll(statR)
 	if len(status) > 0 {
 		cmd.Process.Kill()
 		cmd.Wait()
+		if bridge != nil {
+			bridge.Close()
+		}
+		wg.Wait()
 		return -1, fmt.Errorf("%w: %s; nothing ran and nothing changed", ErrSetup, strings.TrimSpace(string(status)))
 	}
 	code, err := runner.ExitCode(cmd.Wait())
-	if ctrl != nil {
-		ctrl.Close()
+	if bridge != nil {
+		bridge.Close()
 	}
 	wg.Wait()
 	if ctx.Err() != nil && err == nil {
@@ -171,12 +182,7 @@ func startHint(err error) string {
 // bridgeHost receives each connection the helper accepted inside the
 // sandbox's network namespace and joins it to a fresh connection to the
 // proxy on the host's loopback. It returns when the helper is gone.
-func bridgeHost(ctrl *os.File, proxy string) {
-	c, err := net.FileConn(ctrl)
-	if err != nil {
-		return
-	}
-	defer c.Close()
+func bridgeHost(c net.Conn, proxy string) {
 	uc, ok := c.(*net.UnixConn)
 	if !ok {
 		return
