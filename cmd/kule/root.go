@@ -33,6 +33,8 @@ func rootCommand() *cobra.Command {
 		historyCommand(),
 		isolationCommand(),
 		revealCommand(),
+		limitsCommand(),
+		homeCommand(),
 	)
 	return root
 }

@@ -99,11 +99,11 @@ var cacheVars = []struct{ name, sub string }{
 }
 
 // CacheEnv returns the variables that give a task its own package caches
-// under home (the task's home layer).
-func CacheEnv(home string) []string {
+// in dir (the task's cache directory).
+func CacheEnv(dir string) []string {
 	out := make([]string, 0, len(cacheVars))
 	for _, c := range cacheVars {
-		out = append(out, c.name+"="+filepath.Join(home, "cache", c.sub))
+		out = append(out, c.name+"="+filepath.Join(dir, c.sub))
 	}
 	return out
 }
@@ -139,7 +139,7 @@ func commandEnv(spec runner.Spec, p *plan) []string {
 		}
 	}
 	env = append(env, "TMPDIR=/tmp")
-	env = append(env, CacheEnv(p.Home)...)
+	env = append(env, CacheEnv(p.Cache)...)
 	if gp, ok := goProxyFromCache(spec.Env); ok {
 		env = append(withoutVar(env, "GOPROXY"), gp)
 	}

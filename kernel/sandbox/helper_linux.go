@@ -193,6 +193,11 @@ func stageExec() int {
 	if err != nil {
 		return fail(err)
 	}
+	if p.FSize > 0 {
+		if err := unix.Setrlimit(unix.RLIMIT_FSIZE, &unix.Rlimit{Cur: uint64(p.FSize), Max: uint64(p.FSize)}); err != nil {
+			return fail(fmt.Errorf("limit file size: %w", err))
+		}
+	}
 	if err := dropCaps(); err != nil {
 		return fail(fmt.Errorf("drop capabilities: %w", err))
 	}

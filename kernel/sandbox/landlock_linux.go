@@ -32,7 +32,7 @@ func restrictLandlock(p *plan) error {
 	if p.NetNS {
 		cfg.HandledAccessNet = ll.AccessNetConnectTCP
 	}
-	rw := append([]string{p.Copy, p.Home, "/tmp"}, p.Writable...)
+	rw := append([]string{p.Copy, p.Home, p.Cache, "/tmp"}, p.Writable...)
 	var devs []string
 	for _, d := range p.Devices {
 		devs = append(devs, filepath.Join("/dev", d))

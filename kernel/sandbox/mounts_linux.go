@@ -69,6 +69,9 @@ func setupMounts(p *plan) error {
 	if err := take(p.Home, p.Home, true, false); err != nil {
 		return err
 	}
+	if err := take(p.Cache, p.Cache, true, false); err != nil {
+		return err
+	}
 	if err := take(p.Tmp, "/tmp", true, false); err != nil {
 		return err
 	}

@@ -23,7 +23,9 @@ type plan struct {
 
 	Copy     string   // mounted writable at its own path
 	Tmp      string   // mounted writable at /tmp
-	Home     string   // the task's home layer: writable, holds the caches
+	Home     string   // the task's home layer: writable
+	Cache    string   // the task's package caches: writable
+	FSize    int64    // RLIMIT_FSIZE for the command, when positive
 	Writable []string // --allow-write: writable at their own paths
 	ReadOnly []string // revealed projects: read-only at their own paths
 	Keep     []string // PATH/SDK folders and the git dir inside hidden areas
@@ -106,6 +108,14 @@ func (s *Sandbox) plan(spec runner.Spec) (*plan, error) {
 		return nil, fmt.Errorf("%w: the task's home: %w", ErrBadSpec, err)
 	}
 	homeDir, _ := realDir(home)
+	cache := filepath.Join(t.Dir, "cache")
+	if t.Dir == "" {
+		cache = filepath.Join(filepath.Dir(t.Copy), "cache")
+	}
+	if err := os.MkdirAll(cache, 0o700); err != nil {
+		return nil, fmt.Errorf("%w: the task's caches: %w", ErrBadSpec, err)
+	}
+	cacheDir, _ := realDir(cache)
 	kule, err := realDir(t.KuleDir)
 	if err != nil {
 		return nil, fmt.Errorf("%w: kule home: %w", ErrBadSpec, err)
@@ -122,7 +132,7 @@ func (s *Sandbox) plan(spec runner.Spec) (*plan, error) {
 	}
 
 	p := &plan{
-		Args: spec.Args, Dir: dir, Copy: copyDir, Tmp: tmpDir, Home: homeDir,
+		Args: spec.Args, Dir: dir, Copy: copyDir, Tmp: tmpDir, Home: homeDir, Cache: cacheDir, FSize: spec.FileSizeLimit,
 		NetNS: spec.Network != runner.NetworkOpen, NoTCP: spec.Network == runner.NetworkNone,
 		AcceptWeaker: s.AcceptWeaker,
 	}
@@ -238,7 +248,7 @@ func (s *Sandbox) plan(spec runner.Spec) (*plan, error) {
 		if t.Folder != "" {
 			if rel, err := filepath.Rel(t.Folder, abs); err == nil && strings.HasPrefix(rel, "..") {
 				l := filepath.Join(copyDir, rel)
-				if within(l, kule) && !within(l, copyDir) && !within(l, tmpDir) && !within(l, homeDir) {
+				if within(l, kule) && !within(l, copyDir) && !within(l, tmpDir) && !within(l, homeDir) && !within(l, cacheDir) {
 					p.Links = append(p.Links, link{Path: l, Target: rp})
 				}
 			}

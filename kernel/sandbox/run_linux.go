@@ -139,6 +139,9 @@ func (s *Sandbox) Run(ctx context.Context, spec runner.Spec) (int, error) {
 		planW.Write(b)
 		planW.Close()
 	}()
+	if spec.Started != nil {
+		spec.Started(cmd.Process.Pid) // the sandbox's PID 1: the command's tree is beneath it
+	}
 	var wg sync.WaitGroup
 	var bridge net.Conn
 	if ctrl != nil {

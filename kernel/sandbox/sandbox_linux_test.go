@@ -57,7 +57,7 @@ func TestWhatTheCommandGets(t *testing.T) {
 					if line == "ok" {
 						continue
 					}
-					if _, v, _ := strings.Cut(line, "="); !strings.HasPrefix(v, w.task.Home+"/cache/") {
+					if _, v, _ := strings.Cut(line, "="); !strings.HasPrefix(v, w.task.Dir+"/cache/") {
 						t.Errorf("cache outside the task: %s", line)
 					}
 				}
@@ -109,6 +109,16 @@ func TestWhatTheCommandGets(t *testing.T) {
 			check: func(t *testing.T, w *world, r result) {
 				if r.stdout != "done\n" {
 					t.Fatalf("stdout %q", r.stdout)
+				}
+			},
+		},
+		"file-size-limit": {
+			spec: func(w *world) runner.Spec {
+				return runner.Spec{FileSizeLimit: 1000, Args: []string{"sh", "-c", "head -c 5000 /dev/zero > big 2>/dev/null; wc -c < big"}}
+			},
+			check: func(t *testing.T, w *world, r result) {
+				if strings.TrimSpace(r.stdout) != "1000" {
+					t.Fatalf("a 5000-byte write under a 1000-byte limit left %q bytes", r.stdout)
 				}
 			},
 		},

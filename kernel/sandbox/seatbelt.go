@@ -64,7 +64,7 @@ func seatbeltProfile(p *plan, strong, soft []string) string {
 	if keep := append(append([]string(nil), p.Keep...), p.ReadOnly...); len(keep) > 0 {
 		w("(allow file-read* %s)", paths("subpath", keep))
 	}
-	rw := append([]string{p.Copy, p.Tmp, p.Home}, p.Writable...)
+	rw := append([]string{p.Copy, p.Tmp, p.Home, p.Cache}, p.Writable...)
 	w("(allow file-read* %s)", paths("subpath", rw))
 	if len(strong) > 0 {
 		w(";; credentials, Kule's home, other tasks: never")

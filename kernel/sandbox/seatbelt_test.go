@@ -9,7 +9,7 @@ import (
 func TestSeatbeltProfile(t *testing.T) {
 	p := &plan{
 		Copy: "/Users/ada/.kule/tasks/0badc0de/copy", Tmp: "/Users/ada/.kule/tasks/0badc0de/tmp",
-		Home: "/Users/ada/.kule/tasks/0badc0de/home", Writable: []string{"/Users/ada/out"},
+		Home: "/Users/ada/.kule/tasks/0badc0de/home", Cache: "/Users/ada/.kule/tasks/0badc0de/cache", Writable: []string{"/Users/ada/out"},
 		ReadOnly: []string{"/Users/ada/code/shared"}, Keep: []string{"/Users/ada/code/bin"},
 		Devices: []string{"null", "zero"}, NetNS: true, ProxyPort: 8123,
 	}
@@ -22,7 +22,7 @@ func TestSeatbeltProfile(t *testing.T) {
 		`(deny file-read* (subpath "/Users/ada/Documents") (subpath "/Users/ada/code"))`,
 		`(allow file-read* (subpath "/Users/ada/code/bin") (subpath "/Users/ada/code/shared"))`,
 		`(deny file-read* file-write* (subpath "/Users/ada/.kule") (subpath "/Users/ada/.ssh") (subpath "/Users/ada/we\"ird"))`,
-		`(allow file-write* (subpath "/Users/ada/.kule/tasks/0badc0de/copy") (subpath "/Users/ada/.kule/tasks/0badc0de/home") (subpath "/Users/ada/.kule/tasks/0badc0de/tmp") (subpath "/Users/ada/out"))`,
+		`(allow file-write* (subpath "/Users/ada/.kule/tasks/0badc0de/cache") (subpath "/Users/ada/.kule/tasks/0badc0de/copy") (subpath "/Users/ada/.kule/tasks/0badc0de/home") (subpath "/Users/ada/.kule/tasks/0badc0de/tmp") (subpath "/Users/ada/out"))`,
 		`(allow network-outbound (remote tcp "localhost:8123"))`,
 	}
 	at := 0
