@@ -16,7 +16,7 @@ import (
 type Config struct {
 	// Sections are added as fields here, e.g. Sandbox SandboxConfig `toml:"sandbox"`.
 	Sandbox SandboxConfig `toml:"sandbox"`
-	Limits LimitsConfig `toml:"limits,omitempty"`
+	Limits  LimitsConfig  `toml:"limits,omitempty"`
 }
 
 // Path is config.toml inside the Kule home root.
