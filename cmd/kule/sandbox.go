@@ -72,7 +72,13 @@ func (f *sandboxFlags) runnerFor(t *task.Task, spec *runner.Spec) (runner.Runner
 		}
 		spec.Env = env
 	}
-	return &sandbox.Sandbox{AcceptWeaker: cfg.Sandbox.AcceptWeaker, Devices: cfg.Sandbox.Devices, NoGPU: cfg.Sandbox.NoGPU}, nil
+	s := &sandbox.Sandbox{AcceptWeaker: cfg.Sandbox.AcceptWeaker, Devices: cfg.Sandbox.Devices, NoGPU: cfg.Sandbox.NoGPU}
+	if os.Getenv("KULE_AS_CLI") == "1" {
+		// A test binary stands in for kule (cmd/kule's TestMain): the
+		// re-executed helper must reach run() too.
+		s.HelperEnv = []string{"KULE_AS_CLI=1"}
+	}
+	return s, nil
 }
 
 func isolationCommand() *cobra.Command {

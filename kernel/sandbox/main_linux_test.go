@@ -128,9 +128,10 @@ var credentialFiles = []string{
 
 func newWorld(t *testing.T) *world { return newWorldB(t) }
 
-func newWorldB(t testing.TB) *world {
+func newWorldB(t testing.TB) *world { return newWorldAt(t, testRoot(t)) }
+
+func newWorldAt(t testing.TB, r string) *world {
 	t.Helper()
-	r := testRoot(t)
 	w := &world{
 		root:    r,
 		home:    filepath.Join(r, "home"),

@@ -112,10 +112,18 @@ func setupMounts(p *plan) error {
 		return fmt.Errorf("make every mount read-only: %w", err)
 	}
 
-	var tmpfsHides []string
+	var tmpfsHides []int // O_PATH descriptors of the hiding tmpfs roots
+	defer func() {
+		for _, fd := range tmpfsHides {
+			unix.Close(fd)
+		}
+	}()
 	hide := func(again bool) error {
 		for _, d := range p.HideDirs {
-			if again && !underTree(d, trees) {
+			if again && (!underTree(d, trees) || holdsTree(d, trees)) {
+				// Only hides inside a tree put back (--hide .env in the
+				// copy) are made again; never one that would cover a tree
+				// (Kule's home under /tmp, whose copy now sits in the new /tmp).
 				continue
 			}
 			if _, err := os.Lstat(d); err != nil {
@@ -124,7 +132,11 @@ func setupMounts(p *plan) error {
 			if err := unix.Mount("tmpfs", d, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, "mode=0755,size=1m,nr_inodes=4096"); err != nil {
 				return fmt.Errorf("hide %s: %w", d, err)
 			}
-			tmpfsHides = append(tmpfsHides, d)
+			fd, err := unix.Open(d, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+			if err != nil {
+				return fmt.Errorf("hide %s: %w", d, err)
+			}
+			tmpfsHides = append(tmpfsHides, fd)
 		}
 		for _, f := range p.HideFiles {
 			if again && !underTree(f, trees) {
@@ -199,11 +211,16 @@ func setupMounts(p *plan) error {
 		}
 	}
 
-	// The hiding tmpfs and /dev become read-only too.
-	for _, d := range append(tmpfsHides, "/dev") {
-		if err := unix.MountSetattr(unix.AT_FDCWD, d, 0, &unix.MountAttr{Attr_set: unix.MOUNT_ATTR_RDONLY}); err != nil {
-			return fmt.Errorf("make %s read-only: %w", d, err)
+	// The hiding tmpfs and /dev become read-only too (by descriptor: a
+	// hide may since lie beneath another mount).
+	ro := &unix.MountAttr{Attr_set: unix.MOUNT_ATTR_RDONLY}
+	for _, fd := range tmpfsHides {
+		if err := unix.MountSetattr(fd, "", unix.AT_EMPTY_PATH, ro); err != nil {
+			return fmt.Errorf("make a hiding tmpfs read-only: %w", err)
 		}
+	}
+	if err := unix.MountSetattr(unix.AT_FDCWD, "/dev", 0, ro); err != nil {
+		return fmt.Errorf("make /dev read-only: %w", err)
 	}
 	return nil
 }
@@ -235,6 +252,15 @@ func place(t tree) error {
 func underTree(path string, trees []tree) bool {
 	for _, t := range trees {
 		if within(path, t.target) {
+			return true
+		}
+	}
+	return false
+}
+
+func holdsTree(dir string, trees []tree) bool {
+	for _, t := range trees {
+		if t.target != dir && within(t.target, dir) {
 			return true
 		}
 	}

@@ -223,3 +223,21 @@ func TestBadSpec(t *testing.T) {
 	}
 	_ = strconv.Itoa
 }
+
+// Kule's home under /tmp (as in tests elsewhere): the task's own /tmp
+// replaces /tmp, and the copy must still be there, writable.
+func TestKuleHomeUnderTmp(t *testing.T) {
+	skipUnlessSandbox(t)
+	t.Parallel()
+	w := newWorldAt(t, t.TempDir())
+	r := w.run(t, w.sandbox(), runner.Spec{Args: []string{"sh", "-c", "cat main.go; echo x > made; ls /tmp | wc -l; cat " + filepath.Join(w.home, ".ssh", "id_ed25519")}})
+	if !strings.HasPrefix(r.stdout, "package main // the copy") {
+		t.Fatalf("stdout %q stderr %s", r.stdout, r.stderr)
+	}
+	if strings.Contains(r.stdout, marker) {
+		t.Fatalf("credential read: %s", r.stdout)
+	}
+	if _, err := os.Stat(filepath.Join(w.task.Copy, "made")); err != nil {
+		t.Fatal(err)
+	}
+}
