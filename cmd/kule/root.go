@@ -33,8 +33,11 @@ func rootCommand() *cobra.Command {
 		historyCommand(),
 		isolationCommand(),
 		revealCommand(),
+		policyCommand(),
+		rulesCommand(),
 		limitsCommand(),
 		homeCommand(),
+		secretsCommand(),
 	)
 	return root
 }

@@ -16,6 +16,7 @@ import (
 type Config struct {
 	// Sections are added as fields here, e.g. Sandbox SandboxConfig `toml:"sandbox"`.
 	Sandbox SandboxConfig `toml:"sandbox"`
+	Policy  PolicyConfig  `toml:"policy,omitempty"`
 	Limits  LimitsConfig  `toml:"limits,omitempty"`
 }
 
