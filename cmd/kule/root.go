@@ -31,8 +31,14 @@ func rootCommand() *cobra.Command {
 		listCommand(),
 		deleteCommand(),
 		historyCommand(),
+		isolationCommand(),
+		revealCommand(),
+		policyCommand(),
+		rulesCommand(),
 		limitsCommand(),
 		homeCommand(),
+		secretsCommand(),
+		pluginsCommand(),
 	)
 	return root
 }
