@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/kulehq/kule/plugins/differ/internal/naming"
 	"github.com/kulehq/kule/sdk/differ"
 )
 
@@ -121,6 +122,7 @@ func (w *walker) add(kind, name string, start, end int, parent string) {
 	if start < 0 || end < start || end > w.n || start < w.last || name == "" {
 		return // a broken declaration: its text stays glue
 	}
+	name = naming.Clean(name)
 	id := kind + " " + name
 	w.used[id]++
 	if c := w.used[id]; c > 1 {

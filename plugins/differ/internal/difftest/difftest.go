@@ -24,9 +24,13 @@ var update = flag.Bool("update", false, "rewrite golden files and fuzz seed corp
 // Timeout is how long one call may take in tests before it counts as a hang.
 const Timeout = 20 * time.Second
 
-// Check verifies what every differ promises for any input: ranges inside the
-// file, file order, and unique Kind+Name.
+// Check verifies what every differ promises for any input: what the host's
+// differ.Validate demands (ranges inside the file, UTF-8 names of bounded
+// length, unique Kind+Name), and file order.
 func Check(src []byte, ents []differ.Entity) error {
+	if err := differ.Validate(src, ents); err != nil {
+		return err
+	}
 	seen := map[string]bool{}
 	last := 0
 	for _, e := range ents {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/kulehq/kule/sdk/differ"
 )
@@ -17,11 +18,30 @@ type List struct {
 	used map[string]int
 }
 
+// MaxName is the longest name a differ gives, in bytes; the host refuses
+// names over differ.MaxNameLen.
+const MaxName = 1000
+
+// Clean makes a name the host accepts: valid UTF-8 (bad bytes become
+// U+FFFD) and at most MaxName bytes (cut with "…").
+func Clean(name string) string {
+	name = strings.ToValidUTF8(name, "\uFFFD")
+	if len(name) > MaxName {
+		cut := MaxName
+		for cut > 0 && !utf8.RuneStart(name[cut]) {
+			cut--
+		}
+		name = name[:cut] + "…"
+	}
+	return name
+}
+
 // Add appends an entity and returns its index.
 func (l *List) Add(kind, name string, start, end int, parent string) int {
 	if l.used == nil {
 		l.used = map[string]int{}
 	}
+	name = Clean(name)
 	id := kind + " " + name
 	l.used[id]++
 	if c := l.used[id]; c > 1 {
@@ -34,6 +54,7 @@ func (l *List) Add(kind, name string, start, end int, parent string) int {
 // Rename changes the name of entity i (and the Parent of the entities after
 // it that named it), keeping names unique.
 func (l *List) Rename(i int, name string) {
+	name = Clean(name)
 	old := l.Ents[i].Name
 	id := l.Ents[i].Kind + " " + name
 	if l.used[id] > 0 {

@@ -15,6 +15,7 @@ import (
 
 	sitter "github.com/tree-sitter/go-tree-sitter"
 
+	"github.com/kulehq/kule/plugins/differ/internal/naming"
 	"github.com/kulehq/kule/sdk/differ"
 )
 
@@ -107,7 +108,7 @@ func (w *Walker) Field(n *sitter.Node, field string) string {
 // A Kind+Name already used in the file gets " (2)", " (3)", ... so IDs stay
 // unique and stable in file order.
 func (w *Walker) Add(kind, name string, start, end uint, parent string) string {
-	name = Squash(name)
+	name = naming.Clean(Squash(name))
 	if name == "" {
 		name = "(anonymous)"
 	}
