@@ -15,6 +15,8 @@ import (
 
 func TestGolden(t *testing.T) { difftest.Golden(t, csharp.New(), "testdata") }
 
+func TestConformance(t *testing.T) { difftest.Conformance(t, csharp.New(), "testdata") }
+
 func TestMerge(t *testing.T) { difftest.Merge(t, csharp.New(), "testdata", ".cs") }
 
 func TestAccepts(t *testing.T) {

@@ -15,6 +15,8 @@ import (
 
 func TestGolden(t *testing.T) { difftest.Golden(t, golang.New(), "testdata") }
 
+func TestConformance(t *testing.T) { difftest.Conformance(t, golang.New(), "testdata") }
+
 func TestMerge(t *testing.T) { difftest.Merge(t, golang.New(), "testdata", ".go") }
 
 func TestAccepts(t *testing.T) {

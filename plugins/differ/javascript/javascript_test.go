@@ -15,6 +15,8 @@ import (
 
 func TestGolden(t *testing.T) { difftest.Golden(t, javascript.New(), "testdata") }
 
+func TestConformance(t *testing.T) { difftest.Conformance(t, javascript.New(), "testdata") }
+
 func TestMerge(t *testing.T) { difftest.Merge(t, javascript.New(), "testdata", ".js") }
 
 func TestAccepts(t *testing.T) {

@@ -57,9 +57,14 @@ func (Differ) Entities(ctx context.Context, _ string, src []byte) ([]differ.Enti
 	s := &scanner{src: src}
 	s.ws()
 	_ = s.value("", "", 0)
-	// Entities whose value never ended were dropped; keep file order.
+	// After a syntax error, the keys still open (the error's ancestors) end
+	// where the error is: they hold what was named inside them.
+	stop := min(s.pos, len(src))
 	out := s.l.Ents[:0]
 	for _, e := range s.l.Ents {
+		if e.End == e.Start {
+			e.End = stop
+		}
 		if e.End > e.Start {
 			out = append(out, e)
 		}

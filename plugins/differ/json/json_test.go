@@ -13,6 +13,8 @@ import (
 
 func TestGolden(t *testing.T) { difftest.Golden(t, json.New(), "testdata") }
 
+func TestConformance(t *testing.T) { difftest.Conformance(t, json.New(), "testdata") }
+
 func TestMerge(t *testing.T) { difftest.Merge(t, json.New(), "testdata", ".json") }
 
 func TestAccepts(t *testing.T) {

@@ -13,6 +13,8 @@ import (
 
 func TestGolden(t *testing.T) { difftest.Golden(t, markdown.New(), "testdata") }
 
+func TestConformance(t *testing.T) { difftest.Conformance(t, markdown.New(), "testdata") }
+
 func TestMerge(t *testing.T) { difftest.Merge(t, markdown.New(), "testdata", ".md") }
 
 func TestAccepts(t *testing.T) {

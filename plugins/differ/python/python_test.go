@@ -15,6 +15,8 @@ import (
 
 func TestGolden(t *testing.T) { difftest.Golden(t, python.New(), "testdata") }
 
+func TestConformance(t *testing.T) { difftest.Conformance(t, python.New(), "testdata") }
+
 func TestMerge(t *testing.T) { difftest.Merge(t, python.New(), "testdata", ".py") }
 
 func TestAccepts(t *testing.T) {

@@ -1,6 +1,6 @@
 // Package rust is the built-in differ for Rust: it names functions, structs,
 // enums, traits, impls and their methods (`method Task::commit`,
-// `method <Task as Display>::fmt`), modules, constants and macros, each with
+// `method <Task as Display>::fmt`; an inherent impl is `impl <Task>`), modules, constants and macros, each with
 // its doc comments and attributes, using tree-sitter-rust.
 package rust
 
@@ -61,7 +61,9 @@ func items(w *treesit.Walker, body *sitter.Node, mod, self, parent string) {
 		switch k {
 		case "impl_item":
 			typ := w.Text(n.ChildByFieldName("type"))
-			name = mod + typ
+			// An inherent impl is named like Rust's qualified path, <Task>,
+			// so it never shares a name with the struct it implements.
+			name = "<" + mod + typ + ">"
 			selfName := mod + stripGenerics(typ)
 			if tr := n.ChildByFieldName("trait"); tr != nil {
 				name = w.Text(tr) + " for " + mod + typ

@@ -15,6 +15,8 @@ import (
 
 func TestGolden(t *testing.T) { difftest.Golden(t, rust.New(), "testdata") }
 
+func TestConformance(t *testing.T) { difftest.Conformance(t, rust.New(), "testdata") }
+
 func TestMerge(t *testing.T) { difftest.Merge(t, rust.New(), "testdata", ".rs") }
 
 func TestAccepts(t *testing.T) {

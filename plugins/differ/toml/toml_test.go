@@ -14,6 +14,8 @@ import (
 
 func TestGolden(t *testing.T) { difftest.Golden(t, toml.New(), "testdata") }
 
+func TestConformance(t *testing.T) { difftest.Conformance(t, toml.New(), "testdata") }
+
 func TestMerge(t *testing.T) { difftest.Merge(t, toml.New(), "testdata", ".toml") }
 
 func TestAccepts(t *testing.T) {

@@ -15,6 +15,8 @@ import (
 
 func TestGolden(t *testing.T) { difftest.Golden(t, typescript.New(), "testdata") }
 
+func TestConformance(t *testing.T) { difftest.Conformance(t, typescript.New(), "testdata") }
+
 func TestMerge(t *testing.T) { difftest.Merge(t, typescript.New(), "testdata", ".ts") }
 
 func TestAccepts(t *testing.T) {

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/kulehq/kule/sdk/differ"
+	"github.com/kulehq/kule/sdk/differ/differtest"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files and fuzz seed corpora")
@@ -529,4 +530,28 @@ func lcs(a, b []string) map[string]bool {
 		}
 	}
 	return keep
+}
+
+// Conformance runs the SDK's conformance suite (sdk/differ/differtest) on d
+// with the test files in dir as samples, leaving out the broken, garbage
+// and empty ones (the suite derives its own garbage from the samples).
+func Conformance(t *testing.T, d differ.Differ, dir string) {
+	t.Helper()
+	files, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var samples []differtest.Sample
+	for _, f := range files {
+		n := strings.ToLower(f.Name())
+		if f.IsDir() || !d.Accepts(f.Name()) || strings.HasPrefix(n, "broken") || strings.HasPrefix(n, "garbage") || strings.HasPrefix(n, "empty") {
+			continue
+		}
+		src, err := os.ReadFile(filepath.Join(dir, f.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		samples = append(samples, differtest.Sample{Path: f.Name(), Src: src})
+	}
+	differtest.Run(t, d, samples...)
 }
