@@ -22,7 +22,15 @@ func rootCommand() *cobra.Command {
 		SilenceErrors: true,
 	}
 	root.AddCommand(
-	// Each file of this package adds its commands here.
+		newCommand(),
+		execCommand(),
+		statusCommand(),
+		commitCommand(),
+		rollbackCommand(),
+		undoCommand(),
+		listCommand(),
+		deleteCommand(),
+		historyCommand(),
 	)
 	return root
 }

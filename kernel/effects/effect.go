@@ -127,19 +127,47 @@ func Quote(p string) string {
 	return p
 }
 
-// Sort orders effects by path, so every listing is stable.
+// Sort orders effects by path, so every listing is stable. A directory's
+// entries follow it directly ("a", "a/x", "a-b"): '/' sorts before any other
+// byte.
 func Sort(es []Effect) {
 	sort.Slice(es, func(i, j int) bool {
-		if es[i].Path != es[j].Path {
-			return es[i].Path < es[j].Path
+		if c := ComparePaths(es[i].Path, es[j].Path); c != 0 {
+			return c < 0
 		}
 		return es[i].Kind < es[j].Kind
 	})
 }
 
+// ComparePaths orders paths as a tree listing does: by element, so that
+// everything below a directory comes right after it.
+func ComparePaths(a, b string) int {
+	n := min(len(a), len(b))
+	for i := 0; i < n; i++ {
+		ca, cb := a[i], b[i]
+		if ca == cb {
+			continue
+		}
+		if ca == '/' {
+			return -1
+		}
+		if cb == '/' {
+			return 1
+		}
+		if ca < cb {
+			return -1
+		}
+		return 1
+	}
+	return len(a) - len(b)
+}
+
 // Counts are the totals the summary line shows: "+1 ~2 -0".
 type Counts struct {
-	Added, Changed, Deleted, Moved int
+	Added   int `json:"added"`
+	Changed int `json:"changed"`
+	Deleted int `json:"deleted"`
+	Moved   int `json:"moved"`
 }
 
 // Count adds up effects the way the summary line shows them: a directory

@@ -1,0 +1,475 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/kulehq/kule/kernel"
+	"github.com/kulehq/kule/kernel/effects"
+	"github.com/kulehq/kule/kernel/history"
+	"github.com/kulehq/kule/kernel/relpath"
+	"github.com/kulehq/kule/kernel/task"
+	"github.com/kulehq/kule/kernel/walk"
+)
+
+// openKernel opens $KULE_HOME.
+func openKernel() (*kernel.Kernel, error) {
+	root, err := task.DefaultRoot()
+	if err != nil {
+		return nil, err
+	}
+	return kernel.New(kernel.Config{Home: root})
+}
+
+func withTask(fn func(k *kernel.Kernel, t *task.Task, cmd *cobra.Command, args []string) error) func(*cobra.Command, []string) error {
+	return func(cmd *cobra.Command, args []string) error {
+		k, err := openKernel()
+		if err != nil {
+			return err
+		}
+		t, err := k.Resolve(args[0])
+		if err != nil {
+			return err
+		}
+		return fn(k, t, cmd, args)
+	}
+}
+
+func printJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+func newCommand() *cobra.Command {
+	var asJSON bool
+	c := &cobra.Command{
+		Use:   "new FOLDER",
+		Short: "Make a task: a copy of FOLDER that commands change instead of the folder",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			k, err := openKernel()
+			if err != nil {
+				return err
+			}
+			start := time.Now()
+			rep, err := k.NewTask(args[0])
+			if err != nil {
+				return err
+			}
+			out := cmd.OutOrStdout()
+			if asJSON {
+				return printJSON(out, map[string]any{"id": rep.Task.ID, "folder": rep.Task.Folder, "copy": rep.Task.Paths.Copy, "backend": rep.Task.Backend, "files": rep.Files, "skipped": problemsJSON(rep.Problems)})
+			}
+			fmt.Fprintf(out, "task %s · copy at %s\n", rep.Task.ID, rep.Task.Paths.Copy)
+			fmt.Fprintf(out, "  %d files from %s (%s, %s)\n", rep.Files, rep.Task.Folder, backendWords(rep.Task.Backend), time.Since(start).Round(time.Millisecond))
+			printProblems(out, rep.Problems)
+			return nil
+		},
+	}
+	c.Flags().BoolVar(&asJSON, "json", false, "print the task as JSON")
+	return c
+}
+
+func backendWords(b string) string {
+	if b == "reflink" {
+		return "reflink copy: no extra space"
+	}
+	return "plain copy: this file system has no reflinks"
+}
+
+func printProblems(w io.Writer, ps []walk.Problem) {
+	if len(ps) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "  passed over %d entries:\n", len(ps))
+	for i, p := range ps {
+		if i == 20 {
+			fmt.Fprintf(w, "    … and %d more\n", len(ps)-20)
+			break
+		}
+		fmt.Fprintf(w, "    %s\n", p)
+	}
+}
+
+func execCommand() *cobra.Command {
+	c := &cobra.Command{
+		Use:   "exec TASK -- COMMAND [ARGS...]",
+		Short: "Run a command in the task's copy, then list what it changed",
+		Long: `Runs COMMAND with the task's copy as its working directory (the same
+subdirectory when you are inside the folder), passes its exit code through,
+and lists what it changed. Nothing reaches the folder until kule commit.`,
+		Args: cobra.MinimumNArgs(2),
+		RunE: withTask(func(k *kernel.Kernel, t *task.Task, cmd *cobra.Command, args []string) error {
+			argv := args[1:]
+			if dash := cmd.ArgsLenAtDash(); dash >= 1 {
+				argv = args[dash:]
+			}
+			if len(argv) == 0 {
+				return errors.New("exec: no command given (kule exec TASK -- COMMAND)")
+			}
+			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			opt := kernel.ExecOptions{Args: argv, Subdir: subdirOf(t.Folder)}
+			opt.Spec.Stdin, opt.Spec.Stdout, opt.Spec.Stderr = os.Stdin, os.Stdout, os.Stderr
+			code, st, err := k.Exec(ctx, t, opt)
+			if st != nil {
+				printStatus(cmd.ErrOrStderr(), st, false)
+			}
+			if err != nil {
+				return err
+			}
+			if code != 0 {
+				return exitCode(code)
+			}
+			return nil
+		}),
+	}
+	return c
+}
+
+// subdirOf is the working directory relative to folder, when it lies inside.
+func subdirOf(folder string) string {
+	wd, err := os.Getwd()
+	if err != nil {
+		return ""
+	}
+	if real, err := filepath.EvalSymlinks(wd); err == nil {
+		wd = real
+	}
+	rel, err := filepath.Rel(folder, wd)
+	if err != nil || rel == "." || strings.HasPrefix(rel, "..") {
+		return ""
+	}
+	return filepath.ToSlash(rel)
+}
+
+func statusCommand() *cobra.Command {
+	var asJSON bool
+	c := &cobra.Command{
+		Use:   "status TASK",
+		Short: "List the task's uncommitted changes",
+		Args:  cobra.ExactArgs(1),
+		RunE: withTask(func(k *kernel.Kernel, t *task.Task, cmd *cobra.Command, args []string) error {
+			st, err := k.Status(t)
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				return printJSON(cmd.OutOrStdout(), statusJSON(st))
+			}
+			printStatus(cmd.OutOrStdout(), st, true)
+			return nil
+		}),
+	}
+	c.Flags().BoolVar(&asJSON, "json", false, "print the changes as JSON")
+	return c
+}
+
+func printStatus(w io.Writer, st *kernel.Status, header bool) {
+	if header {
+		fmt.Fprintf(w, "task %s · %s\n", st.Task.ID, st.Task.Folder)
+	}
+	pending := st.Pending(false)
+	fmt.Fprintln(w, effects.Summary(pending))
+	for _, e := range pending {
+		fmt.Fprintln(w, "  "+effectLine(e))
+	}
+	if n := st.IgnoredCount(); n > 0 {
+		fmt.Fprintf(w, "%d ignored by the folder's .gitignore (kept in the copy; kule commit --include-ignored applies them):\n", n)
+		for _, e := range st.Effects {
+			if e.Ignored {
+				fmt.Fprintln(w, "  "+effectLine(e))
+			}
+		}
+	}
+	printProblems(w, st.Problems)
+}
+
+func effectLine(e effects.Effect) string {
+	s := e.String()
+	if e.Dir && e.Files > 0 {
+		word := "files"
+		if e.Files == 1 {
+			word = "file"
+		}
+		s += fmt.Sprintf(" (%d %s)", e.Files, word)
+	}
+	return s
+}
+
+type effectView struct {
+	Kind    effects.Kind  `json:"kind"`
+	Path    relpath.Path  `json:"path"`
+	From    *relpath.Path `json:"from,omitempty"`
+	Type    string        `json:"type"`
+	OldType string        `json:"old_type,omitempty"`
+	Mode    string        `json:"mode,omitempty"`
+	OldMode string        `json:"old_mode,omitempty"`
+	Size    int64         `json:"size"`
+	Target  *relpath.Path `json:"target,omitempty"`
+	Dir     bool          `json:"dir,omitempty"`
+	Files   int           `json:"files,omitempty"`
+	Ignored bool          `json:"ignored,omitempty"`
+}
+
+func viewOf(e effects.Effect) effectView {
+	v := effectView{Kind: e.Kind, Path: relpath.Path(e.Path), Size: e.Size, Dir: e.Dir, Files: e.Files, Ignored: e.Ignored}
+	v.Type = e.NewType.String()
+	if e.Kind == effects.Delete {
+		v.Type = e.OldType.String()
+	}
+	if e.From != "" {
+		f := relpath.Path(e.From)
+		v.From = &f
+	}
+	if e.Kind == effects.Type {
+		v.OldType = e.OldType.String()
+	}
+	if e.Kind != effects.Delete && e.NewType != effects.TypeLink {
+		v.Mode = fmt.Sprintf("%04o", e.NewMode.Perm())
+	}
+	if e.Kind == effects.Mode {
+		v.OldMode = fmt.Sprintf("%04o", e.OldMode.Perm())
+	}
+	if e.Target != "" {
+		tg := relpath.Path(e.Target)
+		v.Target = &tg
+	}
+	return v
+}
+
+func statusJSON(st *kernel.Status) any {
+	views := []effectView{}
+	for _, e := range st.Effects {
+		views = append(views, viewOf(e))
+	}
+	c := effects.Count(st.Pending(false))
+	return map[string]any{
+		"task":     st.Task.ID,
+		"folder":   st.Task.Folder,
+		"summary":  map[string]int{"added": c.Added, "changed": c.Changed, "deleted": c.Deleted, "moved": c.Moved},
+		"changes":  views,
+		"ignored":  st.IgnoredCount(),
+		"problems": problemsJSON(st.Problems),
+	}
+}
+
+func problemsJSON(ps []walk.Problem) []map[string]any {
+	out := []map[string]any{}
+	for _, p := range ps {
+		m := map[string]any{"path": relpath.Path(p.Path), "kind": p.Kind}
+		if p.Err != nil {
+			m["error"] = p.Err.Error()
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
+func commitCommand() *cobra.Command {
+	var includeIgnored, asJSON bool
+	c := &cobra.Command{
+		Use:   "commit TASK",
+		Short: "Apply the task's changes to the folder, keeping a checkpoint for undo",
+		Args:  cobra.ExactArgs(1),
+		RunE: withTask(func(k *kernel.Kernel, t *task.Task, cmd *cobra.Command, args []string) error {
+			rep, err := k.Commit(t, kernel.CommitOptions{IncludeIgnored: includeIgnored})
+			if err != nil {
+				return err
+			}
+			out := cmd.OutOrStdout()
+			if asJSON {
+				applied, left := []effectView{}, []effectView{}
+				for _, e := range rep.Applied {
+					applied = append(applied, viewOf(e))
+				}
+				for _, e := range rep.Left {
+					left = append(left, viewOf(e))
+				}
+				return printJSON(out, map[string]any{"task": t.ID, "checkpoint": rep.Checkpoint, "applied": applied, "left": left})
+			}
+			if len(rep.Applied) == 0 {
+				fmt.Fprintln(out, "nothing to commit")
+			} else {
+				fmt.Fprintf(out, "committed to %s — %s\n", t.Folder, effects.Summary(rep.Applied))
+				for _, e := range rep.Applied {
+					fmt.Fprintln(out, "  "+effectLine(e))
+				}
+				fmt.Fprintf(out, "checkpoint %d kept · kule undo %s takes it back\n", rep.Checkpoint, t.ID)
+			}
+			if len(rep.Left) > 0 {
+				fmt.Fprintf(out, "%d stay in the copy (ignored by .gitignore; --include-ignored applies them)\n", len(rep.Left))
+			}
+			return nil
+		}),
+	}
+	c.Flags().BoolVar(&includeIgnored, "include-ignored", false, "also apply paths the folder's .gitignore excludes")
+	c.Flags().BoolVar(&asJSON, "json", false, "print what was applied as JSON")
+	return c
+}
+
+func rollbackCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:   "rollback TASK",
+		Short: "Throw away the task's uncommitted changes: the copy matches the folder again",
+		Args:  cobra.ExactArgs(1),
+		RunE: withTask(func(k *kernel.Kernel, t *task.Task, cmd *cobra.Command, args []string) error {
+			n, err := k.Rollback(t)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "rolled back %d changes · the copy matches %s again\n", n, t.Folder)
+			return nil
+		}),
+	}
+}
+
+func undoCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:   "undo TASK",
+		Short: "Revert the task's newest commit from its checkpoint (repeat to walk back)",
+		Args:  cobra.ExactArgs(1),
+		RunE: withTask(func(k *kernel.Kernel, t *task.Task, cmd *cobra.Command, args []string) error {
+			rep, err := k.Undo(t)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "undid checkpoint %d · %d paths in %s are as they were before it\n", rep.Checkpoint, rep.Paths, t.Folder)
+			return nil
+		}),
+	}
+}
+
+func listCommand() *cobra.Command {
+	var asJSON bool
+	c := &cobra.Command{
+		Use:   "list",
+		Short: "List the tasks",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			k, err := openKernel()
+			if err != nil {
+				return err
+			}
+			ts, err := k.Store.List()
+			if err != nil {
+				return err
+			}
+			out := cmd.OutOrStdout()
+			var rows []map[string]any
+			for _, t := range ts {
+				row := map[string]any{"id": t.ID, "folder": t.Folder, "created": t.Created, "backend": t.Backend, "name": t.Name}
+				if st, err := k.Status(t); err == nil {
+					row["changes"] = len(st.Pending(false))
+					row["summary"] = effects.Summary(st.Pending(false))
+				} else {
+					row["error"] = err.Error()
+				}
+				rows = append(rows, row)
+			}
+			if asJSON {
+				if rows == nil {
+					rows = []map[string]any{}
+				}
+				return printJSON(out, rows)
+			}
+			if len(rows) == 0 {
+				fmt.Fprintln(out, "no tasks · kule new FOLDER makes one")
+			}
+			for _, r := range rows {
+				state, _ := r["summary"].(string)
+				if e, ok := r["error"].(string); ok {
+					state = "error: " + e
+				}
+				fmt.Fprintf(out, "%s  %s  %s\n", r["id"], r["folder"], state)
+			}
+			return nil
+		},
+	}
+	c.Flags().BoolVar(&asJSON, "json", false, "print the tasks as JSON")
+	return c
+}
+
+func deleteCommand() *cobra.Command {
+	var yes bool
+	c := &cobra.Command{
+		Use:   "delete TASK",
+		Short: "Delete a task and its copy (the folder is not touched)",
+		Args:  cobra.ExactArgs(1),
+		RunE: withTask(func(k *kernel.Kernel, t *task.Task, cmd *cobra.Command, args []string) error {
+			st, err := k.Status(t)
+			if err == nil && len(st.Effects) > 0 && !yes {
+				return fmt.Errorf("delete: task %s has %d uncommitted changes; commit them, or run kule delete %s --yes to throw them away (the folder is untouched either way)", t.ID, len(st.Effects), t.ID)
+			}
+			if err := k.Delete(t); err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "deleted task %s · %s is untouched\n", t.ID, t.Folder)
+			return nil
+		}),
+	}
+	c.Flags().BoolVarP(&yes, "yes", "y", false, "delete even with uncommitted changes")
+	return c
+}
+
+func historyCommand() *cobra.Command {
+	var verify, asJSON bool
+	c := &cobra.Command{
+		Use:   "history TASK",
+		Short: "Show the task's signed history of commits and undos",
+		Args:  cobra.ExactArgs(1),
+		RunE: withTask(func(k *kernel.Kernel, t *task.Task, cmd *cobra.Command, args []string) error {
+			out := cmd.OutOrStdout()
+			log, err := k.HistoryLog(t)
+			if err != nil {
+				return err
+			}
+			if verify {
+				if err := k.VerifyHistory(t); err != nil {
+					return fmt.Errorf("history of task %s does not verify: %w", t.ID, err)
+				}
+			}
+			entries, err := log.Entries()
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				if entries == nil {
+					entries = []history.Entry{}
+				}
+				return printJSON(out, entries)
+			}
+			if verify {
+				fmt.Fprintf(out, "history verifies: %d entries, each signed and chained to the one before\n", len(entries))
+			}
+			for _, e := range entries {
+				var d kernel.HistoryData
+				_ = json.Unmarshal(e.Data, &d)
+				fmt.Fprintf(out, "%3d  %s  %-6s  checkpoint %d", e.Seq, e.Time.Local().Format("2006-01-02 15:04:05"), e.Kind, d.Checkpoint)
+				if e.Kind == "commit" {
+					fmt.Fprintf(out, "  +%d ~%d -%d", d.Counts.Added, d.Counts.Changed, d.Counts.Deleted)
+					if d.Counts.Moved > 0 {
+						fmt.Fprintf(out, " »%d", d.Counts.Moved)
+					}
+				}
+				fmt.Fprintln(out)
+			}
+			return nil
+		}),
+	}
+	c.Flags().BoolVar(&verify, "verify", false, "check every signature and the hash chain")
+	c.Flags().BoolVar(&asJSON, "json", false, "print the entries as JSON")
+	return c
+}

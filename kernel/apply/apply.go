@@ -1,0 +1,626 @@
+// Package apply writes a planned set of changes into the person's folder so
+// that a crash at any moment leaves the folder either as it was or as planned,
+// never half of either. It follows ARCHITECTURE.md §4:
+//
+//  1. write the journal (phase "staging", fsync);
+//  2. stage every new file, link and directory tree under a temporary name in
+//     its own directory (never through a link: every directory is opened
+//     beneath the folder root), then make them durable together;
+//  3. mark the journal "staged" (fsync): from here the change rolls forward;
+//  4. rename everything into place, moving what it replaces to trash names;
+//  5. remove the trash, fsync each touched directory once;
+//  6. let the caller finish (history entry, base update) — idempotently;
+//  7. remove the journal.
+//
+// Recover, run by the next kule call, finds a journal and rolls a "staging"
+// one back (removes the temporary files) and a "staged" one forward.
+package apply
+
+import (
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/kulehq/kule/kernel/crashpoint"
+	"github.com/kulehq/kule/kernel/effects"
+	"github.com/kulehq/kule/kernel/relpath"
+)
+
+// Errors a caller can test for.
+var (
+	ErrJournalDamaged = errors.New("journal is damaged")
+	ErrConflict       = errors.New("the folder does not hold what the journal expects")
+)
+
+// OpKind is one kind of change to the folder.
+type OpKind string
+
+// Op kinds, applied in this order: Replace ops that do not replace a
+// directory, Move, then Remove and directory-replacing Replace, then Chmod.
+const (
+	Replace OpKind = "replace" // a staged file, link or directory tree renamed onto Path
+	Move    OpKind = "move"    // From renamed to Path
+	Remove  OpKind = "remove"  // Path (a whole subtree for a directory) taken away
+	Chmod   OpKind = "chmod"   // Path's permission bits set to Mode
+)
+
+// TreeEntry is one entry of a staged directory tree.
+type TreeEntry struct {
+	Rel    string // relative to the tree's root
+	Type   effects.EntryType
+	Mode   uint32
+	MTime  int64
+	Target string // a link's target
+	Src    string // where its content comes from (the caller's Opener reads it)
+	UID    int    // -1 leaves ownership to the process
+	GID    int
+}
+
+// Op is one change. Fields tagged `json:"-"` are inputs to staging only: a
+// recovery never needs them.
+type Op struct {
+	Kind  OpKind            `json:"kind"`
+	Path  relpath.Path      `json:"path"`
+	From  relpath.Path      `json:"from,omitempty"`
+	Type  effects.EntryType `json:"type,omitempty"`
+	Mode  uint32            `json:"mode,omitempty"`
+	Tmp   string            `json:"tmp,omitempty"`   // staged name in Path's directory
+	Trash string            `json:"trash,omitempty"` // where what Path held goes
+
+	// Staging inputs: a file's content comes from Src, a link points at
+	// Target, a directory is built from Tree.
+	Src    string      `json:"-"`
+	Target string      `json:"-"`
+	MTime  int64       `json:"-"`
+	UID    int         `json:"-"`
+	GID    int         `json:"-"`
+	Tree   []TreeEntry `json:"-"`
+
+	// Hash is the sha256 of the content staged for a file (filled by Run).
+	Hash [32]byte `json:"-"`
+}
+
+// Phases of a journal.
+const (
+	PhaseStaging = "staging"
+	PhaseStaged  = "staged"
+)
+
+// Journal is a change in flight.
+type Journal struct {
+	ID    string          `json:"id"`
+	Kind  string          `json:"kind"` // "commit", "undo", …: names the crash points
+	Phase string          `json:"phase"`
+	Ops   []Op            `json:"ops"`
+	Data  json.RawMessage `json:"data,omitempty"` // the caller's, for Finish
+}
+
+// Opener reads the content a staged file or tree entry names in Src.
+type Opener func(src string) (io.ReadCloser, error)
+
+// Finish completes a change once the folder holds it (append the history
+// entry, update the base). It must be idempotent: a recovery may call it
+// again after a crash inside it.
+type Finish func(j *Journal) error
+
+// NewID returns a fresh journal id.
+func NewID() string {
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// Run carries out j on the folder root, recording it in journalPath. On an
+// error before the change was staged, nothing in the folder has changed and
+// the temporary files are gone; the error says so.
+func Run(root, journalPath string, j *Journal, open Opener, finish Finish) error {
+	if j.ID == "" {
+		j.ID = NewID()
+	}
+	for i := range j.Ops {
+		op := &j.Ops[i]
+		if err := relpath.Check(string(op.Path)); err != nil {
+			return fmt.Errorf("%s: %w", j.Kind, err)
+		}
+		if op.Kind == Replace {
+			op.Tmp = fmt.Sprintf(".kule-%s-%d.tmp", j.ID, i)
+		}
+		if op.Kind == Replace || op.Kind == Remove {
+			op.Trash = fmt.Sprintf(".kule-%s-%d.trash", j.ID, i)
+		}
+	}
+	order(j.Ops)
+	rootfd, err := openRoot(root)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(rootfd)
+
+	j.Phase = PhaseStaging
+	if err := writeJournal(journalPath, j); err != nil {
+		return fmt.Errorf("%s: write journal: %w (nothing in the folder changed)", j.Kind, err)
+	}
+	crashpoint.Hit(j.Kind + ".journal-written")
+	if err := stageAll(rootfd, j, open); err != nil {
+		rerr := rollBack(rootfd, j)
+		if rerr == nil {
+			rerr = removeJournal(journalPath)
+		}
+		if rerr != nil {
+			return fmt.Errorf("%s: %w; cleaning up also failed: %v (the journal %s stays, the next kule call finishes the clean-up)", j.Kind, err, rerr, journalPath)
+		}
+		return fmt.Errorf("%s: %w (nothing in the folder changed)", j.Kind, err)
+	}
+	crashpoint.Hit(j.Kind + ".staged-files")
+	j.Phase = PhaseStaged
+	if err := writeJournal(journalPath, j); err != nil {
+		rerr := rollBack(rootfd, j)
+		if rerr == nil {
+			_ = removeJournal(journalPath)
+		}
+		return fmt.Errorf("%s: mark journal staged: %w (nothing in the folder changed)", j.Kind, err)
+	}
+	crashpoint.Hit(j.Kind + ".staged")
+	return rollForward(rootfd, journalPath, j, finish)
+}
+
+// Recover finishes or reverses a change that a crash interrupted. It returns
+// the journal it found (nil when there was none) and whether the change was
+// rolled forward.
+func Recover(root, journalPath string, finish Finish) (*Journal, bool, error) {
+	j, err := readJournal(journalPath)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, err
+	}
+	rootfd, err := openRoot(root)
+	if err != nil {
+		return j, false, err
+	}
+	defer unix.Close(rootfd)
+	if j.Phase != PhaseStaged {
+		if err := rollBack(rootfd, j); err != nil {
+			return j, false, fmt.Errorf("recover %s: %w", j.Kind, err)
+		}
+		return j, false, removeJournal(journalPath)
+	}
+	return j, true, rollForward(rootfd, journalPath, j, finish)
+}
+
+// order sorts ops into the order they are applied in, stable within a kind.
+func order(ops []Op) {
+	rank := func(op Op) int {
+		switch op.Kind {
+		case Replace:
+			return 0
+		case Move:
+			return 1
+		case Remove:
+			return 2
+		}
+		return 3
+	}
+	sort.SliceStable(ops, func(a, b int) bool { return rank(ops[a]) < rank(ops[b]) })
+}
+
+func stageAll(rootfd int, j *Journal, open Opener) error {
+	var staged []stagedName
+	for i := range j.Ops {
+		op := &j.Ops[i]
+		if op.Kind != Replace {
+			continue
+		}
+		dir, name := relpath.Dir(string(op.Path)), op.Tmp
+		dfd, err := openDir(rootfd, dir)
+		if err != nil {
+			return fmt.Errorf("stage %s: %w", effects.Quote(string(op.Path)), err)
+		}
+		err = stageOne(dfd, name, op, open, &staged, dir)
+		unix.Close(dfd)
+		if err != nil {
+			return fmt.Errorf("stage %s: %w", effects.Quote(string(op.Path)), err)
+		}
+		crashpoint.Hit(j.Kind + ".staging")
+	}
+	return syncStaged(rootfd, staged)
+}
+
+type stagedName struct {
+	dir  string // relative to the root
+	name string
+	file bool
+}
+
+func stageOne(dfd int, name string, op *Op, open Opener, staged *[]stagedName, dir string) error {
+	switch op.Type {
+	case effects.TypeFile:
+		h, err := stageFile(dfd, name, op.Src, op.Mode, op.MTime, op.UID, op.GID, open)
+		if err != nil {
+			return err
+		}
+		op.Hash = h
+		*staged = append(*staged, stagedName{dir, name, true})
+	case effects.TypeLink:
+		if err := stageLink(dfd, name, op.Target, op.MTime, op.UID, op.GID); err != nil {
+			return err
+		}
+	case effects.TypeDir:
+		if err := stageTree(dfd, name, op, open, staged, relpath.Join(dir, name)); err != nil {
+			return err
+		}
+	default:
+		return fmt.Errorf("nothing to stage for type %v", op.Type)
+	}
+	*staged = append(*staged, stagedName{dir: dir})
+	return nil
+}
+
+func stageFile(dfd int, name, src string, mode uint32, mtime int64, uid, gid int, open Opener) ([32]byte, error) {
+	var sum [32]byte
+	if err := crashpoint.Fault("stage.write"); err != nil {
+		return sum, err
+	}
+	r, err := open(src)
+	if err != nil {
+		return sum, err
+	}
+	defer r.Close()
+	fd, err := unix.Openat(dfd, name, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
+	if err != nil {
+		return sum, err
+	}
+	f := os.NewFile(uintptr(fd), name)
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.CopyBuffer(io.MultiWriter(f, h), r, make([]byte, 256<<10)); err != nil {
+		return sum, err
+	}
+	if uid >= 0 && os.Geteuid() == 0 {
+		_ = unix.Fchown(fd, uid, gid)
+	}
+	if err := unix.Fchmod(fd, mode&0o7777); err != nil {
+		return sum, err
+	}
+	if mtime != 0 {
+		t := unix.NsecToTimespec(mtime)
+		if err := unix.UtimesNanoAt(dfd, name, []unix.Timespec{t, t}, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+			return sum, err
+		}
+	}
+	copy(sum[:], h.Sum(nil))
+	return sum, f.Close()
+}
+
+func stageLink(dfd int, name, target string, mtime int64, uid, gid int) error {
+	if err := unix.Symlinkat(target, dfd, name); err != nil {
+		return err
+	}
+	if uid >= 0 && os.Geteuid() == 0 {
+		_ = unix.Fchownat(dfd, name, uid, gid, unix.AT_SYMLINK_NOFOLLOW)
+	}
+	if mtime != 0 {
+		t := unix.NsecToTimespec(mtime)
+		_ = unix.UtimesNanoAt(dfd, name, []unix.Timespec{t, t}, unix.AT_SYMLINK_NOFOLLOW)
+	}
+	return nil
+}
+
+// stageTree builds a whole directory under the temporary name: entries in
+// path order (parents first), directory modes and times last.
+func stageTree(dfd int, name string, op *Op, open Opener, staged *[]stagedName, relRoot string) error {
+	if err := unix.Mkdirat(dfd, name, 0o700); err != nil {
+		return err
+	}
+	tfd, err := unix.Openat(dfd, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(tfd)
+	tree := append([]TreeEntry(nil), op.Tree...)
+	sort.Slice(tree, func(a, b int) bool { return effects.ComparePaths(tree[a].Rel, tree[b].Rel) < 0 })
+	for _, te := range tree {
+		if err := relpath.Check(te.Rel); err != nil {
+			return err
+		}
+		pfd, err := openDir(tfd, relpath.Dir(te.Rel))
+		if err != nil {
+			return err
+		}
+		base := relpath.Base(te.Rel)
+		switch te.Type {
+		case effects.TypeDir:
+			err = unix.Mkdirat(pfd, base, 0o700)
+			if err == nil && te.UID >= 0 && os.Geteuid() == 0 {
+				_ = unix.Fchownat(pfd, base, te.UID, te.GID, unix.AT_SYMLINK_NOFOLLOW)
+			}
+			*staged = append(*staged, stagedName{dir: relpath.Join(relRoot, te.Rel)})
+		case effects.TypeFile:
+			_, err = stageFile(pfd, base, te.Src, te.Mode, te.MTime, te.UID, te.GID, open)
+			*staged = append(*staged, stagedName{relpath.Join(relRoot, relpath.Dir(te.Rel)), base, true})
+		case effects.TypeLink:
+			err = stageLink(pfd, base, te.Target, te.MTime, te.UID, te.GID)
+		}
+		unix.Close(pfd)
+		if err != nil {
+			return fmt.Errorf("%s: %w", effects.Quote(te.Rel), err)
+		}
+	}
+	for i := len(tree) - 1; i >= 0; i-- {
+		te := tree[i]
+		if te.Type != effects.TypeDir {
+			continue
+		}
+		if err := setDirMeta(tfd, te.Rel, te.Mode, te.MTime); err != nil {
+			return err
+		}
+	}
+	return unix.Fchmod(tfd, op.Mode&0o7777)
+}
+
+func setDirMeta(tfd int, rel string, mode uint32, mtime int64) error {
+	if err := unix.Fchmodat(tfd, rel, mode&0o7777, 0); err != nil {
+		return err
+	}
+	if mtime != 0 {
+		t := unix.NsecToTimespec(mtime)
+		return unix.UtimesNanoAt(tfd, rel, []unix.Timespec{t, t}, unix.AT_SYMLINK_NOFOLLOW)
+	}
+	return nil
+}
+
+// syncStaged makes every staged file and the directories holding them
+// durable. Many files are flushed with one syncfs rather than one fsync each.
+func syncStaged(rootfd int, staged []stagedName) error {
+	files := 0
+	for _, s := range staged {
+		if s.file {
+			files++
+		}
+	}
+	if files > 64 {
+		return unix.Syncfs(rootfd)
+	}
+	dirs := map[string]bool{}
+	for _, s := range staged {
+		if s.file {
+			dfd, err := openDir(rootfd, s.dir)
+			if err != nil {
+				return err
+			}
+			fd, err := unix.Openat(dfd, s.name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+			unix.Close(dfd)
+			if err != nil {
+				return err
+			}
+			err = unix.Fsync(fd)
+			unix.Close(fd)
+			if err != nil {
+				return err
+			}
+		}
+		dirs[s.dir] = true
+	}
+	return syncDirs(rootfd, dirs)
+}
+
+func syncDirs(rootfd int, dirs map[string]bool) error {
+	for d := range dirs {
+		fd, err := openDir(rootfd, d)
+		if err != nil {
+			if errors.Is(err, unix.ENOENT) {
+				continue
+			}
+			return err
+		}
+		err = unix.Fsync(fd)
+		unix.Close(fd)
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// rollBack removes whatever staging left: the folder is as it was.
+func rollBack(rootfd int, j *Journal) error {
+	var firstErr error
+	for _, op := range j.Ops {
+		if op.Kind != Replace || op.Tmp == "" {
+			continue
+		}
+		dfd, err := openDir(rootfd, relpath.Dir(string(op.Path)))
+		if errors.Is(err, unix.ENOENT) {
+			continue
+		}
+		if err != nil {
+			if firstErr == nil {
+				firstErr = err
+			}
+			continue
+		}
+		if err := removeAllAt(dfd, op.Tmp); err != nil && firstErr == nil {
+			firstErr = err
+		}
+		unix.Close(dfd)
+	}
+	return firstErr
+}
+
+// rollForward applies a staged journal; every step is idempotent, so a
+// recovery can run it again from the start.
+func rollForward(rootfd int, journalPath string, j *Journal, finish Finish) error {
+	touched := map[string]bool{}
+	half := len(j.Ops) / 2
+	for i := range j.Ops {
+		if i == half {
+			crashpoint.Hit(j.Kind + ".applying")
+		}
+		if err := applyOp(rootfd, &j.Ops[i], touched); err != nil {
+			return fmt.Errorf("%s: apply %s %s: %w (the journal %s keeps the change; run any kule command on this task to finish it)",
+				j.Kind, j.Ops[i].Kind, effects.Quote(string(j.Ops[i].Path)), err, journalPath)
+		}
+	}
+	crashpoint.Hit(j.Kind + ".renamed")
+	for _, op := range j.Ops {
+		if op.Trash == "" {
+			continue
+		}
+		dfd, err := openDir(rootfd, relpath.Dir(string(op.Path)))
+		if errors.Is(err, unix.ENOENT) {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("%s: clear trash: %w", j.Kind, err)
+		}
+		err = removeAllAt(dfd, op.Trash)
+		unix.Close(dfd)
+		if err != nil {
+			return fmt.Errorf("%s: clear trash: %w", j.Kind, err)
+		}
+	}
+	if err := syncDirs(rootfd, touched); err != nil {
+		return fmt.Errorf("%s: sync folder: %w", j.Kind, err)
+	}
+	crashpoint.Hit(j.Kind + ".applied")
+	if finish != nil {
+		if err := finish(j); err != nil {
+			return fmt.Errorf("%s: the folder holds the change, but finishing failed: %w (the journal %s stays; the next kule call on this task finishes it)", j.Kind, err, journalPath)
+		}
+	}
+	crashpoint.Hit(j.Kind + ".finished")
+	return removeJournal(journalPath)
+}
+
+func applyOp(rootfd int, op *Op, touched map[string]bool) error {
+	path := string(op.Path)
+	dir, name := relpath.Dir(path), relpath.Base(path)
+	dfd, err := openDir(rootfd, dir)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(dfd)
+	touched[dir] = true
+	switch op.Kind {
+	case Replace:
+		tmpThere, tmpIsDir, err := exists(dfd, op.Tmp)
+		if err != nil || !tmpThere {
+			return err // already renamed into place
+		}
+		there, isDir, err := exists(dfd, name)
+		if err != nil {
+			return err
+		}
+		if there && (isDir || tmpIsDir) {
+			// rename cannot replace a directory, or a file by a directory:
+			// move the old one aside first.
+			if err := unix.Renameat(dfd, name, dfd, op.Trash); err != nil {
+				return err
+			}
+		}
+		return unix.Renameat(dfd, op.Tmp, dfd, name)
+	case Move:
+		from := string(op.From)
+		sfd, err := openDir(rootfd, relpath.Dir(from))
+		if err != nil {
+			return err
+		}
+		defer unix.Close(sfd)
+		touched[relpath.Dir(from)] = true
+		srcThere, _, err := exists(sfd, relpath.Base(from))
+		if err != nil {
+			return err
+		}
+		dstThere, _, err := exists(dfd, name)
+		if err != nil {
+			return err
+		}
+		switch {
+		case !srcThere && dstThere:
+			return nil // done before a crash
+		case srcThere && dstThere:
+			return fmt.Errorf("%w: both %s and %s exist", ErrConflict, effects.Quote(from), effects.Quote(path))
+		case !srcThere:
+			return fmt.Errorf("%w: %s is gone", ErrConflict, effects.Quote(from))
+		}
+		return unix.Renameat2(sfd, relpath.Base(from), dfd, name, unix.RENAME_NOREPLACE)
+	case Remove:
+		there, _, err := exists(dfd, name)
+		if err != nil || !there {
+			return err
+		}
+		return unix.Renameat(dfd, name, dfd, op.Trash)
+	case Chmod:
+		return unix.Fchmodat(dfd, name, op.Mode&0o7777, 0)
+	}
+	return fmt.Errorf("unknown op %q", op.Kind)
+}
+
+func writeJournal(path string, j *Journal) error {
+	b, err := json.Marshal(j)
+	if err != nil {
+		return err
+	}
+	dir := filepath.Dir(path)
+	f, err := os.CreateTemp(dir, ".journal.tmp-*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(f.Name())
+	if _, err := f.Write(b); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	if err := os.Rename(f.Name(), path); err != nil {
+		return err
+	}
+	return syncPath(dir)
+}
+
+func readJournal(path string) (*Journal, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var j Journal
+	if err := json.Unmarshal(b, &j); err != nil {
+		return nil, fmt.Errorf("%w: %s: %v (it was written atomically, so this is damage from outside Kule; keep a copy of it and of the folder before removing it)", ErrJournalDamaged, path, err)
+	}
+	return &j, nil
+}
+
+// ReadJournal returns the journal at path; os.ErrNotExist when there is none.
+func ReadJournal(path string) (*Journal, error) { return readJournal(path) }
+
+func removeJournal(path string) error {
+	if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	return syncPath(filepath.Dir(path))
+}
+
+func syncPath(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
+}

@@ -1,0 +1,163 @@
+// Package clone makes a task's copy of a folder and its base: with reflinks
+// (FICLONE) where the file system shares blocks between files, and as a plain
+// copy elsewhere. Modes, times and ownership are kept; symbolic links are
+// copied as links and never followed; special files are skipped and said.
+package clone
+
+import (
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/kulehq/kule/kernel/walk"
+)
+
+// Errors a caller can test for.
+var (
+	ErrChanged   = errors.New("changed while being copied")
+	ErrNoReflink = errors.New("the file system cannot share blocks between files (no reflinks)")
+)
+
+// smallFile is the size up to which a file is read whole into memory.
+const smallFile = 1 << 20
+
+// FileResult is what copying one file learned.
+type FileResult struct {
+	Hash    [32]byte // sha256 of the content; zero when the file was cloned, not read
+	Content []byte   // the whole content when the file was read whole (≤ 1 MiB)
+	Stat    walk.Item
+}
+
+// CopyFile copies the regular file src to dst (which must not exist), keeping
+// mode, ownership (when permitted) and times. With reflink it shares blocks
+// (FICLONE) and reads nothing; it fails with ErrNoReflink where the file
+// system cannot. Without, it reads the file, hashes it and writes it. The
+// returned Stat is dst's metadata after its times were set: the stat cache.
+func CopyFile(src, dst string, want walk.Item, reflink, keepContent bool) (FileResult, error) {
+	var res FileResult
+	in, err := os.OpenFile(src, os.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return res, err
+	}
+	defer in.Close()
+	var st unix.Stat_t
+	if err := unix.Fstat(int(in.Fd()), &st); err != nil {
+		return res, err
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFREG || (want.Ino != 0 && st.Ino != want.Ino) {
+		return res, fmt.Errorf("%s: %w", src, ErrChanged)
+	}
+	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
+	if err != nil {
+		return res, err
+	}
+	ok := false
+	defer func() {
+		out.Close()
+		if !ok {
+			os.Remove(dst)
+		}
+	}()
+	if reflink {
+		if err := unix.IoctlFileClone(int(out.Fd()), int(in.Fd())); err != nil {
+			if errors.Is(err, unix.EOPNOTSUPP) || errors.Is(err, unix.EXDEV) || errors.Is(err, unix.EINVAL) || errors.Is(err, unix.ENOTTY) {
+				return res, fmt.Errorf("%w: %v", ErrNoReflink, err)
+			}
+			return res, err
+		}
+	} else if st.Size <= smallFile {
+		buf := make([]byte, st.Size+1)
+		n, err := io.ReadFull(in, buf)
+		if err != io.ErrUnexpectedEOF && err != nil && !(err == io.EOF && n == 0) {
+			return res, err
+		}
+		if int64(n) != st.Size {
+			return res, fmt.Errorf("%s: %w (size %d, read %d)", src, ErrChanged, st.Size, n)
+		}
+		buf = buf[:n]
+		if _, err := out.Write(buf); err != nil {
+			return res, err
+		}
+		res.Hash = sha256.Sum256(buf)
+		if keepContent {
+			res.Content = buf
+		}
+	} else {
+		h := sha256.New()
+		n, err := io.CopyBuffer(io.MultiWriter(out, h), in, make([]byte, 1<<20))
+		if err != nil {
+			return res, err
+		}
+		if n != st.Size {
+			return res, fmt.Errorf("%s: %w (size %d, read %d)", src, ErrChanged, st.Size, n)
+		}
+		copy(res.Hash[:], h.Sum(nil))
+	}
+	fd := int(out.Fd())
+	if os.Geteuid() == 0 {
+		_ = unix.Fchown(fd, int(st.Uid), int(st.Gid)) // best effort, as cp -a
+	}
+	if err := unix.Fchmod(fd, st.Mode&0o7777); err != nil {
+		return res, err
+	}
+	if err := unix.UtimesNanoAt(unix.AT_FDCWD, dst, []unix.Timespec{st.Atim, st.Mtim}, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+		return res, err
+	}
+	var ost unix.Stat_t
+	if err := unix.Fstat(fd, &ost); err != nil {
+		return res, err
+	}
+	res.Stat = walk.FromStat(want.Path, &ost)
+	ok = true
+	return res, nil
+}
+
+// CopyLink recreates the symbolic link src at dst with the same target and
+// times; it never follows it. It returns the target and dst's metadata.
+func CopyLink(src, dst string, rel string) (string, walk.Item, error) {
+	target, err := os.Readlink(src)
+	if err != nil {
+		return "", walk.Item{}, err
+	}
+	if err := os.Symlink(target, dst); err != nil {
+		return "", walk.Item{}, err
+	}
+	var st unix.Stat_t
+	if err := unix.Lstat(src, &st); err == nil {
+		if os.Geteuid() == 0 {
+			_ = unix.Lchown(dst, int(st.Uid), int(st.Gid))
+		}
+		_ = unix.UtimesNanoAt(unix.AT_FDCWD, dst, []unix.Timespec{st.Atim, st.Mtim}, unix.AT_SYMLINK_NOFOLLOW)
+	}
+	var ost unix.Stat_t
+	if err := unix.Lstat(dst, &ost); err != nil {
+		return "", walk.Item{}, err
+	}
+	return target, walk.FromStat(rel, &ost), nil
+}
+
+// MakeDir creates dst with src's mode and ownership. Its times are set by
+// FinishDir once everything below it is in place (adding entries changes a
+// directory's mtime).
+func MakeDir(dst string, it walk.Item) error {
+	if err := os.Mkdir(dst, 0o700); err != nil && !errors.Is(err, os.ErrExist) {
+		return err
+	}
+	if os.Geteuid() == 0 {
+		_ = os.Lchown(dst, int(it.UID), int(it.GID))
+	}
+	return nil
+}
+
+// FinishDir sets a copied directory's mode and times to the source's.
+func FinishDir(dst string, it walk.Item) error {
+	if err := unix.Chmod(dst, it.Mode&0o7777); err != nil {
+		return err
+	}
+	mt := unix.NsecToTimespec(it.MTime)
+	return unix.UtimesNanoAt(unix.AT_FDCWD, dst, []unix.Timespec{mt, mt}, unix.AT_SYMLINK_NOFOLLOW)
+}

@@ -1,0 +1,434 @@
+package clone
+
+import (
+	"bufio"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/kulehq/kule/kernel/effects"
+	"github.com/kulehq/kule/kernel/manifest"
+	"github.com/kulehq/kule/kernel/walk"
+)
+
+// Backend names.
+const (
+	Reflink = "reflink" // copy and base are both clones of the folder
+	Copy    = "copy"    // a plain copy; base keeps the manifest and small files
+)
+
+// Options tune Tree.
+type Options struct {
+	// Backend is Reflink, Copy, or "" to use reflinks where the file system
+	// has them and a plain copy elsewhere.
+	Backend string
+	// Workers copying files at once; 0 means min(GOMAXPROCS*2, 8).
+	Workers int
+}
+
+// heavyDirs are directories whose files a plain-copy base does not keep: they
+// are rebuilt by tools, rarely merged, and large.
+var heavyDirs = map[string]bool{
+	".git": true, "node_modules": true, "target": true, "vendor": true, "dist": true, "build": true,
+	".venv": true, "venv": true, "__pycache__": true, ".gradle": true, ".cache": true, ".next": true,
+}
+
+// KeptInBase reports whether a plain-copy base keeps a file's content: files up
+// to 1 MiB outside heavy directories.
+func KeptInBase(rel string, size int64) bool {
+	if size > smallFile {
+		return false
+	}
+	for _, el := range strings.Split(rel, "/") {
+		if heavyDirs[el] {
+			return false
+		}
+	}
+	return true
+}
+
+// Result is a cloned tree.
+type Result struct {
+	Manifest *manifest.Manifest
+	Problems []walk.Problem // entries passed over (special files, unreadable ones)
+}
+
+// Tree copies folder to copyDir (which must not exist) and makes the base in
+// baseDir (which must exist and be empty). It returns the manifest; the caller
+// saves it.
+func Tree(folder, copyDir, baseDir string, opt Options) (*Result, error) {
+	w, err := walk.Walk(folder, walk.Options{})
+	if err != nil {
+		return nil, err
+	}
+	backend := opt.Backend
+	if backend == "" {
+		backend = detect(folder, copyDir, w.Items)
+	}
+	var st os.FileInfo
+	if st, err = os.Stat(folder); err != nil {
+		return nil, err
+	}
+	if err := os.Mkdir(copyDir, st.Mode().Perm()|0o700); err != nil {
+		return nil, fmt.Errorf("clone: %w", err)
+	}
+	c := &cloner{folder: folder, copyDir: copyDir, backend: backend}
+	if backend == Reflink {
+		c.baseTree = filepath.Join(baseDir, "tree")
+		if err := os.Mkdir(c.baseTree, 0o700); err != nil {
+			return nil, fmt.Errorf("clone: %w", err)
+		}
+	} else {
+		pf, err := os.OpenFile(filepath.Join(baseDir, PackName), os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+		if err != nil {
+			return nil, fmt.Errorf("clone: %w", err)
+		}
+		c.pack = &packWriter{f: pf, w: bufio.NewWriterSize(pf, 1<<20), seen: map[[32]byte][2]int64{}}
+	}
+	res, err := c.run(w, opt.Workers)
+	if c.pack != nil {
+		if cerr := c.pack.close(); err == nil && cerr != nil {
+			err = fmt.Errorf("clone: base content: %w", cerr)
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
+	res.Manifest.Backend = backend
+	return res, nil
+}
+
+// detect tries one reflink from the folder into the copy's file system.
+func detect(folder, copyDir string, items []walk.Item) string {
+	for _, it := range items {
+		if it.Type != effects.TypeFile {
+			continue
+		}
+		probe := filepath.Join(filepath.Dir(copyDir), ".reflink-probe")
+		defer os.Remove(probe)
+		_, err := CopyFile(filepath.Join(folder, it.Path), probe, it, true, false)
+		if err == nil {
+			return Reflink
+		}
+		return Copy
+	}
+	return Copy
+}
+
+type cloner struct {
+	folder, copyDir string
+	backend         string
+	baseTree        string // reflink: base/tree
+	pack            *packWriter
+}
+
+func (c *cloner) run(w *walk.Result, workers int) (*Result, error) {
+	if workers <= 0 {
+		workers = min(runtime.GOMAXPROCS(0)*2, 8)
+	}
+	m := &manifest.Manifest{Entries: make([]manifest.Entry, len(w.Items))}
+	problems := append([]walk.Problem(nil), w.Problems...)
+	// Directories first, in path order, so parents exist before children.
+	for i, it := range w.Items {
+		m.Entries[i] = manifest.Entry{Item: it, Folder: manifest.StatOf(it), Len: -1}
+		if it.Type != effects.TypeDir {
+			continue
+		}
+		if err := MakeDir(filepath.Join(c.copyDir, it.Path), it); err != nil {
+			return nil, fmt.Errorf("clone: %w", err)
+		}
+		if c.baseTree != "" {
+			if err := MakeDir(filepath.Join(c.baseTree, it.Path), it); err != nil {
+				return nil, fmt.Errorf("clone: %w", err)
+			}
+		}
+	}
+	var (
+		mu       sync.Mutex
+		firstErr error
+		wg       sync.WaitGroup
+		jobs     = make(chan int, 256)
+	)
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range jobs {
+				e := &m.Entries[i]
+				p, err := c.one(e)
+				if err != nil || p != nil {
+					mu.Lock()
+					if err != nil && firstErr == nil {
+						firstErr = err
+					}
+					if p != nil {
+						problems = append(problems, *p)
+					}
+					mu.Unlock()
+				}
+			}
+		}()
+	}
+	for i, it := range w.Items {
+		if it.Type != effects.TypeDir {
+			jobs <- i
+		}
+	}
+	close(jobs)
+	wg.Wait()
+	if firstErr != nil {
+		return nil, firstErr
+	}
+	// Entries that vanished mid-copy are dropped from the manifest.
+	out := m.Entries[:0]
+	for _, e := range m.Entries {
+		if e.Type != effects.TypeNone {
+			out = append(out, e)
+		}
+	}
+	m.Entries = out
+	// Directory modes and times last, deepest first.
+	for i := len(m.Entries) - 1; i >= 0; i-- {
+		e := &m.Entries[i]
+		if e.Type != effects.TypeDir {
+			continue
+		}
+		if err := FinishDir(filepath.Join(c.copyDir, e.Path), e.Item); err != nil {
+			return nil, fmt.Errorf("clone: %w", err)
+		}
+		if c.baseTree != "" {
+			if err := FinishDir(filepath.Join(c.baseTree, e.Path), e.Item); err != nil {
+				return nil, fmt.Errorf("clone: %w", err)
+			}
+		}
+		if it, err := walk.Lstat(c.copyDir, e.Path); err == nil {
+			e.Item = it
+		}
+	}
+	return &Result{Manifest: m, Problems: problems}, nil
+}
+
+// one copies one file or link into the copy (and the base), filling in its
+// manifest entry. A file that vanished or changed while being copied is a
+// problem, not a failure: it is dropped and said.
+func (c *cloner) one(e *manifest.Entry) (*walk.Problem, error) {
+	src := filepath.Join(c.folder, e.Path)
+	dst := filepath.Join(c.copyDir, e.Path)
+	switch e.Type {
+	case effects.TypeLink:
+		target, it, err := CopyLink(src, dst, e.Path)
+		if err != nil {
+			return c.vanished(e, err)
+		}
+		e.Item, e.Target = it, target
+		if c.baseTree != "" {
+			if _, _, err := CopyLink(src, filepath.Join(c.baseTree, e.Path), e.Path); err != nil {
+				return nil, fmt.Errorf("clone: base: %w", err)
+			}
+		}
+		return nil, nil
+	case effects.TypeFile:
+		keep := c.pack != nil && KeptInBase(e.Path, e.Size)
+		r, err := CopyFile(src, dst, e.Item, c.backend == Reflink, keep)
+		if err != nil {
+			return c.vanished(e, err)
+		}
+		e.Item, e.Hash = r.Stat, r.Hash
+		if c.baseTree != "" {
+			if _, err := CopyFile(src, filepath.Join(c.baseTree, e.Path), walk.Item{Path: e.Path}, true, false); err != nil {
+				return nil, fmt.Errorf("clone: base: %w", err)
+			}
+		}
+		if keep {
+			off, n, err := c.pack.add(r.Hash, r.Content)
+			if err != nil {
+				return nil, fmt.Errorf("clone: base content: %w", err)
+			}
+			e.Off, e.Len = off, n
+		}
+		return nil, nil
+	}
+	return nil, nil
+}
+
+func (c *cloner) vanished(e *manifest.Entry, err error) (*walk.Problem, error) {
+	if errors.Is(err, os.ErrNotExist) || errors.Is(err, ErrChanged) {
+		p := &walk.Problem{Path: e.Path, Kind: walk.Vanished, Err: err}
+		e.Type = effects.TypeNone
+		return p, nil
+	}
+	if errors.Is(err, os.ErrPermission) {
+		e.Type = effects.TypeNone
+		return &walk.Problem{Path: e.Path, Kind: walk.Unreadable, Err: err}, nil
+	}
+	return nil, fmt.Errorf("clone: %s: %w", effects.Quote(e.Path), err)
+}
+
+// PackName is the file in a plain-copy base that holds small files' content.
+const PackName = "content.pack"
+
+type packWriter struct {
+	mu   sync.Mutex
+	f    *os.File
+	w    *bufio.Writer
+	off  int64
+	seen map[[32]byte][2]int64
+}
+
+func (p *packWriter) add(h [32]byte, b []byte) (int64, int64, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if at, ok := p.seen[h]; ok {
+		return at[0], at[1], nil
+	}
+	if _, err := p.w.Write(b); err != nil {
+		return 0, 0, err
+	}
+	off := p.off
+	p.off += int64(len(b))
+	p.seen[h] = [2]int64{off, int64(len(b))}
+	return off, int64(len(b)), nil
+}
+
+func (p *packWriter) close() error {
+	err := p.w.Flush()
+	if serr := p.f.Sync(); err == nil {
+		err = serr
+	}
+	if cerr := p.f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// AppendPack adds content to an existing base pack (after a commit) and
+// returns where it went.
+func AppendPack(baseDir string, b []byte) (off, n int64, err error) {
+	f, err := os.OpenFile(filepath.Join(baseDir, PackName), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+	if err != nil {
+		return 0, 0, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return 0, 0, err
+	}
+	if _, err := f.Write(b); err != nil {
+		return 0, 0, err
+	}
+	return st.Size(), int64(len(b)), f.Sync()
+}
+
+// Base reads what a task's base keeps.
+type Base struct {
+	Dir     string // tasks/<id>/base
+	Backend string
+}
+
+// ErrNotKept is returned for content the base does not keep (a plain-copy
+// base keeps files up to 1 MiB outside heavy directories).
+var ErrNotKept = errors.New("the base does not keep this file's content")
+
+// Open returns the base content of e.
+func (b Base) Open(e *manifest.Entry) (io.ReadCloser, error) {
+	if b.Backend == Reflink {
+		return os.Open(filepath.Join(b.Dir, "tree", e.Path))
+	}
+	if e.Len < 0 {
+		return nil, ErrNotKept
+	}
+	f, err := os.Open(filepath.Join(b.Dir, PackName))
+	if err != nil {
+		return nil, err
+	}
+	return struct {
+		io.Reader
+		io.Closer
+	}{io.NewSectionReader(f, e.Off, e.Len), f}, nil
+}
+
+// Same reports whether the file at path holds e's base content.
+func (b Base) Same(e *manifest.Entry, path string) (bool, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|unix.O_NOFOLLOW, 0)
+	if err != nil {
+		return false, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return false, err
+	}
+	if !st.Mode().IsRegular() || st.Size() != e.Size {
+		return false, nil
+	}
+	if e.HasHash() {
+		h := sha256.New()
+		if _, err := io.Copy(h, f); err != nil {
+			return false, err
+		}
+		var sum [32]byte
+		copy(sum[:], h.Sum(nil))
+		return sum == e.Hash, nil
+	}
+	old, err := b.Open(e)
+	if err != nil {
+		return false, err
+	}
+	defer old.Close()
+	return sameReaders(f, old)
+}
+
+func sameReaders(a, b io.Reader) (bool, error) {
+	ba, bb := make([]byte, 64<<10), make([]byte, 64<<10)
+	for {
+		na, ea := io.ReadFull(a, ba)
+		nb, eb := io.ReadFull(b, bb)
+		if na != nb || string(ba[:na]) != string(bb[:nb]) {
+			return false, nil
+		}
+		if ea == io.EOF || ea == io.ErrUnexpectedEOF {
+			return eb == io.EOF || eb == io.ErrUnexpectedEOF, nil
+		}
+		if ea != nil {
+			return false, ea
+		}
+		if eb != nil && eb != io.EOF && eb != io.ErrUnexpectedEOF {
+			return false, eb
+		}
+	}
+}
+
+// HashFile returns the sha256 of the file at path, never following a link.
+func HashFile(path string) ([32]byte, error) {
+	var sum [32]byte
+	f, err := os.OpenFile(path, os.O_RDONLY|unix.O_NOFOLLOW, 0)
+	if err != nil {
+		return sum, err
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return sum, err
+	}
+	copy(sum[:], h.Sum(nil))
+	return sum, nil
+}
+
+// HashReader returns the sha256 of everything r holds.
+func HashReader(r io.Reader) ([32]byte, error) {
+	var sum [32]byte
+	h := sha256.New()
+	if _, err := io.Copy(h, r); err != nil {
+		return sum, err
+	}
+	copy(sum[:], h.Sum(nil))
+	return sum, nil
+}

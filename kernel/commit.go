@@ -1,0 +1,445 @@
+package kernel
+
+import (
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/kulehq/kule/kernel/apply"
+	"github.com/kulehq/kule/kernel/checkpoint"
+	"github.com/kulehq/kule/kernel/clone"
+	"github.com/kulehq/kule/kernel/crashpoint"
+	"github.com/kulehq/kule/kernel/effects"
+	"github.com/kulehq/kule/kernel/manifest"
+	"github.com/kulehq/kule/kernel/relpath"
+	"github.com/kulehq/kule/kernel/task"
+	"github.com/kulehq/kule/kernel/walk"
+)
+
+// CommitOptions choose what a commit applies.
+type CommitOptions struct {
+	// IncludeIgnored also applies paths the folder's .gitignore excludes.
+	IncludeIgnored bool
+	// Select, when set, decides effect by effect what goes in (the policy's
+	// seam); what it leaves out stays in the copy.
+	Select func(effects.Effect) bool
+}
+
+// CommitReport says what a commit did.
+type CommitReport struct {
+	Applied    []effects.Effect
+	Left       []effects.Effect // stayed in the copy: ignored or not selected
+	Checkpoint int              // the checkpoint that undo uses; 0 when nothing was applied
+}
+
+// UnderneathError names the paths the person (or another task) changed in
+// the folder since this task's base was taken.
+type UnderneathError struct {
+	Paths []string
+}
+
+func (e *UnderneathError) Error() string {
+	q := make([]string, len(e.Paths))
+	for i, p := range e.Paths {
+		q[i] = effects.Quote(p)
+	}
+	return fmt.Sprintf("commit: %v: %s — nothing was applied; the folder and the copy are as they were (look at those paths, then `kule rollback` to take the folder's version, or keep editing the copy)", ErrChangedUnderneath, strings.Join(q, ", "))
+}
+
+func (e *UnderneathError) Unwrap() error { return ErrChangedUnderneath }
+
+// journalData is what a journal carries for finishing a commit or an undo.
+type journalData struct {
+	Kind       string         `json:"kind"` // "commit" | "undo"
+	Checkpoint int            `json:"checkpoint"`
+	Paths      []relpath.Path `json:"paths"` // top paths the change touched, for the base update
+	Counts     effects.Counts `json:"counts"`
+	Summary    []string       `json:"summary,omitempty"`
+}
+
+// Commit applies the task's changes to the folder (ARCHITECTURE.md §4).
+func (k *Kernel) Commit(t *task.Task, opt CommitOptions) (*CommitReport, error) {
+	l, err := k.lock(t)
+	if err != nil {
+		return nil, err
+	}
+	defer l.Unlock()
+	fl, err := task.LockFile(k.Store.FolderLockPath(t.Folder))
+	if err != nil {
+		return nil, err
+	}
+	defer fl.Unlock()
+
+	st, err := k.status(t)
+	if err != nil {
+		return nil, err
+	}
+	rep := &CommitReport{}
+	var chosen []effects.Effect
+	for _, e := range st.Effects {
+		if (e.Ignored && !opt.IncludeIgnored) || (opt.Select != nil && !opt.Select(e)) {
+			rep.Left = append(rep.Left, e)
+			continue
+		}
+		chosen = append(chosen, e)
+	}
+	if len(chosen) == 0 {
+		return rep, nil
+	}
+	if bad := k.underneath(t, st.manifest, chosen); len(bad) > 0 {
+		return nil, &UnderneathError{Paths: bad}
+	}
+	cp, err := checkpoint.Open(t.Paths.Checkpoints)
+	if err != nil {
+		return nil, err
+	}
+	defer cp.Close()
+	p := &planner{t: t, cp: cp, ignored: !opt.IncludeIgnored, st: st}
+	ops, items, err := p.plan(chosen)
+	if err != nil {
+		return nil, fmt.Errorf("commit: %w (nothing was applied)", err)
+	}
+	jid := apply.NewID()
+	rec := &checkpoint.Record{Time: time.Now().UTC(), Commit: jid, Items: items}
+	if err := cp.Save(rec); err != nil {
+		return nil, fmt.Errorf("commit: keep a checkpoint: %w (nothing was applied)", err)
+	}
+	crashpoint.Hit("commit.checkpoint-saved")
+	data := journalData{Kind: "commit", Checkpoint: rec.ID, Paths: topPaths(chosen), Counts: effects.Count(chosen), Summary: summaryLines(chosen)}
+	raw, _ := json.Marshal(data)
+	j := &apply.Journal{ID: jid, Kind: "commit", Ops: ops, Data: raw}
+	if err := apply.Run(t.Folder, t.Paths.Journal, j, k.opener(t, cp), func(j *apply.Journal) error { return k.finish(t, j) }); err != nil {
+		if _, statErr := os.Stat(t.Paths.Journal); errors.Is(statErr, os.ErrNotExist) {
+			_ = cp.MarkUndone(rec.ID) // never applied: nothing for undo to take back
+		}
+		return nil, err
+	}
+	rep.Applied, rep.Checkpoint = chosen, rec.ID
+	return rep, nil
+}
+
+// opener reads staged content: "copy:<rel>" from the task's copy,
+// "blob:<id>" from the checkpoint store.
+func (k *Kernel) opener(t *task.Task, cp *checkpoint.Store) apply.Opener {
+	return func(src string) (io.ReadCloser, error) {
+		switch {
+		case strings.HasPrefix(src, "copy:"):
+			return os.OpenFile(filepath.Join(t.Paths.Copy, src[len("copy:"):]), os.O_RDONLY|unix.O_NOFOLLOW, 0)
+		case strings.HasPrefix(src, "blob:"):
+			return cp.Open(src[len("blob:"):])
+		}
+		return nil, fmt.Errorf("unknown content source %q", src)
+	}
+}
+
+// underneath lists the paths where the folder no longer holds what the base
+// recorded, for the effects about to be applied.
+func (k *Kernel) underneath(t *task.Task, m *manifest.Manifest, es []effects.Effect) []string {
+	base := baseOf(t)
+	bad := map[string]bool{}
+	check := func(rel string) {
+		if !sameAsBase(t.Folder, rel, m, base) {
+			bad[rel] = true
+		}
+	}
+	subtree := func(rel string) {
+		check(rel)
+		for _, e := range m.Below(rel) {
+			check(e.Path)
+		}
+		// Entries the person added below a directory the task replaces.
+		if w, err := walk.Walk(filepath.Join(t.Folder, rel), walk.Options{}); err == nil {
+			for _, it := range w.Items {
+				p := relpath.Join(rel, it.Path)
+				if _, ok := m.Get(p); !ok {
+					bad[p] = true
+				}
+			}
+		}
+	}
+	parentOK := func(rel string) {
+		if d := relpath.Dir(rel); d != "" {
+			it, err := walk.Lstat(t.Folder, d)
+			if err != nil || it.Type != effects.TypeDir {
+				bad[d] = true
+			}
+		}
+	}
+	for _, e := range es {
+		parentOK(e.Path)
+		switch {
+		case e.Kind == effects.Move:
+			parentOK(e.From)
+			if e.Dir {
+				subtree(e.From)
+			} else {
+				check(e.From)
+			}
+			check(e.Path)
+		case e.Dir || e.OldType == effects.TypeDir && e.Kind != effects.Mode:
+			subtree(e.Path)
+		default:
+			check(e.Path)
+		}
+	}
+	out := make([]string, 0, len(bad))
+	for p := range bad {
+		out = append(out, p)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// sameAsBase reports whether the folder's entry at rel is what the base
+// recorded (absent when the base has none). The folder's stat cache spares
+// reading files nobody touched.
+func sameAsBase(folder, rel string, m *manifest.Manifest, base clone.Base) bool {
+	it, err := walk.Lstat(folder, rel)
+	if err != nil {
+		return false
+	}
+	e, ok := m.Get(rel)
+	if !ok {
+		return it.Type == effects.TypeNone
+	}
+	if it.Type != e.Type {
+		return false
+	}
+	switch it.Type {
+	case effects.TypeFile:
+		if manifest.StatOf(it) == e.Folder {
+			return true
+		}
+		same, err := base.Same(e, filepath.Join(folder, rel))
+		return err == nil && same
+	case effects.TypeLink:
+		target, err := os.Readlink(filepath.Join(folder, rel))
+		return err == nil && target == e.Target
+	}
+	return true
+}
+
+// planner turns effects into the ops that apply them and the checkpoint items
+// that let undo take them back.
+type planner struct {
+	t       *task.Task
+	cp      *checkpoint.Store
+	st      *Status
+	ignored bool // leave ignored entries below an added directory out
+	ops     []apply.Op
+	items   []checkpoint.Item
+}
+
+func (p *planner) plan(es []effects.Effect) ([]apply.Op, []checkpoint.Item, error) {
+	moveDest := map[string]bool{}
+	for _, e := range es {
+		if e.Kind == effects.Move {
+			moveDest[e.Path] = true
+		}
+	}
+	for _, e := range es {
+		if err := p.one(e, moveDest); err != nil {
+			return nil, nil, fmt.Errorf("%s: %w", effects.Quote(e.Path), err)
+		}
+	}
+	return p.ops, p.items, nil
+}
+
+func (p *planner) one(e effects.Effect, moveDest map[string]bool) error {
+	path := relpath.Path(e.Path)
+	switch e.Kind {
+	case effects.Delete:
+		p.ops = append(p.ops, apply.Op{Kind: apply.Remove, Path: path})
+		return p.record(e.Path, true, false)
+	case effects.Move:
+		p.ops = append(p.ops, apply.Op{Kind: apply.Move, Path: path, From: relpath.Path(e.From)})
+		if err := p.record(e.From, true, false); err != nil {
+			return err
+		}
+		return p.record(e.Path, false, true)
+	case effects.Mode:
+		p.ops = append(p.ops, apply.Op{Kind: apply.Chmod, Path: path, Mode: uint32(e.NewMode.Perm()) | modeExtra(e.NewMode)})
+		return p.recordOne(e.Path, true, true)
+	}
+	// Add, Modify, Link, Type: stage the copy's entry and rename it in.
+	op, err := p.stageFromCopy(e.Path, moveDest)
+	if err != nil {
+		return err
+	}
+	p.ops = append(p.ops, op)
+	return p.record(e.Path, true, true)
+}
+
+func modeExtra(m os.FileMode) uint32 {
+	var x uint32
+	if m&os.ModeSetuid != 0 {
+		x |= 0o4000
+	}
+	if m&os.ModeSetgid != 0 {
+		x |= 0o2000
+	}
+	if m&os.ModeSticky != 0 {
+		x |= 0o1000
+	}
+	return x
+}
+
+func (p *planner) stageFromCopy(rel string, moveDest map[string]bool) (apply.Op, error) {
+	it, err := walk.Lstat(p.t.Paths.Copy, rel)
+	if err != nil {
+		return apply.Op{}, err
+	}
+	op := apply.Op{Kind: apply.Replace, Path: relpath.Path(rel), Type: it.Type, Mode: it.Mode, MTime: it.MTime, UID: int(it.UID), GID: int(it.GID)}
+	switch it.Type {
+	case effects.TypeFile:
+		op.Src = "copy:" + rel
+	case effects.TypeLink:
+		op.Target, err = os.Readlink(filepath.Join(p.t.Paths.Copy, rel))
+	case effects.TypeDir:
+		var w *walk.Result
+		w, err = walk.Walk(filepath.Join(p.t.Paths.Copy, rel), walk.Options{Skip: func(r string, _ effects.EntryType) bool {
+			full := relpath.Join(rel, r)
+			if moveDest[full] || filepath.Base(r) == ".git" {
+				return true
+			}
+			return p.ignored && p.st.isIgnored(full)
+		}})
+		if err == nil {
+			for _, c := range w.Items {
+				te := apply.TreeEntry{Rel: c.Path, Type: c.Type, Mode: c.Mode, MTime: c.MTime, UID: int(c.UID), GID: int(c.GID)}
+				full := relpath.Join(rel, c.Path)
+				switch c.Type {
+				case effects.TypeFile:
+					te.Src = "copy:" + full
+				case effects.TypeLink:
+					te.Target, err = os.Readlink(filepath.Join(p.t.Paths.Copy, full))
+				}
+				op.Tree = append(op.Tree, te)
+			}
+		}
+	default:
+		return op, fmt.Errorf("nothing to apply: it is gone from the copy")
+	}
+	return op, err
+}
+
+// record adds checkpoint items for rel and, for a directory, everything below
+// it: what the folder holds now (before) and what the copy holds (after).
+func (p *planner) record(rel string, before, after bool) error {
+	seen := map[string]bool{}
+	var rels []string
+	add := func(r string) {
+		if !seen[r] {
+			seen[r] = true
+			rels = append(rels, r)
+		}
+	}
+	add(rel)
+	for _, root := range []struct {
+		dir string
+		on  bool
+	}{{p.t.Folder, before}, {p.t.Paths.Copy, after}} {
+		if !root.on {
+			continue
+		}
+		if it, err := walk.Lstat(root.dir, rel); err == nil && it.Type == effects.TypeDir {
+			w, err := walk.Walk(filepath.Join(root.dir, rel), walk.Options{Skip: func(r string, _ effects.EntryType) bool { return filepath.Base(r) == ".git" }})
+			if err != nil {
+				return err
+			}
+			for _, c := range w.Items {
+				add(relpath.Join(rel, c.Path))
+			}
+		}
+	}
+	for _, r := range rels {
+		if err := p.recordOne(r, before, after); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (p *planner) recordOne(rel string, before, after bool) error {
+	item := checkpoint.Item{Path: rel, Before: checkpoint.State{Type: "none"}, After: checkpoint.State{Type: "none"}}
+	var err error
+	if before {
+		if item.Before, err = p.state(p.t.Folder, rel, true); err != nil {
+			return err
+		}
+	}
+	if after {
+		if item.After, err = p.state(p.t.Paths.Copy, rel, false); err != nil {
+			return err
+		}
+	}
+	if item.Before.Type == "none" && item.After.Type == "none" {
+		return nil
+	}
+	p.items = append(p.items, item)
+	return nil
+}
+
+// state describes the entry at root/rel; keep stores a file's content in the
+// checkpoint store (for what the folder holds before a change).
+func (p *planner) state(root, rel string, keep bool) (checkpoint.State, error) {
+	it, err := walk.Lstat(root, rel)
+	if err != nil {
+		return checkpoint.State{}, err
+	}
+	s := checkpoint.State{Type: it.Type.String(), Mode: it.Mode, MTime: time.Unix(0, it.MTime).UTC()}
+	abs := filepath.Join(root, rel)
+	switch it.Type {
+	case effects.TypeNone:
+		return checkpoint.State{Type: "none"}, nil
+	case effects.TypeFile:
+		if keep {
+			s.Blob, s.Hash, err = p.cp.PutFile(abs)
+		} else {
+			var h [32]byte
+			h, err = clone.HashFile(abs)
+			s.Hash = hex.EncodeToString(h[:])
+		}
+	case effects.TypeLink:
+		s.Target, err = os.Readlink(abs)
+	}
+	return s, err
+}
+
+func (s *Status) isIgnored(rel string) bool {
+	return s.ignore.Ignored(rel, false)
+}
+
+// topPaths are the paths whose base entries a change replaces.
+func topPaths(es []effects.Effect) []relpath.Path {
+	var out []relpath.Path
+	for _, e := range es {
+		out = append(out, relpath.Path(e.Path))
+		if e.From != "" {
+			out = append(out, relpath.Path(e.From))
+		}
+	}
+	return out
+}
+
+func summaryLines(es []effects.Effect) []string {
+	const most = 200
+	var out []string
+	for i, e := range es {
+		if i == most {
+			out = append(out, fmt.Sprintf("… and %d more", len(es)-most))
+			break
+		}
+		out = append(out, e.String())
+	}
+	return out
+}

@@ -1,0 +1,45 @@
+// Package crashpoint lets tests prove crash safety by killing the process at a
+// named step. `KULE_CRASH_AT=commit.staged` makes the process SIGKILL itself
+// when it reaches that step; `KULE_FAULT=stage.write:ENOSPC` makes a named
+// operation fail with that error. Both are read once at start; unset, each
+// check is a single comparison.
+package crashpoint
+
+import (
+	"os"
+	"strings"
+	"syscall"
+)
+
+var (
+	crashAt            = os.Getenv("KULE_CRASH_AT")
+	faultAt, faultErrn = parseFault(os.Getenv("KULE_FAULT"))
+)
+
+func parseFault(f string) (string, syscall.Errno) {
+	if f == "" {
+		return "", 0
+	}
+	name, errName, _ := strings.Cut(f, ":")
+	errn := map[string]syscall.Errno{"ENOSPC": syscall.ENOSPC, "EIO": syscall.EIO, "EACCES": syscall.EACCES, "EDQUOT": syscall.EDQUOT}[errName]
+	if errn == 0 {
+		errn = syscall.EIO
+	}
+	return name, errn
+}
+
+// Hit kills the process with SIGKILL if KULE_CRASH_AT names this step.
+func Hit(step string) {
+	if crashAt != "" && crashAt == step {
+		_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
+		select {} // the signal is on its way
+	}
+}
+
+// Fault returns the injected error for this operation, or nil.
+func Fault(op string) error {
+	if faultAt != "" && faultAt == op {
+		return faultErrn
+	}
+	return nil
+}

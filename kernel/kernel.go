@@ -1,0 +1,228 @@
+// Package kernel is Kule's trusted core as one value: it makes tasks on a
+// folder, runs commands in their copies, finds what they changed, and
+// commits, rolls back and undoes those changes crash-safely, keeping a
+// checkpoint of everything it replaces and a signed history of what it did.
+//
+// cmd/kule only wires flags to these methods; every rule lives here or in the
+// kernel/... packages it holds together.
+package kernel
+
+import (
+	"crypto/ed25519"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/kulehq/kule/kernel/apply"
+	"github.com/kulehq/kule/kernel/clone"
+	"github.com/kulehq/kule/kernel/effects"
+	"github.com/kulehq/kule/kernel/history"
+	"github.com/kulehq/kule/kernel/manifest"
+	"github.com/kulehq/kule/kernel/runner"
+	"github.com/kulehq/kule/kernel/task"
+	"github.com/kulehq/kule/kernel/walk"
+)
+
+// Errors a caller can test for.
+var (
+	ErrNotFolder         = errors.New("not a folder")
+	ErrChangedUnderneath = errors.New("the folder changed underneath")
+	ErrNothingToUndo     = errors.New("nothing to undo")
+	ErrUndoBlocked       = errors.New("the folder no longer holds what that commit wrote")
+	ErrInsideKuleHome    = errors.New("the folder is inside Kule's home")
+)
+
+// Config builds a Kernel.
+type Config struct {
+	Home    string        // $KULE_HOME
+	Runner  runner.Runner // how exec starts commands; runner.Direct when nil
+	Backend string        // force a workspace backend ("reflink" or "copy"); "" picks
+}
+
+// Kernel is Kule's core.
+type Kernel struct {
+	Store   *task.Store
+	Runner  runner.Runner
+	backend string
+	key     ed25519.PrivateKey
+}
+
+// New opens the Kule home.
+func New(cfg Config) (*Kernel, error) {
+	s, err := task.Open(cfg.Home)
+	if err != nil {
+		return nil, err
+	}
+	r := cfg.Runner
+	if r == nil {
+		r = runner.Direct{}
+	}
+	b := cfg.Backend
+	if b == "" {
+		b = os.Getenv("KULE_BACKEND")
+	}
+	return &Kernel{Store: s, Runner: r, backend: b}, nil
+}
+
+func (k *Kernel) signingKey() (ed25519.PrivateKey, error) {
+	if k.key == nil {
+		key, err := history.LoadKey(k.Store.KeysDir())
+		if err != nil {
+			return nil, err
+		}
+		k.key = key
+	}
+	return k.key, nil
+}
+
+// HistoryLog opens a task's signed history.
+func (k *Kernel) HistoryLog(t *task.Task) (*history.Log, error) {
+	key, err := k.signingKey()
+	if err != nil {
+		return nil, err
+	}
+	return history.Open(t.Paths.History, key), nil
+}
+
+// VerifyHistory checks every signature and the hash chain of a task's
+// history, and that no entry was removed from its end.
+func (k *Kernel) VerifyHistory(t *task.Task) error {
+	key, err := k.signingKey()
+	if err != nil {
+		return err
+	}
+	return history.Verify(t.Paths.History, key.Public().(ed25519.PublicKey))
+}
+
+// NewReport is what making a task learned.
+type NewReport struct {
+	Task     *task.Task
+	Files    int
+	Problems []walk.Problem // passed over: special files, unreadable entries
+}
+
+// NewTask makes a task on folder: its copy, its base, its manifest. Nothing
+// in the folder is written. A failure leaves no half-made task behind.
+func (k *Kernel) NewTask(folder string) (*NewReport, error) {
+	abs, err := filepath.Abs(folder)
+	if err != nil {
+		return nil, fmt.Errorf("new: %w", err)
+	}
+	st, err := os.Stat(abs)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("new: %s does not exist (check the path; nothing was made)", abs)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("new: %w", err)
+	}
+	if !st.IsDir() {
+		return nil, fmt.Errorf("new: %s: %w — Kule works on a whole folder; give the folder that holds it (nothing was made)", abs, ErrNotFolder)
+	}
+	real, err := filepath.EvalSymlinks(abs)
+	if err != nil {
+		return nil, fmt.Errorf("new: %w", err)
+	}
+	if home, err := filepath.EvalSymlinks(k.Store.Root); err == nil && (real == home || strings.HasPrefix(real+"/", home+"/") || strings.HasPrefix(home+"/", real+"/")) {
+		return nil, fmt.Errorf("new: %s: %w (%s); pick a folder outside it and not containing it", real, ErrInsideKuleHome, home)
+	}
+	id, err := k.Store.NewID()
+	if err != nil {
+		return nil, err
+	}
+	dir := filepath.Join(k.Store.TasksDir(), id)
+	paths := task.LayoutOf(dir)
+	ok := false
+	defer func() {
+		if !ok {
+			os.RemoveAll(dir)
+		}
+	}()
+	for _, d := range []string{dir, paths.Base, paths.Home, paths.Tmp, paths.Checkpoints} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			return nil, fmt.Errorf("new: %w", err)
+		}
+	}
+	res, err := clone.Tree(real, paths.Copy, paths.Base, clone.Options{Backend: k.backend})
+	if err != nil {
+		return nil, fmt.Errorf("new: copy %s: %w (nothing in the folder was changed)", real, err)
+	}
+	if err := manifest.Save(manifestPath(paths), res.Manifest); err != nil {
+		return nil, fmt.Errorf("new: %w", err)
+	}
+	t := &task.Task{ID: id, Folder: real, Created: time.Now().UTC(), Backend: res.Manifest.Backend, Paths: paths}
+	if err := k.Store.Save(t); err != nil {
+		return nil, fmt.Errorf("new: %w", err)
+	}
+	files := 0
+	for _, e := range res.Manifest.Entries {
+		if e.Type == effects.TypeFile || e.Type == effects.TypeLink {
+			files++
+		}
+	}
+	ok = true
+	return &NewReport{Task: t, Files: files, Problems: res.Problems}, nil
+}
+
+func manifestPath(p task.Paths) string { return filepath.Join(p.Base, "manifest") }
+
+func baseOf(t *task.Task) clone.Base { return clone.Base{Dir: t.Paths.Base, Backend: t.Backend} }
+
+// Resolve finds a task by a unique prefix of its id.
+func (k *Kernel) Resolve(prefix string) (*task.Task, error) { return k.Store.Resolve(prefix) }
+
+// lock takes the task's lock and finishes any change a crash interrupted.
+func (k *Kernel) lock(t *task.Task) (*task.Lock, error) {
+	l, err := task.LockFile(t.Paths.Lock)
+	if err != nil {
+		return nil, err
+	}
+	if err := k.recover(t); err != nil {
+		l.Unlock()
+		return nil, err
+	}
+	return l, nil
+}
+
+// recover rolls an interrupted commit or undo forward or back. It needs the
+// folder lock too: the folder is what it repairs.
+func (k *Kernel) recover(t *task.Task) error {
+	if _, err := os.Stat(t.Paths.Journal); errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	fl, err := task.LockFile(k.Store.FolderLockPath(t.Folder))
+	if err != nil {
+		return err
+	}
+	defer fl.Unlock()
+	_, _, err = apply.Recover(t.Folder, t.Paths.Journal, func(j *apply.Journal) error { return k.finish(t, j) })
+	if err != nil {
+		return fmt.Errorf("recover task %s: %w", t.ID, err)
+	}
+	return nil
+}
+
+// Delete removes a task and everything Kule kept for it. The folder is not
+// touched; uncommitted changes in the copy are lost, which the CLI says first.
+func (k *Kernel) Delete(t *task.Task) error {
+	l, err := k.lock(t)
+	if err != nil {
+		return err
+	}
+	defer l.Unlock()
+	// Make the copy writable everywhere first: a command may have left
+	// read-only directories that would stop RemoveAll.
+	_ = filepath.WalkDir(t.Paths.Dir, func(p string, d os.DirEntry, err error) error {
+		if err == nil && d.IsDir() {
+			_ = os.Chmod(p, 0o700)
+		}
+		return nil
+	})
+	trash := t.Paths.Dir + ".deleting"
+	if err := os.Rename(t.Paths.Dir, trash); err != nil {
+		return fmt.Errorf("delete %s: %w", t.ID, err)
+	}
+	return os.RemoveAll(trash)
+}

@@ -1,0 +1,322 @@
+// Package manifest is the record of a folder at the task's last sync: every
+// entry's metadata in the copy (the stat cache that lets a status skip files
+// nobody touched), its metadata in the real folder (so a commit can tell
+// whether the person changed it underneath), its content hash where known,
+// and where the base keeps its content. It is stored in one binary file that
+// loads in milliseconds for 100,000 entries.
+package manifest
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+
+	"github.com/kulehq/kule/kernel/effects"
+	"github.com/kulehq/kule/kernel/walk"
+)
+
+// Errors a caller can test for.
+var (
+	ErrDamaged = errors.New("manifest is damaged")
+)
+
+// Stat is the metadata of one entry in the real folder at the last sync.
+type Stat struct {
+	Size  int64
+	MTime int64
+	CTime int64
+	Ino   uint64
+	Mode  uint32
+}
+
+// StatOf takes the Stat part of a walked item.
+func StatOf(it walk.Item) Stat {
+	return Stat{Size: it.Size, MTime: it.MTime, CTime: it.CTime, Ino: it.Ino, Mode: it.Mode}
+}
+
+// Entry is one path as it was at the last sync.
+type Entry struct {
+	walk.Item          // the copy's metadata right after the sync: the stat cache
+	Hash      [32]byte // sha256 of a file's content; zero when not known
+	Target    string   // a link's target
+	Folder    Stat     // the real folder's metadata at the sync
+	Off, Len  int64    // where base/content.pack holds the content; Len < 0: not kept
+}
+
+// HasHash reports whether the content hash is known.
+func (e *Entry) HasHash() bool { return e.Hash != [32]byte{} }
+
+// Manifest is every entry of a folder, sorted by path.
+type Manifest struct {
+	Backend string
+	Entries []Entry
+}
+
+// Sort orders the entries by path; Get needs it.
+func (m *Manifest) Sort() {
+	sort.Slice(m.Entries, func(i, j int) bool { return m.Entries[i].Path < m.Entries[j].Path })
+}
+
+// Get finds the entry at path.
+func (m *Manifest) Get(path string) (*Entry, bool) {
+	i := sort.Search(len(m.Entries), func(i int) bool { return m.Entries[i].Path >= path })
+	if i < len(m.Entries) && m.Entries[i].Path == path {
+		return &m.Entries[i], true
+	}
+	return nil, false
+}
+
+// Below returns the entries strictly below dir, in path order.
+func (m *Manifest) Below(dir string) []Entry {
+	prefix := dir + "/"
+	i := sort.Search(len(m.Entries), func(i int) bool { return m.Entries[i].Path >= prefix })
+	j := i
+	for j < len(m.Entries) && len(m.Entries[j].Path) >= len(prefix) && m.Entries[j].Path[:len(prefix)] == prefix {
+		j++
+	}
+	return m.Entries[i:j]
+}
+
+// Set puts e in the manifest, replacing the entry at its path.
+func (m *Manifest) Set(e Entry) {
+	i := sort.Search(len(m.Entries), func(i int) bool { return m.Entries[i].Path >= e.Path })
+	if i < len(m.Entries) && m.Entries[i].Path == e.Path {
+		m.Entries[i] = e
+		return
+	}
+	m.Entries = append(m.Entries, Entry{})
+	copy(m.Entries[i+1:], m.Entries[i:])
+	m.Entries[i] = e
+}
+
+// Remove drops the entry at path and everything below it.
+func (m *Manifest) Remove(path string) {
+	out := m.Entries[:0]
+	for _, e := range m.Entries {
+		if e.Path == path || (len(e.Path) > len(path) && e.Path[:len(path)+1] == path+"/") {
+			continue
+		}
+		out = append(out, e)
+	}
+	m.Entries = out
+}
+
+const magic = "KULEMAN1"
+
+// Encode writes m in its binary form.
+func (m *Manifest) Encode(w io.Writer) error {
+	crc := crc32.NewIEEE()
+	bw := bufio.NewWriterSize(io.MultiWriter(w, crc), 1<<16)
+	var buf [binary.MaxVarintLen64]byte
+	uv := func(v uint64) { bw.Write(buf[:binary.PutUvarint(buf[:], v)]) }
+	sv := func(v int64) { bw.Write(buf[:binary.PutVarint(buf[:], v)]) }
+	str := func(s string) { uv(uint64(len(s))); bw.WriteString(s) }
+	bw.WriteString(magic)
+	str(m.Backend)
+	uv(uint64(len(m.Entries)))
+	for i := range m.Entries {
+		e := &m.Entries[i]
+		str(e.Path)
+		bw.WriteByte(byte(e.Type))
+		uv(uint64(e.Mode))
+		sv(e.Size)
+		sv(e.MTime)
+		sv(e.CTime)
+		uv(e.Ino)
+		uv(e.Dev)
+		uv(uint64(e.UID))
+		uv(uint64(e.GID))
+		if e.HasHash() {
+			bw.WriteByte(1)
+			bw.Write(e.Hash[:])
+		} else {
+			bw.WriteByte(0)
+		}
+		str(e.Target)
+		sv(e.Folder.Size)
+		sv(e.Folder.MTime)
+		sv(e.Folder.CTime)
+		uv(e.Folder.Ino)
+		uv(uint64(e.Folder.Mode))
+		sv(e.Off)
+		sv(e.Len)
+	}
+	if err := bw.Flush(); err != nil {
+		return err
+	}
+	var sum [4]byte
+	binary.LittleEndian.PutUint32(sum[:], crc.Sum32())
+	_, err := w.Write(sum[:])
+	return err
+}
+
+// Decode reads what Encode wrote. Damage anywhere is ErrDamaged.
+func Decode(data []byte) (*Manifest, error) {
+	if len(data) < len(magic)+4 {
+		return nil, fmt.Errorf("%w: too short", ErrDamaged)
+	}
+	body, sum := data[:len(data)-4], data[len(data)-4:]
+	if crc32.ChecksumIEEE(body) != binary.LittleEndian.Uint32(sum) {
+		return nil, fmt.Errorf("%w: checksum does not match", ErrDamaged)
+	}
+	if !bytes.HasPrefix(body, []byte(magic)) {
+		return nil, fmt.Errorf("%w: not a manifest", ErrDamaged)
+	}
+	d := decoder{b: body[len(magic):]}
+	m := &Manifest{Backend: d.str()}
+	n := d.uv()
+	if n > uint64(len(d.b)) { // every entry takes at least one byte
+		return nil, fmt.Errorf("%w: %d entries cannot fit", ErrDamaged, n)
+	}
+	m.Entries = make([]Entry, 0, n)
+	for range n {
+		var e Entry
+		e.Path = d.str()
+		e.Type = effects.EntryType(d.byte())
+		e.Mode = uint32(d.uv())
+		e.Size = d.sv()
+		e.MTime = d.sv()
+		e.CTime = d.sv()
+		e.Ino = d.uv()
+		e.Dev = d.uv()
+		e.UID = uint32(d.uv())
+		e.GID = uint32(d.uv())
+		if d.byte() == 1 {
+			copy(e.Hash[:], d.take(32))
+		}
+		e.Target = d.str()
+		e.Folder.Size = d.sv()
+		e.Folder.MTime = d.sv()
+		e.Folder.CTime = d.sv()
+		e.Folder.Ino = d.uv()
+		e.Folder.Mode = uint32(d.uv())
+		e.Off = d.sv()
+		e.Len = d.sv()
+		if d.err != nil {
+			return nil, fmt.Errorf("%w: %v", ErrDamaged, d.err)
+		}
+		if e.Type > effects.TypeLink {
+			return nil, fmt.Errorf("%w: entry %q has unknown type %d", ErrDamaged, e.Path, e.Type)
+		}
+		m.Entries = append(m.Entries, e)
+	}
+	if len(d.b) != 0 {
+		return nil, fmt.Errorf("%w: %d bytes after the last entry", ErrDamaged, len(d.b))
+	}
+	for i := 1; i < len(m.Entries); i++ {
+		if m.Entries[i-1].Path >= m.Entries[i].Path {
+			return nil, fmt.Errorf("%w: entries out of order at %q", ErrDamaged, m.Entries[i].Path)
+		}
+	}
+	return m, nil
+}
+
+type decoder struct {
+	b   []byte
+	err error
+}
+
+func (d *decoder) fail(what string) {
+	if d.err == nil {
+		d.err = fmt.Errorf("truncated %s", what)
+	}
+	d.b = nil
+}
+
+func (d *decoder) uv() uint64 {
+	v, n := binary.Uvarint(d.b)
+	if n <= 0 {
+		d.fail("number")
+		return 0
+	}
+	d.b = d.b[n:]
+	return v
+}
+
+func (d *decoder) sv() int64 {
+	v, n := binary.Varint(d.b)
+	if n <= 0 {
+		d.fail("number")
+		return 0
+	}
+	d.b = d.b[n:]
+	return v
+}
+
+func (d *decoder) byte() byte {
+	if len(d.b) < 1 {
+		d.fail("byte")
+		return 0
+	}
+	c := d.b[0]
+	d.b = d.b[1:]
+	return c
+}
+
+func (d *decoder) take(n uint64) []byte {
+	if uint64(len(d.b)) < n {
+		d.fail("field")
+		return nil
+	}
+	v := d.b[:n]
+	d.b = d.b[n:]
+	return v
+}
+
+func (d *decoder) str() string { return string(d.take(d.uv())) }
+
+// Load reads the manifest file at path.
+func Load(path string) (*Manifest, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("manifest: %w", err)
+	}
+	m, err := Decode(b)
+	if err != nil {
+		return nil, fmt.Errorf("manifest %s: %w", path, err)
+	}
+	return m, nil
+}
+
+// Save writes the manifest atomically: temp file, fsync, rename, directory
+// fsync. A crash leaves the old manifest or the new one.
+func Save(path string, m *Manifest) error {
+	dir := filepath.Dir(path)
+	f, err := os.CreateTemp(dir, ".manifest.tmp-*")
+	if err != nil {
+		return fmt.Errorf("manifest: %w", err)
+	}
+	defer os.Remove(f.Name())
+	bw := bufio.NewWriterSize(f, 1<<20)
+	if err := m.Encode(bw); err != nil {
+		f.Close()
+		return fmt.Errorf("manifest: %w", err)
+	}
+	if err := bw.Flush(); err != nil {
+		f.Close()
+		return fmt.Errorf("manifest: %w", err)
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return fmt.Errorf("manifest: %w", err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("manifest: %w", err)
+	}
+	if err := os.Rename(f.Name(), path); err != nil {
+		return fmt.Errorf("manifest: %w", err)
+	}
+	d, err := os.Open(dir)
+	if err != nil {
+		return fmt.Errorf("manifest: %w", err)
+	}
+	defer d.Close()
+	return d.Sync()
+}

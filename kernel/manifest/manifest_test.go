@@ -1,0 +1,96 @@
+package manifest
+
+import (
+	"bytes"
+	"errors"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/kulehq/kule/kernel/effects"
+	"github.com/kulehq/kule/kernel/walk"
+)
+
+func sample() *Manifest {
+	m := &Manifest{Backend: "copy"}
+	m.Entries = []Entry{
+		{Item: walk.Item{Path: "a", Type: effects.TypeDir, Mode: 0o755}},
+		{Item: walk.Item{Path: "a/b.txt", Type: effects.TypeFile, Mode: 0o644, Size: 5, MTime: 1700000000123456789, CTime: -1, Ino: 42}, Hash: [32]byte{1, 2, 3}, Off: 0, Len: 5, Folder: Stat{Size: 5, Ino: 7}},
+		{Item: walk.Item{Path: "caf\xe9\nname", Type: effects.TypeLink}, Target: "../elsewhere", Len: -1},
+	}
+	return m
+}
+
+func TestEncodeDecodeRoundTrip(t *testing.T) {
+	t.Parallel()
+	m := sample()
+	var buf bytes.Buffer
+	if err := m.Encode(&buf); err != nil {
+		t.Fatal(err)
+	}
+	back, err := Decode(buf.Bytes())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := cmp.Diff(m, back); d != "" {
+		t.Fatalf("round trip changed the manifest (-want +got):\n%s", d)
+	}
+}
+
+func TestDecodeFindsDamage(t *testing.T) {
+	t.Parallel()
+	var buf bytes.Buffer
+	if err := sample().Encode(&buf); err != nil {
+		t.Fatal(err)
+	}
+	good := buf.Bytes()
+	for name, bad := range map[string][]byte{
+		"empty":     nil,
+		"truncated": good[:len(good)/2],
+		"flipped":   append(append([]byte{}, good[:20]...), append([]byte{good[20] ^ 0xff}, good[21:]...)...),
+		"no-magic":  append([]byte("XXXXXXXX"), good[8:]...),
+	} {
+		if _, err := Decode(bad); !errors.Is(err, ErrDamaged) {
+			t.Errorf("%s: Decode = %v, want ErrDamaged", name, err)
+		}
+	}
+}
+
+func TestSetGetRemoveBelow(t *testing.T) {
+	t.Parallel()
+	m := sample()
+	m.Set(Entry{Item: walk.Item{Path: "a/a.txt", Type: effects.TypeFile}})
+	if _, ok := m.Get("a/a.txt"); !ok {
+		t.Fatal("Get after Set found nothing")
+	}
+	if got := len(m.Below("a")); got != 2 {
+		t.Fatalf("Below(a) = %d entries, want 2", got)
+	}
+	m.Remove("a")
+	if _, ok := m.Get("a/b.txt"); ok {
+		t.Fatal("Remove(a) left a/b.txt")
+	}
+	if _, ok := m.Get("caf\xe9\nname"); !ok {
+		t.Fatal("Remove(a) removed an entry outside a")
+	}
+}
+
+func FuzzDecode(f *testing.F) {
+	var buf bytes.Buffer
+	_ = sample().Encode(&buf)
+	f.Add(buf.Bytes())
+	f.Add([]byte(magic))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		m, err := Decode(data)
+		if err != nil {
+			return
+		}
+		var out bytes.Buffer
+		if err := m.Encode(&out); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := Decode(out.Bytes()); err != nil {
+			t.Fatalf("re-encoded manifest does not decode: %v", err)
+		}
+	})
+}

@@ -1,0 +1,133 @@
+package kernel
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/kulehq/kule/kernel/effects"
+	"github.com/kulehq/kule/kernel/ignore"
+	"github.com/kulehq/kule/kernel/manifest"
+	"github.com/kulehq/kule/kernel/relpath"
+	"github.com/kulehq/kule/kernel/runner"
+	"github.com/kulehq/kule/kernel/scan"
+	"github.com/kulehq/kule/kernel/task"
+	"github.com/kulehq/kule/kernel/walk"
+)
+
+// Status is a task's uncommitted changes.
+type Status struct {
+	Task     *task.Task
+	Effects  []effects.Effect
+	Problems []walk.Problem
+
+	manifest *manifest.Manifest
+	now      map[string]walk.Item
+	ignore   *ignore.Matcher
+}
+
+// Pending returns the effects a commit would apply: all but the ignored ones
+// unless includeIgnored.
+func (s *Status) Pending(includeIgnored bool) []effects.Effect {
+	var out []effects.Effect
+	for _, e := range s.Effects {
+		if includeIgnored || !e.Ignored {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// IgnoredCount counts the effects the folder's .gitignore excludes.
+func (s *Status) IgnoredCount() int {
+	n := 0
+	for _, e := range s.Effects {
+		if e.Ignored {
+			n++
+		}
+	}
+	return n
+}
+
+// Status finds what a task changed in its copy since the last sync.
+func (k *Kernel) Status(t *task.Task) (*Status, error) {
+	if _, err := os.Stat(t.Paths.Journal); err == nil {
+		l, err := k.lock(t)
+		if err != nil {
+			return nil, err
+		}
+		defer l.Unlock()
+	}
+	return k.status(t)
+}
+
+func (k *Kernel) status(t *task.Task) (*Status, error) {
+	m, err := manifest.Load(manifestPath(t.Paths))
+	if err != nil {
+		return nil, fmt.Errorf("status %s: %w (the task's base is damaged; the folder itself is untouched — `kule rollback` cannot help here, make a new task)", t.ID, err)
+	}
+	ign := k.ignoreRules(t, m)
+	res, err := scan.Scan(t.Paths.Copy, m, baseOf(t), scan.Options{Ignore: ign})
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return nil, fmt.Errorf("status %s: the task's copy is gone (%s); the folder is untouched — delete the task and make a new one", t.ID, t.Paths.Copy)
+		}
+		return nil, fmt.Errorf("status %s: %w", t.ID, err)
+	}
+	return &Status{Task: t, Effects: res.Effects, Problems: res.Problems, manifest: m, now: res.Now, ignore: ign}, nil
+}
+
+// ignoreRules reads the .gitignore files the base knows of — from the real
+// folder, never from the copy.
+func (k *Kernel) ignoreRules(t *task.Task, m *manifest.Manifest) *ignore.Matcher {
+	var rels []string
+	for _, e := range m.Entries {
+		if relpath.Base(e.Path) == ".gitignore" && !scan.IsGitPath(e.Path) {
+			rels = append(rels, e.Path)
+		}
+	}
+	return ignore.Load(t.Folder, rels)
+}
+
+// ExecOptions are what `kule exec` passes beyond the command.
+type ExecOptions struct {
+	Args   []string
+	Subdir string // working directory relative to the folder root ("" = root)
+	Spec   runner.Spec
+}
+
+// Exec runs a command in the task's copy and returns its exit code and the
+// task's status afterwards. The task is locked while the command runs, so a
+// commit never applies a half-written copy.
+func (k *Kernel) Exec(ctx context.Context, t *task.Task, opt ExecOptions) (int, *Status, error) {
+	l, err := k.lock(t)
+	if err != nil {
+		return -1, nil, err
+	}
+	defer l.Unlock()
+	dir := t.Paths.Copy
+	if opt.Subdir != "" {
+		if err := relpath.Check(opt.Subdir); err != nil {
+			return -1, nil, fmt.Errorf("exec: %w", err)
+		}
+		d := filepath.Join(t.Paths.Copy, opt.Subdir)
+		if st, err := os.Lstat(d); err == nil && st.IsDir() {
+			dir = d
+		}
+	}
+	spec := opt.Spec
+	spec.Args = opt.Args
+	spec.Dir = dir
+	spec.Task = runner.Task{ID: t.ID, Dir: t.Paths.Dir, Copy: t.Paths.Copy, Folder: t.Folder, Tmp: t.Paths.Tmp, Home: t.Paths.Home, KuleDir: k.Store.Root}
+	if spec.Env == nil {
+		spec.Env = os.Environ()
+	}
+	code, runErr := k.Runner.Run(ctx, spec)
+	st, err := k.status(t)
+	if runErr != nil {
+		return code, st, runErr
+	}
+	return code, st, err
+}
