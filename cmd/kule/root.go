@@ -31,6 +31,9 @@ func rootCommand() *cobra.Command {
 		listCommand(),
 		deleteCommand(),
 		historyCommand(),
+		agentsCommand(),
+		runCommand(),
+		stepsCommand(),
 	)
 	return root
 }

@@ -50,6 +50,10 @@ type Options struct {
 	Usage   io.Writer   // usage.jsonl
 	Stderr  io.Writer   // the agent's stderr, besides the tail kept for errors
 
+	// FirstStep is the number of steps already in steps.jsonl: this run's
+	// steps are numbered after them.
+	FirstStep int
+
 	ClientName, ClientVersion string
 	// CancelGrace is how long a cancelled turn may take to end, and how long
 	// the agent may take to exit once its stdin is closed. Default 5s.
@@ -113,7 +117,7 @@ func Start(ctx context.Context, o Options) (*Client, error) {
 	}
 	c := &Client{opts: o, stdin: inW, marker: newMarker(), exited: make(chan struct{}), stderr: &tailBuffer{limit: 8 << 10}}
 	c.files = files{cwd: o.Cwd, copy: o.Copy}
-	c.rec = &recorder{open: map[string]*Step{}, steps: o.Steps, usage: o.Usage, effects: o.Effects, emit: o.OnEvent, now: time.Now}
+	c.rec = &recorder{open: map[string]*Step{}, steps: o.Steps, usage: o.Usage, effects: o.Effects, emit: o.OnEvent, now: time.Now, n: o.FirstStep}
 	tbase := o.Spec
 	if o.TerminalSpec != nil {
 		tbase = *o.TerminalSpec

@@ -235,3 +235,22 @@ func TestRegistryDrafts(t *testing.T) {
 		t.Errorf("adding twice: %v", err)
 	}
 }
+
+func TestEnvironPassesOnlyWhatTheProfileSays(t *testing.T) {
+	t.Parallel()
+	person := map[string]string{"PATH": "/usr/bin", "ANTHROPIC_API_KEY": "sk-real", "GITHUB_TOKEN": "ghp", "AWS_SECRET_ACCESS_KEY": "aws", "EDITOR": "vi", "MY_FLAG": "1"}
+	p := Profile{Name: "a", Keys: map[string][]string{"ANTHROPIC_API_KEY": {"api.anthropic.com"}, "OPENAI_API_KEY": {"api.openai.com"}}, PassEnv: []string{"MY_FLAG"}, Env: map[string]string{"X": "y"}, OwnHome: "CODEX_HOME"}
+	env, notes := Environ(p, EnvOptions{Getenv: func(k string) string { return person[k] }, Home: "/h", OwnHome: "/k/agents/a", Tmp: "/t", Placeholder: func(k string) string { return "kule-placeholder-" + k }})
+	got := strings.Join(env, " ")
+	want := "ANTHROPIC_API_KEY=kule-placeholder-ANTHROPIC_API_KEY CODEX_HOME=/k/agents/a HOME=/h MY_FLAG=1 PATH=/usr/bin TMPDIR=/t X=y"
+	if got != want {
+		t.Errorf("env\n got %s\nwant %s", got, want)
+	}
+	if len(notes) != 1 || !strings.Contains(notes[0], "OPENAI_API_KEY is not set") {
+		t.Errorf("notes %v", notes)
+	}
+	env, notes = Environ(p, EnvOptions{Getenv: func(k string) string { return person[k] }})
+	if !strings.Contains(strings.Join(env, " "), "ANTHROPIC_API_KEY=sk-real") || !strings.Contains(strings.Join(notes, " "), "no key proxy") {
+		t.Errorf("without a proxy the key passes and the person is told: %v %v", env, notes)
+	}
+}
