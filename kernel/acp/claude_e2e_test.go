@@ -316,8 +316,17 @@ func TestClaudeCodeThroughKule(t *testing.T) {
 
 	// Usage: the prompt responses' usage (and usage_update when sent).
 	usage := h.usage.lines(t)
-	if len(usage) == 0 {
-		t.Errorf("no usage recorded")
+	var prompts, costs int
+	for _, u := range usage {
+		if u["source"] == "prompt" && strings.Contains(mustJSON(u["tokens"]), `"totalTokens"`) {
+			prompts++
+		}
+		if u["source"] == "usage_update" && u["cost"] != nil && u["size"] != nil {
+			costs++
+		}
+	}
+	if prompts != 2 || costs == 0 {
+		t.Errorf("usage.jsonl: %d prompt usages (want 2), %d usage_updates with cost", prompts, costs)
 	}
 	for _, u := range usage {
 		t.Logf("usage %s", mustJSON(u))
