@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kulehq/kule/internal/npmtest"
 	"github.com/kulehq/kule/kernel/runner"
 )
 
@@ -224,7 +225,7 @@ func claudeAgent(t *testing.T) (*harness, *anthropicServer) {
 	if testing.Short() {
 		t.Skip("end-to-end test against Claude Code; -short skips it")
 	}
-	dir := npmPackage(t, claudePackage, claudeVersion)
+	dir := npmtest.Package(t, claudePackage, claudeVersion)
 	bin := filepath.Join(dir, "node_modules", claudePackage, "dist", "index.js")
 	home := t.TempDir()
 	os.MkdirAll(filepath.Join(home, ".ssh"), 0o700)

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kulehq/kule/internal/npmtest"
 	"github.com/kulehq/kule/kernel/runner"
 )
 
@@ -20,7 +21,7 @@ func sdkAgent(t *testing.T, script string, mod func(*Options)) *harness {
 	if testing.Short() {
 		t.Skip("end-to-end test against the ACP SDK; -short skips it")
 	}
-	dir := npmPackage(t, sdkPackage, sdkVersion)
+	dir := npmtest.Package(t, sdkPackage, sdkVersion)
 	var args []string
 	switch script {
 	case "example":

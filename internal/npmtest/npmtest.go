@@ -1,4 +1,6 @@
-package acp
+// Package npmtest installs npm packages at exact versions for end-to-end
+// tests, once per version, into a cache outside the repository.
+package npmtest
 
 import (
 	"context"
@@ -10,11 +12,11 @@ import (
 	"testing"
 )
 
-// npmPackage installs pkg@version (an exact version) once into a cache under
+// Package installs pkg@version (an exact version) once into a cache under
 // os.TempDir() (or $KULE_TEST_NPM_CACHE) without running install scripts,
 // and returns the directory that holds its node_modules. Without node and
 // npm the test is skipped with a reason, unless CI is set: then it fails.
-func npmPackage(t *testing.T, pkg, version string) string {
+func Package(t *testing.T, pkg, version string) string {
 	t.Helper()
 	for _, tool := range []string{"node", "npm"} {
 		if _, err := exec.LookPath(tool); err != nil {
