@@ -233,6 +233,10 @@ func (c *Client) Initialize(ctx context.Context) (AgentInfo, error) {
 func (c *Client) NewSession(ctx context.Context) (string, error) {
 	var res newSessionResult
 	if err := c.conn.Call(ctx, "session/new", newSessionParams{Cwd: c.opts.Cwd, McpServers: []any{}}, &res); err != nil {
+		var rerr *RPCError
+		if errors.As(err, &rerr) && rerr.Code == CodeAuthRequired {
+			return "", fmt.Errorf("acp: new session: the agent needs a login (%w): set its key (kule agents show NAME names it) or log in to it once outside kule; nothing was changed", err)
+		}
 		return "", fmt.Errorf("acp: new session: %w", err)
 	}
 	if res.SessionID == "" {

@@ -342,6 +342,16 @@ func TestClientErrors(t *testing.T) {
 				t.Errorf("a prompt to a dead agent: %v", err)
 			}
 		}},
+		"agent wants a login": {"auth", func(t *testing.T, h *harness) {
+			if _, err := h.c.Initialize(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			_, err := h.c.NewSession(context.Background())
+			var rerr *RPCError
+			if !errors.As(err, &rerr) || rerr.Code != CodeAuthRequired || !strings.Contains(err.Error(), "log in to it once outside kule") {
+				t.Errorf("error %v", err)
+			}
+		}},
 		"other protocol version": {"oldversion", func(t *testing.T, h *harness) {
 			if _, err := h.c.Initialize(context.Background()); !errors.Is(err, ErrProtocol) {
 				t.Errorf("error %v", err)

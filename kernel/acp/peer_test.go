@@ -214,6 +214,12 @@ func runPeer(script string) {
 		p.text("about to fall over")
 		fmt.Fprintln(os.Stderr, "panic: the model client crashed")
 		os.Exit(3)
+	case "auth":
+		m := p.expect("initialize")
+		p.reply(m, map[string]any{"protocolVersion": 1, "agentCapabilities": map[string]any{}, "authMethods": []any{map[string]any{"id": "oauth", "name": "Log in"}}})
+		m = p.expect("session/new")
+		p.send(map[string]any{"id": m["id"], "error": map[string]any{"code": -32000, "message": "Authentication required"}})
+		p.expect("never")
 	case "oldversion":
 		m := p.expect("initialize")
 		p.reply(m, map[string]any{"protocolVersion": 0, "agentCapabilities": map[string]any{}})
