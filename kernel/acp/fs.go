@@ -1,6 +1,7 @@
 package acp
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -35,7 +36,10 @@ func (f files) rel(p string) (string, *RPCError) {
 func fsError(op, p string, err error) *RPCError {
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		return &RPCError{Code: CodeNotFound, Message: fmt.Sprintf("%s %s: no such file", op, p)}
+		// The message is the one ACP's SDKs use for -32002: agents match
+		// on it (Gemini CLI looks for "Resource not found").
+		data, _ := json.Marshal(map[string]string{"uri": p})
+		return &RPCError{Code: CodeNotFound, Message: "Resource not found: " + p, Data: data}
 	case strings.Contains(err.Error(), "path escapes"):
 		return &RPCError{Code: CodeInvalidParams, Message: fmt.Sprintf("%v: %s leads outside through a link", ErrOutsideCopy, p)}
 	}
