@@ -229,6 +229,19 @@ func (c *Client) Initialize(ctx context.Context) (AgentInfo, error) {
 	return info, nil
 }
 
+// Authenticate calls the agent's authenticate with one of the methods it
+// offered (AgentInfo.AuthMethods); meta goes as _meta (a gateway's settings).
+func (c *Client) Authenticate(ctx context.Context, methodID string, meta map[string]any) error {
+	p := map[string]any{"methodId": methodID}
+	if meta != nil {
+		p["_meta"] = meta
+	}
+	if err := c.conn.Call(ctx, "authenticate", p, nil); err != nil {
+		return fmt.Errorf("acp: authenticate with %s: %w", methodID, err)
+	}
+	return nil
+}
+
 // NewSession opens a session whose working directory is the copy.
 func (c *Client) NewSession(ctx context.Context) (string, error) {
 	var res newSessionResult

@@ -196,9 +196,7 @@ func TestClientBasicTurn(t *testing.T) {
 	if got := h.text(); !strings.HasPrefix(got, "hello ") || strings.Contains(got, "write failed") {
 		t.Errorf("text %q", got)
 	}
-	if len(h.eventsOf(EventPlan)) != 1 {
-		t.Errorf("the plan sent after the answer was lost")
-	}
+	waitFor(t, "the plan sent after the answer", func() bool { return len(h.eventsOf(EventPlan)) == 1 })
 	steps := h.steps.lines(t)
 	if len(steps) != 2 {
 		t.Fatalf("steps.jsonl has %d lines, want the tool call and the unknown kind: %v", len(steps), steps)
@@ -350,6 +348,12 @@ func TestClientErrors(t *testing.T) {
 			var rerr *RPCError
 			if !errors.As(err, &rerr) || rerr.Code != CodeAuthRequired || !strings.Contains(err.Error(), "log in to it once outside kule") {
 				t.Errorf("error %v", err)
+			}
+			if err := h.c.Authenticate(context.Background(), "oauth", nil); err != nil {
+				t.Fatal(err)
+			}
+			if id, err := h.c.NewSession(context.Background()); err != nil || id != "after-auth" {
+				t.Errorf("session after authenticating: %q %v", id, err)
 			}
 		}},
 		"other protocol version": {"oldversion", func(t *testing.T, h *harness) {

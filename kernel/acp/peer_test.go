@@ -219,6 +219,14 @@ func runPeer(script string) {
 		p.reply(m, map[string]any{"protocolVersion": 1, "agentCapabilities": map[string]any{}, "authMethods": []any{map[string]any{"id": "oauth", "name": "Log in"}}})
 		m = p.expect("session/new")
 		p.send(map[string]any{"id": m["id"], "error": map[string]any{"code": -32000, "message": "Authentication required"}})
+		m = p.expect("authenticate")
+		if m["params"].(map[string]any)["methodId"] != "oauth" {
+			p.send(map[string]any{"id": m["id"], "error": map[string]any{"code": -32602, "message": "unknown method"}})
+		} else {
+			p.reply(m, map[string]any{})
+		}
+		m = p.expect("session/new")
+		p.reply(m, map[string]any{"sessionId": "after-auth"})
 		p.expect("never")
 	case "oldversion":
 		m := p.expect("initialize")
