@@ -80,6 +80,7 @@ type Client struct {
 	session   string
 	cancelled bool
 	turn      bool
+	turns     int
 	info      AgentInfo
 	stopOnce  sync.Once
 }
@@ -304,14 +305,15 @@ func (c *Client) Prompt(ctx context.Context, text string) (PromptResult, error) 
 		return PromptResult{}, ErrNoSession
 	}
 	c.turn, c.cancelled = true, false
+	c.turns++
 	c.mu.Unlock()
 	defer func() {
 		c.mu.Lock()
 		c.turn = false
 		c.mu.Unlock()
 	}()
-	c.rec.turnStart()
-	defer c.rec.turnEnd(sid)
+	c.rec.turnStart(sid)
+	defer c.rec.turnEnd(sid, false)
 	ch, err := c.conn.Send("session/prompt", promptParams{SessionID: sid, Prompt: []contentBlock{{Type: "text", Text: text}}})
 	if err != nil {
 		return PromptResult{}, fmt.Errorf("acp: prompt: %w", err)
@@ -383,6 +385,13 @@ func (c *Client) Stop() error {
 		killTree(c.marker)
 		c.terms.closeAll()
 		<-c.conn.Done()
+		// Tool calls the agent opened after its last answer are kept too.
+		c.mu.Lock()
+		sid, turns := c.session, c.turns
+		c.mu.Unlock()
+		if turns > 0 {
+			c.rec.turnEnd(sid, true)
+		}
 	})
 	c.rec.mu.Lock()
 	defer c.rec.mu.Unlock()

@@ -226,8 +226,12 @@ func TestClientBasicTurn(t *testing.T) {
 	if len(usage) != 2 || usage[0]["source"] != "usage_update" || usage[0]["used"] != float64(1200) || usage[1]["source"] != "prompt" || !strings.Contains(mustJSON(usage[1]["tokens"]), `"totalTokens":30`) {
 		t.Errorf("usage.jsonl %v", usage)
 	}
+	waitFor(t, "the late tool call", func() bool { return len(h.eventsOf(EventStepStart)) == 2 })
 	if err := h.c.Stop(); err != nil {
 		t.Fatal(err)
+	}
+	if steps := h.steps.lines(t); len(steps) != 3 || steps[2]["id"] != "late" || steps[2]["status"] != "unfinished" || steps[2]["title"] != "Late call" {
+		t.Errorf("a tool call opened after the answer was not kept at stop: %v", steps)
 	}
 }
 
@@ -241,6 +245,9 @@ func TestClientOutOfOrderUpdates(t *testing.T) {
 	h := startPeer(t, "outoforder", nil)
 	h.open(t)
 	if _, err := h.c.Prompt(context.Background(), "go"); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.c.Stop(); err != nil {
 		t.Fatal(err)
 	}
 	steps := h.steps.lines(t)

@@ -83,7 +83,7 @@ func FuzzUpdate(f *testing.F) {
 		steps := &lockedBuffer{}
 		r := &recorder{open: map[string]*Step{}, steps: steps, usage: steps, now: timeZero}
 		r.update("s", raw)
-		r.turnEnd("s")
+		r.turnEnd("s", true)
 		for _, line := range splitLines(steps.b.Bytes()) {
 			if !json.Valid(line) {
 				t.Fatalf("a line that is not json: %q", line)

@@ -175,6 +175,7 @@ func runPeer(script string) {
 		// After the answer: late updates still count.
 		p.text("late words")
 		p.update(map[string]any{"sessionUpdate": "plan", "entries": []any{}})
+		p.update(map[string]any{"sessionUpdate": "tool_call", "toolCallId": "late", "title": "Late call", "status": "in_progress"})
 		p.expect("never") // wait for stdin to close
 	case "outoforder":
 		p.handshake(nil)

@@ -417,28 +417,35 @@ func (r *recorder) permission(session, toolCallID string, rec PermissionRecord) 
 	r.send(Event{Type: EventPermission, Step: &Step{ID: s.ID, Title: s.Title, Permission: []PermissionRecord{rec}}})
 }
 
-// turnStart takes the effect set a turn starts from.
-func (r *recorder) turnStart() {
+// turnStart closes what an earlier turn left open and takes the effect set
+// this turn starts from.
+func (r *recorder) turnStart(session string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if len(r.order) > 0 {
+		r.endLocked(session, true)
+	}
 	r.snapshot()
 }
 
-// turnEnd closes the steps the agent left open, as "unfinished" (their own
-// status kept in the line), and records what changed in the copy outside
-// any step as a step of its own, so nothing goes unaccounted.
-func (r *recorder) turnEnd(session string) {
+// turnEnd is called when a turn's answer has come (final false) and when the
+// agent stops (final true). A step still open when the answer comes may yet
+// end (agents send updates after the answer), so it is left open then; at
+// the final call it is closed as "unfinished". Whatever changed in the copy outside any step is recorded as a
+// step of its own once no step is open, so nothing goes unaccounted.
+func (r *recorder) turnEnd(session string, final bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	for len(r.order) > 0 {
-		s := r.open[r.order[0]]
-		st := s.Status
-		if !final(st) {
-			st = "unfinished"
+	r.endLocked(session, final)
+}
+
+func (r *recorder) endLocked(session string, final bool) {
+	if final {
+		for len(r.order) > 0 {
+			r.closeStep(r.open[r.order[0]], "unfinished")
 		}
-		r.closeStep(s, st)
 	}
-	if r.effects == nil {
+	if r.effects == nil || len(r.order) > 0 {
 		return
 	}
 	after, err := r.effects()
@@ -447,7 +454,7 @@ func (r *recorder) turnEnd(session string) {
 	}
 	added, undone := diffEffects(r.last, after)
 	if len(added)+len(undone) == 0 || r.lastErr != nil {
-		r.last = after
+		r.last, r.lastErr = after, nil
 		return
 	}
 	r.n++
