@@ -651,4 +651,3 @@ func stepsCommand() *cobra.Command {
 	c.Flags().BoolVar(&asJSON, "json", false, "print the steps as JSON")
 	return c
 }
-
