@@ -79,13 +79,16 @@ func (e Effect) Symbol() string {
 	switch e.Kind {
 	case Add:
 		return "+"
+	case Link:
+		if e.OldType == TypeNone {
+			return "+"
+		}
 	case Delete:
 		return "-"
 	case Move:
 		return "»"
-	default:
-		return "~"
 	}
+	return "~"
 }
 
 // String renders the effect as the CLI prints it: "+ notes/new.md",
@@ -107,7 +110,11 @@ func (e Effect) String() string {
 	case Type:
 		return fmt.Sprintf("~ %s (%s → %s)", p, e.OldType, e.NewType)
 	case Link:
-		return fmt.Sprintf("~ %s → %s (link)", p, Quote(e.Target))
+		mark := "~"
+		if e.OldType == TypeNone {
+			mark = "+"
+		}
+		return fmt.Sprintf("%s %s → %s (link)", mark, p, Quote(e.Target))
 	}
 	return e.Symbol() + " " + p
 }

@@ -1,0 +1,215 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// TestMain lets the test binary stand in for the kule binary: with
+// KULE_AS_CLI=1 it runs the CLI on its arguments. The crash tests kill such a
+// process at every named step of commit and undo.
+func TestMain(m *testing.M) {
+	if os.Getenv("KULE_AS_CLI") == "1" {
+		os.Exit(run(os.Args[1:]))
+	}
+	os.Exit(m.Run())
+}
+
+type cli struct {
+	t    *testing.T
+	home string
+}
+
+// kule runs the CLI in a child process; crashAt names a step to die at.
+func (c cli) kule(crashAt string, args ...string) (string, error) {
+	c.t.Helper()
+	cmd := exec.Command(os.Args[0], args...)
+	cmd.Env = append(os.Environ(), "KULE_AS_CLI=1", "KULE_HOME="+c.home, "KULE_CRASH_AT="+crashAt)
+	out, err := cmd.CombinedOutput()
+	return string(out), err
+}
+
+func (c cli) must(args ...string) string {
+	c.t.Helper()
+	out, err := c.kule("", args...)
+	if err != nil {
+		c.t.Fatalf("kule %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return out
+}
+
+func killed(err error) bool {
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() && ws.Signal() == syscall.SIGKILL {
+			return true
+		}
+	}
+	return false
+}
+
+// snapshot lists a folder as a person checks it: every path, its type,
+// mode and exact content.
+func snapshot(t *testing.T, root string) []string {
+	t.Helper()
+	var out []string
+	err := filepath.Walk(root, func(p string, info os.FileInfo, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(root, p)
+		if rel == "." {
+			return nil
+		}
+		line := fmt.Sprintf("%s %v", rel, info.Mode())
+		if info.Mode().IsRegular() {
+			b, _ := os.ReadFile(p)
+			line += " " + string(b)
+		}
+		if info.Mode()&os.ModeSymlink != 0 {
+			target, _ := os.Readlink(p)
+			line += " -> " + target
+		}
+		out = append(out, line)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sort.Strings(out)
+	return out
+}
+
+var commitSteps = []string{
+	"commit.checkpoint-saved", "commit.journal-written", "commit.staging", "commit.staged-files",
+	"commit.staged", "commit.applying", "commit.renamed", "commit.applied",
+	"commit.history-appended", "commit.finished",
+}
+
+var undoSteps = []string{
+	"undo.journal-written", "undo.staging", "undo.staged-files", "undo.staged", "undo.applying",
+	"undo.renamed", "undo.applied", "undo.history-appended", "undo.finished",
+}
+
+// setup makes a folder with some of everything, a task on it, and a change
+// touching every kind of effect.
+func setup(t *testing.T) (cli, string, string) {
+	dir := t.TempDir()
+	folder := filepath.Join(dir, "folder")
+	for p, body := range map[string]string{
+		"notes/plan.md": "# Plan\n", "notes/drafts.md": "draft\n", "photos/a.jpg": "AAAA",
+		"photos/b.jpg": "BBBB", "src/main.go": "package main\n", "big.bin": strings.Repeat("x", 3<<20),
+	} {
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(folder, p)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(folder, p), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c := cli{t: t, home: filepath.Join(dir, "home")}
+	c.must("new", folder)
+	id := strings.Fields(c.must("list"))[0]
+	c.must("exec", id, "--", "sh", "-c",
+		"echo more >> notes/plan.md; rm notes/drafts.md; mv photos 2026; mkdir -p new/deep; echo n > new/deep/n.txt; "+
+			"chmod 755 src/main.go; rm -rf src && echo file > src; head -c 2000000 /dev/zero > big.bin; ln -s notes/plan.md plan")
+	return c, id, folder
+}
+
+func noLeftovers(t *testing.T, folder string) {
+	t.Helper()
+	_ = filepath.Walk(folder, func(p string, info os.FileInfo, err error) error {
+		if err == nil && strings.HasPrefix(filepath.Base(p), ".kule-") {
+			t.Errorf("left behind in the folder: %s", p)
+		}
+		return nil
+	})
+}
+
+func TestCrashDuringCommitLeavesOldOrNewAsAWhole(t *testing.T) {
+	for _, step := range commitSteps {
+		t.Run(step, func(t *testing.T) {
+			t.Parallel()
+			c, id, folder := setup(t)
+			before := snapshot(t, folder)
+			copyDir := filepath.Join(c.home, "tasks", id, "copy")
+			after := snapshot(t, copyDir)
+			out, err := c.kule(step, "commit", id)
+			if !killed(err) {
+				t.Fatalf("commit was not killed at %s: %v\n%s", step, err, out)
+			}
+			// The next call finishes or reverses the commit.
+			c.must("status", id)
+			got := snapshot(t, folder)
+			switch {
+			case cmp.Equal(got, before):
+				// rolled back: the change is still in the copy, and commits.
+				if strings.Contains(c.must("status", id), "0 file changes") {
+					t.Fatal("rolled back, but the task's changes are gone from the copy")
+				}
+				c.must("commit", id)
+				if d := cmp.Diff(after, snapshot(t, folder)); d != "" {
+					t.Fatalf("commit after recovery (-copy +folder):\n%s", d)
+				}
+			case cmp.Equal(got, after):
+				if !strings.Contains(c.must("status", id), "0 file changes") {
+					t.Fatalf("rolled forward, but status still lists changes:\n%s", c.must("status", id))
+				}
+			default:
+				t.Fatalf("after a crash at %s the folder is neither old nor new:\n%s", step, cmp.Diff(before, got))
+			}
+			noLeftovers(t, folder)
+			c.must("history", id, "--verify")
+			c.must("undo", id)
+			if d := cmp.Diff(before, snapshot(t, folder)); d != "" {
+				t.Fatalf("undo after recovery did not restore the folder:\n%s", d)
+			}
+			c.must("history", id, "--verify")
+		})
+	}
+}
+
+func TestCrashDuringUndoLeavesOldOrNewAsAWhole(t *testing.T) {
+	for _, step := range undoSteps {
+		t.Run(step, func(t *testing.T) {
+			t.Parallel()
+			c, id, folder := setup(t)
+			before := snapshot(t, folder)
+			c.must("commit", id)
+			committed := snapshot(t, folder)
+			out, err := c.kule(step, "undo", id)
+			if !killed(err) {
+				t.Fatalf("undo was not killed at %s: %v\n%s", step, err, out)
+			}
+			c.must("status", id)
+			got := snapshot(t, folder)
+			switch {
+			case cmp.Equal(got, committed):
+				c.must("undo", id) // the undo did not happen: it still can
+				if d := cmp.Diff(before, snapshot(t, folder)); d != "" {
+					t.Fatalf("undo after recovery:\n%s", d)
+				}
+			case cmp.Equal(got, before):
+				if out, err := c.kule("", "undo", id); err == nil || !strings.Contains(out, "nothing to undo") {
+					t.Fatalf("undo rolled forward, yet a second undo says: %v\n%s", err, out)
+				}
+			default:
+				t.Fatalf("after a crash at %s the folder is neither committed nor undone:\n%s", step, cmp.Diff(committed, got))
+			}
+			noLeftovers(t, folder)
+			c.must("history", id, "--verify")
+			if out := c.must("status", id); !strings.Contains(out, "0 file changes") {
+				t.Fatalf("after the undo the copy does not match the folder:\n%s", out)
+			}
+		})
+	}
+}

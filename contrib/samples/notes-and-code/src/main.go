@@ -1,0 +1,11 @@
+package main
+
+import "fmt"
+
+func main() {
+	fmt.Println(greeting("world"))
+}
+
+func greeting(name string) string {
+	return "hello, " + name
+}
