@@ -432,6 +432,11 @@ func runAgent(cmd *cobra.Command, k *kernel.Kernel, t *task.Task, name, prompt s
 			return fmt.Errorf("run: %s: %w", p.Name, err)
 		}
 	}
+	if p.Mode != "" {
+		if err := c.SetMode(ctx, p.Mode); err != nil {
+			return fmt.Errorf("run: %s: %w (the profile's mode must be one the agent offers)", p.Name, err)
+		}
+	}
 	if err := acp.SaveSession(t.Paths.Dir, acp.SessionRecord{Agent: p.Name, Session: c.SessionID(), Cwd: t.Paths.Copy}); err != nil {
 		pr.note(err.Error())
 	}

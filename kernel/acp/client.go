@@ -262,6 +262,19 @@ func (c *Client) NewSession(ctx context.Context) (string, error) {
 	return res.SessionID, nil
 }
 
+// SetMode switches the session's mode (session/set_mode), one of the modes
+// the agent listed when the session opened.
+func (c *Client) SetMode(ctx context.Context, modeID string) error {
+	sid := c.SessionID()
+	if sid == "" {
+		return ErrNoSession
+	}
+	if err := c.conn.Call(ctx, "session/set_mode", map[string]string{"sessionId": sid, "modeId": modeID}, nil); err != nil {
+		return fmt.Errorf("acp: set mode %s: %w", modeID, err)
+	}
+	return nil
+}
+
 // ContinueSession reopens an earlier session: session/resume when the agent
 // offers it, else session/load (whose replay of the conversation is not
 // recorded again). ErrNotSupported when the agent offers neither.

@@ -34,6 +34,7 @@ var (
 	hostRE = regexp.MustCompile(`^(\*\.)?([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?\.)+[a-z]{2,63}$|^localhost$`)
 	// An exact version: 1.2.3, 1.2.3-beta.1, 1.2.3+build. No ranges, no tags.
 	exactRE   = regexp.MustCompile(`^v?\d+\.\d+\.\d+(-[0-9A-Za-z.-]+)?(\+[0-9A-Za-z.-]+)?$`)
+	modeRE    = regexp.MustCompile(`^[A-Za-z0-9._-]{1,64}$`)
 	pkgNameRE = regexp.MustCompile(`^(@[A-Za-z0-9][A-Za-z0-9._~-]*/)?[A-Za-z0-9][A-Za-z0-9._~-]*$`)
 	// Variables a profile may never set or pass: they change what runs.
 	dangerousEnv = map[string]bool{"LD_PRELOAD": true, "LD_LIBRARY_PATH": true, "LD_AUDIT": true, "NODE_OPTIONS": true, "PATH": true, "HOME": true, "BASH_ENV": true, "ENV": true, "PYTHONPATH": true, "PYTHONSTARTUP": true, "KULE_HOME": true, "SSH_AUTH_SOCK": true, "GIT_ASKPASS": true, "SUDO_ASKPASS": true}
@@ -146,6 +147,9 @@ func Validate(p Profile, all []Profile) error {
 		if _, ok := p.Keys[v]; ok {
 			return refuse(p, "env: %s is a key", v)
 		}
+	}
+	if p.Mode != "" && !modeRE.MatchString(p.Mode) {
+		return refuse(p, "mode %q is not an ACP mode id", p.Mode)
 	}
 	switch p.OwnHome {
 	case "", "HOME", "CODEX_HOME", "CLAUDE_CONFIG_DIR", "GEMINI_CLI_HOME", "XDG_CONFIG_HOME", "XDG_DATA_HOME":
