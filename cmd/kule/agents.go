@@ -385,6 +385,10 @@ func runAgent(cmd *cobra.Command, k *kernel.Kernel, t *task.Task, name, prompt s
 	o.Spec.Task.ID, o.Spec.Task.Dir, o.Spec.Task.Copy, o.Spec.Task.Folder = t.ID, t.Paths.Dir, t.Paths.Copy, t.Folder
 	o.Spec.Task.Tmp, o.Spec.Task.Home, o.Spec.Task.KuleDir = t.Paths.Tmp, t.Paths.Home, k.Store.Root
 	o.Spec.Dir = t.Paths.Copy
+	// What the profile opens in the sandbox (the direct runner ignores it;
+	// the hosts go to the task's proxy once it is wired in).
+	open := agents.OpeningsOf(p, set.Profiles, realHome, ownHome)
+	o.Spec.AllowWrite, o.Spec.Reveal, o.Spec.Hide = open.AllowWrite, open.Reveal, open.Hide
 	if ask {
 		o.Ask = terminalAsk(pr, os.Stdin, errw)
 	}

@@ -254,3 +254,34 @@ func TestEnvironPassesOnlyWhatTheProfileSays(t *testing.T) {
 		t.Errorf("without a proxy the key passes and the person is told: %v %v", env, notes)
 	}
 }
+
+func TestOpenings(t *testing.T) {
+	t.Parallel()
+	s := loadBuiltins(t, t.TempDir())
+	claude, _ := s.Get("claude-code")
+	o := OpeningsOf(claude, s.Profiles, "/home/p", "")
+	has := func(list []string, x string) bool {
+		for _, y := range list {
+			if y == x {
+				return true
+			}
+		}
+		return false
+	}
+	if !has(o.AllowWrite, "/home/p/.claude/projects") || !has(o.AllowWrite, "/home/p/.claude/.credentials.json") {
+		t.Errorf("claude's state and login are not writable: %v", o.AllowWrite)
+	}
+	if !has(o.Reveal, "/home/p/.claude/settings.json") || has(o.AllowWrite, "/home/p/.claude/settings.json") {
+		t.Errorf("claude's settings must be read-only: %v / %v", o.Reveal, o.AllowWrite)
+	}
+	if !has(o.Hide, "/home/p/.codex/auth.json") || !has(o.Hide, "/home/p/.gemini/oauth_creds.json") || has(o.Hide, "/home/p/.claude/.credentials.json") {
+		t.Errorf("other agents' logins are not hidden: %v", o.Hide)
+	}
+	if strings.Join(o.Hosts, ",") != "api.anthropic.com" {
+		t.Errorf("hosts %v", o.Hosts)
+	}
+	own := Profile{Name: "x", OwnHome: "HOME", State: []string{".x"}}
+	if o := OpeningsOf(own, nil, "/home/p", "/k/agent-homes/x"); len(o.AllowWrite) != 1 || o.AllowWrite[0] != "/k/agent-homes/x" {
+		t.Errorf("own_home opens %v", o.AllowWrite)
+	}
+}
