@@ -6,9 +6,12 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/kulehq/kule/kernel/effects"
+	"github.com/kulehq/kule/kernel/homelayer"
 	"github.com/kulehq/kule/kernel/ignore"
+	"github.com/kulehq/kule/kernel/limits"
 	"github.com/kulehq/kule/kernel/manifest"
 	"github.com/kulehq/kule/kernel/relpath"
 	"github.com/kulehq/kule/kernel/runner"
@@ -22,6 +25,9 @@ type Status struct {
 	Task     *task.Task
 	Effects  []effects.Effect
 	Problems []walk.Problem
+	// Home lists what the task's commands changed in their home layer:
+	// caught for review, never part of a commit.
+	Home []homelayer.Change
 
 	manifest *manifest.Manifest
 	now      map[string]walk.Item
@@ -76,7 +82,8 @@ func (k *Kernel) status(t *task.Task) (*Status, error) {
 		}
 		return nil, fmt.Errorf("status %s: %w", t.ID, err)
 	}
-	return &Status{Task: t, Effects: res.Effects, Problems: res.Problems, manifest: m, now: res.Now, ignore: ign}, nil
+	home, _ := homelayer.Changes(t.Paths.Home) // a task made before home layers has none
+	return &Status{Task: t, Effects: res.Effects, Problems: res.Problems, Home: home, manifest: m, now: res.Now, ignore: ign}, nil
 }
 
 // ignoreRules reads the .gitignore files the base knows of — from the real
@@ -96,6 +103,7 @@ type ExecOptions struct {
 	Args   []string
 	Subdir string // working directory relative to the folder root ("" = root)
 	Spec   runner.Spec
+	Limits limits.Limits // what the run may take; zero fields are no limit
 }
 
 // Exec runs a command in the task's copy and returns its exit code and the
@@ -124,10 +132,45 @@ func (k *Kernel) Exec(ctx context.Context, t *task.Task, opt ExecOptions) (int, 
 	if spec.Env == nil {
 		spec.Env = os.Environ()
 	}
+	if _, err := homelayer.Changes(t.Paths.Home); err == nil {
+		spec.Env = withEnv(spec.Env, "HOME", t.Paths.Home)
+		spec.Env = withEnv(spec.Env, "XDG_CONFIG_HOME", filepath.Join(t.Paths.Home, ".config"))
+	}
+	var sup *limits.Supervisor
+	lim := opt.Limits
+	if lim != (limits.Limits{}) {
+		spec.FileSizeLimit = lim.Disk
+		paths := []string{t.Paths.Copy, t.Paths.Tmp, t.Paths.Home}
+		base := t.DiskBase
+		started := spec.Started
+		spec.Started = func(pid int) {
+			sup = limits.Start(ctx, lim, limits.Watch{Root: pid, DiskPaths: paths, DiskBase: base})
+			if started != nil {
+				started(pid)
+			}
+		}
+	}
 	code, runErr := k.Runner.Run(ctx, spec)
 	st, err := k.status(t)
+	if sup != nil {
+		sup.Wait()
+		if lerr := sup.Err(); lerr != nil {
+			return code, st, fmt.Errorf("exec: %w", lerr)
+		}
+	}
 	if runErr != nil {
 		return code, st, runErr
 	}
 	return code, st, err
+}
+
+// withEnv sets key=value in env, replacing any earlier value.
+func withEnv(env []string, key, value string) []string {
+	out := make([]string, 0, len(env)+1)
+	for _, kv := range env {
+		if !strings.HasPrefix(kv, key+"=") {
+			out = append(out, kv)
+		}
+	}
+	return append(out, key+"="+value)
 }

@@ -11,7 +11,7 @@ import (
 	"github.com/kulehq/kule/internal/npmtest"
 )
 
-func kule(t *testing.T, args ...string) (string, error) {
+func kuleCLI(t *testing.T, args ...string) (string, error) {
 	t.Helper()
 	root := rootCommand()
 	var out bytes.Buffer
@@ -47,7 +47,7 @@ func TestRunAgentThroughCLI(t *testing.T) {
 	os.MkdirAll(folder, 0o755)
 	os.WriteFile(filepath.Join(folder, "a.txt"), []byte("a\n"), 0o644)
 
-	out, err := kule(t, "new", folder, "--json")
+	out, err := kuleCLI(t, "new", folder, "--json")
 	if err != nil {
 		t.Fatalf("kule new: %v\n%s", err, out)
 	}
@@ -60,16 +60,16 @@ func TestRunAgentThroughCLI(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(home, "kule", "agents.toml"), []byte(profile), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if out, err := kule(t, "run", nt.ID, "--agent", "writer", "hi"); err == nil || !strings.Contains(err.Error(), "kule agents approve writer") {
+	if out, err := kuleCLI(t, "run", nt.ID, "--agent", "writer", "hi"); err == nil || !strings.Contains(err.Error(), "kule agents approve writer") {
 		t.Fatalf("an unapproved profile ran: %v\n%s", err, out)
 	}
-	if out, err := kule(t, "agents"); err != nil || !strings.Contains(out, "waits for approval") {
+	if out, err := kuleCLI(t, "agents"); err != nil || !strings.Contains(out, "waits for approval") {
 		t.Errorf("kule agents: %v\n%s", err, out)
 	}
-	if out, err := kule(t, "agents", "approve", "writer"); err != nil {
+	if out, err := kuleCLI(t, "agents", "approve", "writer"); err != nil {
 		t.Fatalf("approve: %v\n%s", err, out)
 	}
-	out, err = kule(t, "run", nt.ID, "--agent", "writer", "hi")
+	out, err = kuleCLI(t, "run", nt.ID, "--agent", "writer", "hi")
 	if err != nil {
 		t.Fatalf("kule run: %v\n%s", err, out)
 	}
@@ -78,10 +78,10 @@ func TestRunAgentThroughCLI(t *testing.T) {
 			t.Errorf("kule run's output lacks %q:\n%s", want, out)
 		}
 	}
-	if out, err := kule(t, "status", nt.ID); err != nil || !strings.Contains(out, "+ hello.txt") || !strings.Contains(out, "+ cmd.txt") {
+	if out, err := kuleCLI(t, "status", nt.ID); err != nil || !strings.Contains(out, "+ hello.txt") || !strings.Contains(out, "+ cmd.txt") {
 		t.Errorf("kule status: %v\n%s", err, out)
 	}
-	out, err = kule(t, "steps", nt.ID, "--json")
+	out, err = kuleCLI(t, "steps", nt.ID, "--json")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -97,10 +97,10 @@ func TestRunAgentThroughCLI(t *testing.T) {
 		t.Errorf("steps %+v", steps)
 	}
 	// A second run numbers its steps after the first's.
-	if out, err := kule(t, "run", nt.ID, "--agent", "writer", "again"); err != nil {
+	if out, err := kuleCLI(t, "run", nt.ID, "--agent", "writer", "again"); err != nil {
 		t.Fatalf("second run: %v\n%s", err, out)
 	}
-	out, _ = kule(t, "steps", nt.ID)
+	out, _ = kuleCLI(t, "steps", nt.ID)
 	if !strings.Contains(out, "  4 completed") {
 		t.Errorf("kule steps after two runs:\n%s", out)
 	}
@@ -109,7 +109,7 @@ func TestRunAgentThroughCLI(t *testing.T) {
 	}
 	// A profile that changes waits for approval again.
 	os.WriteFile(filepath.Join(home, "kule", "agents.toml"), []byte(profile+"hosts = [\"example.com\"]\n"), 0o600)
-	if _, err := kule(t, "run", nt.ID, "--agent", "writer", "hi"); err == nil || !strings.Contains(err.Error(), "changed since it was approved") {
+	if _, err := kuleCLI(t, "run", nt.ID, "--agent", "writer", "hi"); err == nil || !strings.Contains(err.Error(), "changed since it was approved") {
 		t.Errorf("a changed profile ran: %v", err)
 	}
 }

@@ -143,7 +143,9 @@ func TestCrashDuringCommitLeavesOldOrNewAsAWhole(t *testing.T) {
 			before := snapshot(t, folder)
 			copyDir := filepath.Join(c.home, "tasks", id, "copy")
 			after := snapshot(t, copyDir)
-			out, err := c.kule(step, "commit", id)
+			// --approve: the change makes a link, which the balanced
+			// policy holds for approval.
+			out, err := c.kule(step, "commit", id, "--approve")
 			if !killed(err) {
 				t.Fatalf("commit was not killed at %s: %v\n%s", step, err, out)
 			}
@@ -156,7 +158,7 @@ func TestCrashDuringCommitLeavesOldOrNewAsAWhole(t *testing.T) {
 				if strings.Contains(c.must("status", id), "0 file changes") {
 					t.Fatal("rolled back, but the task's changes are gone from the copy")
 				}
-				c.must("commit", id)
+				c.must("commit", id, "--approve")
 				if d := cmp.Diff(after, snapshot(t, folder)); d != "" {
 					t.Fatalf("commit after recovery (-copy +folder):\n%s", d)
 				}
@@ -184,7 +186,7 @@ func TestCrashDuringUndoLeavesOldOrNewAsAWhole(t *testing.T) {
 			t.Parallel()
 			c, id, folder := setup(t)
 			before := snapshot(t, folder)
-			c.must("commit", id)
+			c.must("commit", id, "--approve") // the change makes a link, which waits for approval
 			committed := snapshot(t, folder)
 			out, err := c.kule(step, "undo", id)
 			if !killed(err) {

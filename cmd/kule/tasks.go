@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kulehq/kule/kernel"
+	"github.com/kulehq/kule/kernel/config"
 	"github.com/kulehq/kule/kernel/effects"
 	"github.com/kulehq/kule/kernel/history"
 	"github.com/kulehq/kule/kernel/relpath"
@@ -121,7 +122,11 @@ and lists what it changed. Nothing reaches the folder until kule commit.`,
 			}
 			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
-			opt := kernel.ExecOptions{Args: argv, Subdir: subdirOf(t.Folder)}
+			cfg, err := config.Load(k.Store.Root)
+			if err != nil {
+				return err
+			}
+			opt := kernel.ExecOptions{Args: argv, Subdir: subdirOf(t.Folder), Limits: kernel.LimitsFor(t, cfg.Limits)}
 			opt.Spec.Stdin, opt.Spec.Stdout, opt.Spec.Stderr = os.Stdin, os.Stdout, os.Stderr
 			code, st, err := k.Exec(ctx, t, opt)
 			if st != nil {
@@ -166,10 +171,22 @@ func statusCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
+			ruling, perr := judge(k.Store.Root, t, st.Pending(false))
 			if asJSON {
-				return printJSON(cmd.OutOrStdout(), statusJSON(st))
+				m := statusJSON(st).(map[string]any)
+				if perr != nil {
+					m["policy_error"] = perr.Error()
+				} else {
+					m["policy"] = ruling.Verdicts
+				}
+				return printJSON(cmd.OutOrStdout(), m)
 			}
 			printStatus(cmd.OutOrStdout(), st, true)
+			if perr != nil {
+				fmt.Fprintf(cmd.OutOrStdout(), "policy: cannot judge: %v\n", perr)
+			} else if len(st.Pending(false)) > 0 {
+				printRuling(cmd.OutOrStdout(), ruling)
+			}
 			return nil
 		}),
 	}
@@ -194,6 +211,7 @@ func printStatus(w io.Writer, st *kernel.Status, header bool) {
 			}
 		}
 	}
+	printHome(w, st.Home)
 	printProblems(w, st.Problems)
 }
 
@@ -279,13 +297,20 @@ func problemsJSON(ps []walk.Problem) []map[string]any {
 }
 
 func commitCommand() *cobra.Command {
-	var includeIgnored, asJSON bool
+	var includeIgnored, asJSON, approve, remember bool
 	c := &cobra.Command{
 		Use:   "commit TASK",
 		Short: "Apply the task's changes to the folder, keeping a checkpoint for undo",
 		Args:  cobra.ExactArgs(1),
 		RunE: withTask(func(k *kernel.Kernel, t *task.Task, cmd *cobra.Command, args []string) error {
-			rep, err := k.Commit(t, kernel.CommitOptions{IncludeIgnored: includeIgnored})
+			if remember && !approve {
+				return fmt.Errorf("commit: --remember keeps approvals, so it needs --approve; nothing was applied")
+			}
+			pc, err := judgeCommit(k, t, includeIgnored, approve)
+			if err != nil {
+				return err
+			}
+			rep, err := k.Commit(t, kernel.CommitOptions{IncludeIgnored: includeIgnored, Select: pc.selects})
 			if err != nil {
 				return err
 			}
@@ -298,10 +323,12 @@ func commitCommand() *cobra.Command {
 				for _, e := range rep.Left {
 					left = append(left, viewOf(e))
 				}
-				return printJSON(out, map[string]any{"task": t.ID, "checkpoint": rep.Checkpoint, "applied": applied, "left": left})
+				return printJSON(out, map[string]any{"task": t.ID, "checkpoint": rep.Checkpoint, "applied": applied, "left": left, "policy": pc.ruling.Verdicts})
 			}
-			if len(rep.Applied) == 0 {
+			if len(rep.Applied) == 0 && len(rep.Left) == 0 {
 				fmt.Fprintln(out, "nothing to commit")
+			} else if len(rep.Applied) == 0 {
+				fmt.Fprintln(out, "nothing was applied")
 			} else {
 				fmt.Fprintf(out, "committed to %s — %s\n", t.Folder, effects.Summary(rep.Applied))
 				for _, e := range rep.Applied {
@@ -309,12 +336,24 @@ func commitCommand() *cobra.Command {
 				}
 				fmt.Fprintf(out, "checkpoint %d kept · kule undo %s takes it back\n", rep.Checkpoint, t.ID)
 			}
-			if len(rep.Left) > 0 {
-				fmt.Fprintf(out, "%d stay in the copy (ignored by .gitignore; --include-ignored applies them)\n", len(rep.Left))
+			ignored := 0
+			for _, e := range rep.Left {
+				if e.Ignored && !includeIgnored {
+					ignored++
+				}
+			}
+			if ignored > 0 {
+				fmt.Fprintf(out, "%d stay in the copy (ignored by .gitignore; --include-ignored applies them)\n", ignored)
+			}
+			pc.report(out, t, rep.Applied)
+			if remember {
+				return pc.remember(out, k.Store.Root, t, rep.Applied)
 			}
 			return nil
 		}),
 	}
+	c.Flags().BoolVar(&approve, "approve", false, "also apply what the policy says waits for approval (never what it denies)")
+	c.Flags().BoolVar(&remember, "remember", false, "with --approve: let later changes of those paths and hosts through on this folder (kule rules lists them)")
 	c.Flags().BoolVar(&includeIgnored, "include-ignored", false, "also apply paths the folder's .gitignore excludes")
 	c.Flags().BoolVar(&asJSON, "json", false, "print what was applied as JSON")
 	return c
