@@ -2,9 +2,17 @@ package acp
 
 import (
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
 	"encoding/json"
 	"fmt"
 	"io"
+	"math/big"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -15,6 +23,7 @@ import (
 	"time"
 
 	"github.com/kulehq/kule/internal/npmtest"
+	"github.com/kulehq/kule/kernel/proxy"
 	"github.com/kulehq/kule/kernel/runner"
 )
 
@@ -360,4 +369,130 @@ func TestClaudeCodeThroughKule(t *testing.T) {
 	if err := h.c.Stop(); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// TestClaudeCodeKeyThroughProxy runs Claude Code with the task's proxy
+// (kernel/proxy): the agent's environment holds only a placeholder for
+// ANTHROPIC_API_KEY, and the model server, reached over HTTPS at
+// api.anthropic.com through the proxy, receives the real key in x-api-key.
+func TestClaudeCodeKeyThroughProxy(t *testing.T) {
+	if testing.Short() {
+		t.Skip("end-to-end test against Claude Code; -short skips it")
+	}
+	dir := npmtest.Package(t, claudePackage, claudeVersion)
+	bin := filepath.Join(dir, "node_modules", claudePackage, "dist", "index.js")
+	home := t.TempDir()
+	const realKey = "sk-ant-real-key-never-in-the-agent"
+	var model *anthropicServer
+	var px *proxy.Proxy
+	var agentEnv []string
+	h := startPeer(t, "", func(o *Options) {
+		model = &anthropicServer{t: t, cwd: o.Copy, home: home, served: map[string]bool{}}
+		model.srv = httptest.NewUnstartedServer(http.HandlerFunc(model.serve))
+		cert, leaf := selfSigned(t, "api.anthropic.com")
+		model.srv.TLS = &tls.Config{Certificates: []tls.Certificate{cert}}
+		model.srv.StartTLS()
+		t.Cleanup(model.srv.Close)
+		roots := x509.NewCertPool()
+		roots.AddCert(leaf)
+		upstream := model.srv.Listener.Addr().String()
+		var err error
+		px, err = proxy.Start(context.Background(), proxy.Config{
+			Decide: func(_ context.Context, host string, port int) proxy.Decision {
+				return proxy.Decision{Allow: host == "api.anthropic.com" && port == 443, Rule: "profile hosts"}
+			},
+			Secrets:        []proxy.Secret{{Name: "ANTHROPIC_API_KEY", Value: realKey, Hosts: []string{"api.anthropic.com"}}},
+			BundlePath:     filepath.Join(home, "kule-ca.pem"),
+			SystemRootsPEM: []byte{},
+			UpstreamRoots:  roots,
+			Dial: func(ctx context.Context, network, _ string) (net.Conn, error) {
+				var d net.Dialer
+				return d.DialContext(ctx, network, upstream)
+			},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { px.Close() })
+		agentEnv = append([]string{
+			"PATH=" + os.Getenv("PATH"),
+			"HOME=" + home,
+			"ANTHROPIC_BASE_URL=https://api.anthropic.com",
+			"DISABLE_AUTOUPDATER=1",
+			"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1",
+		}, px.Env()...)
+		o.Spec = runner.Spec{Args: []string{"node", bin}, Env: agentEnv}
+		o.CancelGrace = 15 * time.Second
+		o.Stderr = testWriter{t}
+	})
+	defer func() {
+		if t.Failed() {
+			t.Logf("model server saw:\n%s", strings.Join(model.log, "\n"))
+			t.Logf("proxy: %v", px.Summary())
+		}
+	}()
+	for _, e := range agentEnv {
+		if strings.Contains(e, realKey) {
+			t.Fatalf("the agent's environment holds the key: %s", e)
+		}
+		if strings.HasPrefix(e, "ANTHROPIC_API_KEY=") && !strings.HasPrefix(e, "ANTHROPIC_API_KEY="+proxy.PlaceholderPrefix) {
+			t.Fatalf("not a placeholder: %s", e)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	if _, err := h.c.Initialize(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.c.NewSession(ctx); err != nil {
+		t.Fatal(err)
+	}
+	res, err := h.c.Prompt(ctx, "KULE-WRITE please")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.StopReason != "end_turn" {
+		t.Errorf("stop reason %q", res.StopReason)
+	}
+	if b, err := os.ReadFile(filepath.Join(h.copy, "claude.txt")); err != nil || string(b) != "written by claude\n" {
+		t.Errorf("claude.txt in the copy: %q %v", b, err)
+	}
+	model.mu.Lock()
+	defer model.mu.Unlock()
+	if len(model.keys) == 0 {
+		t.Fatal("the model server was never reached")
+	}
+	for _, k := range model.keys {
+		if k != realKey+"|" {
+			t.Errorf("the model server got credential headers %q, want the real key in x-api-key only", k)
+		}
+	}
+}
+
+// selfSigned makes a certificate for host that the proxy's upstream pool
+// trusts: the scripted server stands in for the vendor's API host.
+func selfSigned(t *testing.T, host string) (tls.Certificate, *x509.Certificate) {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(1),
+		Subject:      pkix.Name{CommonName: host},
+		DNSNames:     []string{host},
+		NotBefore:    time.Now().Add(-time.Hour),
+		NotAfter:     time.Now().Add(time.Hour),
+		KeyUsage:     x509.KeyUsageDigitalSignature,
+		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	leaf, err := x509.ParseCertificate(der)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key, Leaf: leaf}, leaf
 }
