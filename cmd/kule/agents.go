@@ -3,6 +3,8 @@ package main
 import (
 	"bufio"
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -20,6 +22,8 @@ import (
 	"github.com/kulehq/kule/kernel/acp"
 	"github.com/kulehq/kule/kernel/agents"
 	"github.com/kulehq/kule/kernel/effects"
+	"github.com/kulehq/kule/kernel/proxy"
+	"github.com/kulehq/kule/kernel/runner"
 	"github.com/kulehq/kule/kernel/task"
 	agentplug "github.com/kulehq/kule/plugins/agent"
 )
@@ -346,7 +350,55 @@ func runAgent(cmd *cobra.Command, k *kernel.Kernel, t *task.Task, name, prompt s
 			return fmt.Errorf("run: %w", err)
 		}
 	}
-	env, notes := agents.Environ(p, agents.EnvOptions{Getenv: os.Getenv, Home: realHome, OwnHome: ownHome, Tmp: t.Paths.Tmp})
+	// The task's proxy: the agent reaches only its profile's hosts, and
+	// each key it names reaches it as a placeholder that the proxy swaps
+	// for the key on the way to that key's hosts.
+	open := agents.OpeningsOf(p, set.Profiles, realHome, ownHome)
+	keyValue := keyLookup(p)
+	var keySecrets []proxy.Secret
+	for name, hosts := range p.Keys {
+		if v := keyValue(name); v != "" {
+			keySecrets = append(keySecrets, proxy.Secret{Name: name, Value: v, Hosts: hosts})
+		}
+	}
+	allowed := map[string]bool{}
+	for _, h := range open.Hosts {
+		allowed[h] = true
+	}
+	token := randomToken()
+	px, err := proxy.Start(ctx, proxy.Config{
+		Decide: func(_ context.Context, host string, port int) proxy.Decision {
+			if port == 443 && allowed[host] {
+				return proxy.Decision{Allow: true, Rule: "profile " + p.Name}
+			}
+			return proxy.Decision{Rule: "profile " + p.Name, Reason: "not among the profile's hosts"}
+		},
+		LogPath:    filepath.Join(t.Paths.Dir, "network.jsonl"),
+		Secrets:    keySecrets,
+		BundlePath: filepath.Join(t.Paths.Tmp, "kule-ca.pem"),
+		Token:      token,
+	})
+	if err != nil {
+		return fmt.Errorf("run: the task's proxy: %w (nothing was started)", err)
+	}
+	defer px.Close()
+	placeholders := map[string]string{}
+	for _, kv := range px.SecretEnv() {
+		k, v, _ := strings.Cut(kv, "=")
+		placeholders[k] = v
+	}
+	env, notes := agents.Environ(p, agents.EnvOptions{
+		Getenv: func(k string) string {
+			if _, ok := p.Keys[k]; ok {
+				return keyValue(k)
+			}
+			return os.Getenv(k)
+		},
+		Home: realHome, OwnHome: ownHome, Tmp: t.Paths.Tmp,
+		Placeholder: func(k string) string { return placeholders[k] },
+	})
+	env = append(env, proxy.ProxyEnv(px.Addr(), token)...)
+	env = append(env, px.CAEnv()...)
 	for _, n := range notes {
 		fmt.Fprintln(errw, "note:", n)
 	}
@@ -385,10 +437,9 @@ func runAgent(cmd *cobra.Command, k *kernel.Kernel, t *task.Task, name, prompt s
 	o.Spec.Task.ID, o.Spec.Task.Dir, o.Spec.Task.Copy, o.Spec.Task.Folder = t.ID, t.Paths.Dir, t.Paths.Copy, t.Folder
 	o.Spec.Task.Tmp, o.Spec.Task.Home, o.Spec.Task.KuleDir = t.Paths.Tmp, t.Paths.Home, k.Store.Root
 	o.Spec.Dir = t.Paths.Copy
-	// What the profile opens in the sandbox (the direct runner ignores it;
-	// the hosts go to the task's proxy once it is wired in).
-	open := agents.OpeningsOf(p, set.Profiles, realHome, ownHome)
+	// What the profile opens in the sandbox (the direct runner ignores it).
 	o.Spec.AllowWrite, o.Spec.Reveal, o.Spec.Hide = open.AllowWrite, open.Reveal, open.Hide
+	o.Spec.Network, o.Spec.ProxyAddr = runner.NetworkProxy, px.Addr()
 	if ask {
 		o.Ask = terminalAsk(pr, os.Stdin, errw)
 	}
@@ -453,6 +504,11 @@ func runAgent(cmd *cobra.Command, k *kernel.Kernel, t *task.Task, name, prompt s
 		verb = "continuing the conversation"
 	}
 	fmt.Fprintf(errw, "%s · task %s · %s\n", agentName, t.ID, verb)
+	defer func() {
+		for _, l := range px.Summary() {
+			fmt.Fprintln(errw, "  "+l)
+		}
+	}()
 	res, perr := c.Prompt(ctx, prompt)
 	stopErr := c.Stop()
 	pr.endLine()
@@ -659,4 +715,24 @@ func stepsCommand() *cobra.Command {
 	}
 	c.Flags().BoolVar(&asJSON, "json", false, "print the steps as JSON")
 	return c
+}
+
+// keyLookup finds the value of a profile's key: in Kule's secrets store
+// (`kule secrets add`) first, then in the person's environment.
+func keyLookup(p agents.Profile) func(string) string {
+	store, _ := openSecrets()
+	return func(name string) string {
+		if store != nil {
+			if sec, err := store.Get(name); err == nil && sec.Value != "" {
+				return sec.Value
+			}
+		}
+		return os.Getenv(name)
+	}
+}
+
+func randomToken() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
 }
