@@ -32,6 +32,7 @@ type Status struct {
 	manifest *manifest.Manifest
 	now      map[string]walk.Item
 	ignore   *ignore.Matcher
+	folder   bool // compared the real folder, not the copy (FolderStatus)
 }
 
 // Pending returns the effects a commit would apply: all but the ignored ones

@@ -18,6 +18,9 @@ import (
 // KULE_AS_CLI=1 it runs the CLI on its arguments. The crash tests kill such a
 // process at every named step of commit and undo.
 func TestMain(m *testing.M) {
+	if len(os.Args) > 1 && os.Args[1] == "__plugin" { // a built-in plugin, as main does
+		os.Exit(servePlugin(os.Args[2:]))
+	}
 	if os.Getenv("KULE_AS_CLI") == "1" {
 		os.Exit(run(os.Args[1:]))
 	}

@@ -36,6 +36,7 @@ func rootCommand() *cobra.Command {
 		limitsCommand(),
 		homeCommand(),
 		secretsCommand(),
+		pluginsCommand(),
 		agentsCommand(),
 		runCommand(),
 		stepsCommand(),

@@ -130,7 +130,7 @@ and lists what it changed. Nothing reaches the folder until kule commit.`,
 			opt.Spec.Stdin, opt.Spec.Stdout, opt.Spec.Stderr = os.Stdin, os.Stdout, os.Stderr
 			code, st, err := k.Exec(ctx, t, opt)
 			if st != nil {
-				printStatus(cmd.ErrOrStderr(), st, false)
+				printStatus(cmd.ErrOrStderr(), st, false, nil)
 			}
 			if err != nil {
 				return err
@@ -172,6 +172,7 @@ func statusCommand() *cobra.Command {
 				return err
 			}
 			ruling, perr := judge(k.Store.Root, t, st.Pending(false))
+			names := reviewNames(cmd.Context(), k, st)
 			if asJSON {
 				m := statusJSON(st).(map[string]any)
 				if perr != nil {
@@ -179,9 +180,10 @@ func statusCommand() *cobra.Command {
 				} else {
 					m["policy"] = ruling.Verdicts
 				}
+				m["names"] = names
 				return printJSON(cmd.OutOrStdout(), m)
 			}
-			printStatus(cmd.OutOrStdout(), st, true)
+			printStatus(cmd.OutOrStdout(), st, true, &names)
 			if perr != nil {
 				fmt.Fprintf(cmd.OutOrStdout(), "policy: cannot judge: %v\n", perr)
 			} else if len(st.Pending(false)) > 0 {
@@ -194,14 +196,18 @@ func statusCommand() *cobra.Command {
 	return c
 }
 
-func printStatus(w io.Writer, st *kernel.Status, header bool) {
+// printStatus prints a task's changes; names, when given, adds the names
+// that changed inside each file, where the task meets others, and notices.
+func printStatus(w io.Writer, st *kernel.Status, header bool, names *namesView) {
 	if header {
 		fmt.Fprintf(w, "task %s · %s\n", st.Task.ID, st.Task.Folder)
 	}
 	pending := st.Pending(false)
 	fmt.Fprintln(w, effects.Summary(pending))
+	byPath := names.namesByPath()
 	for _, e := range pending {
 		fmt.Fprintln(w, "  "+effectLine(e))
+		printNames(w, byPath[e.Path])
 	}
 	if n := st.IgnoredCount(); n > 0 {
 		fmt.Fprintf(w, "%d ignored by the folder's .gitignore (kept in the copy; kule commit --include-ignored applies them):\n", n)
@@ -213,6 +219,7 @@ func printStatus(w io.Writer, st *kernel.Status, header bool) {
 	}
 	printHome(w, st.Home)
 	printProblems(w, st.Problems)
+	printMeets(w, names)
 }
 
 func effectLine(e effects.Effect) string {
