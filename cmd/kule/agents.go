@@ -483,7 +483,17 @@ func runAgent(cmd *cobra.Command, k *kernel.Kernel, t *task.Task, name, prompt s
 		}
 	}
 	if !continued {
-		if _, err := c.NewSession(ctx); err != nil {
+		_, err := c.NewSession(ctx)
+		var rerr *acp.RPCError
+		if err != nil && p.Auth != "" && errors.As(err, &rerr) && rerr.Code == acp.CodeAuthRequired {
+			// The agent wants a login: use the profile's method (an
+			// api-key method reads the key variable: a placeholder).
+			if aerr := c.Authenticate(ctx, p.Auth, nil); aerr != nil {
+				return fmt.Errorf("run: %s: %w", p.Name, aerr)
+			}
+			_, err = c.NewSession(ctx)
+		}
+		if err != nil {
 			return fmt.Errorf("run: %s: %w", p.Name, err)
 		}
 	}

@@ -496,3 +496,36 @@ func selfSigned(t *testing.T, host string) (tls.Certificate, *x509.Certificate) 
 	}
 	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key, Leaf: leaf}, leaf
 }
+
+// vendorBehindProxy serves handler over TLS as host (a certificate of its
+// own) and starts the task's proxy in front of it: only host:443 is allowed,
+// and the secret name=value goes to host only. It returns the proxy.
+func vendorBehindProxy(t *testing.T, host string, handler http.Handler, name, value, dir string) *proxy.Proxy {
+	t.Helper()
+	srv := httptest.NewUnstartedServer(handler)
+	cert, leaf := selfSigned(t, host)
+	srv.TLS = &tls.Config{Certificates: []tls.Certificate{cert}}
+	srv.StartTLS()
+	t.Cleanup(srv.Close)
+	roots := x509.NewCertPool()
+	roots.AddCert(leaf)
+	upstream := srv.Listener.Addr().String()
+	px, err := proxy.Start(context.Background(), proxy.Config{
+		Decide: func(_ context.Context, h string, port int) proxy.Decision {
+			return proxy.Decision{Allow: h == host && port == 443, Rule: "profile hosts"}
+		},
+		Secrets:        []proxy.Secret{{Name: name, Value: value, Hosts: []string{host}}},
+		BundlePath:     filepath.Join(dir, "kule-ca.pem"),
+		SystemRootsPEM: []byte{},
+		UpstreamRoots:  roots,
+		Dial: func(ctx context.Context, network, _ string) (net.Conn, error) {
+			var d net.Dialer
+			return d.DialContext(ctx, network, upstream)
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { px.Close() })
+	return px
+}

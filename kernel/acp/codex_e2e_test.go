@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/kulehq/kule/internal/npmtest"
+	"github.com/kulehq/kule/kernel/proxy"
 	"github.com/kulehq/kule/kernel/runner"
 )
 
@@ -194,5 +195,74 @@ func TestCodexThroughKule(t *testing.T) {
 	model.mu.Unlock()
 	for _, u := range h.usage.lines(t) {
 		t.Logf("usage %s", mustJSON(u))
+	}
+}
+
+// TestCodexKeyThroughProxy: Codex holds only a placeholder for
+// OPENAI_API_KEY; the proxy puts the real key into the Authorization header
+// of its requests to api.openai.com.
+func TestCodexKeyThroughProxy(t *testing.T) {
+	if testing.Short() {
+		t.Skip("end-to-end test against Codex; -short skips it")
+	}
+	dir := npmtest.Package(t, codexPackage, codexVersion)
+	bin := filepath.Join(dir, "node_modules", codexPackage, "dist", "index.js")
+	home := t.TempDir()
+	codexHome := filepath.Join(home, ".codex")
+	os.MkdirAll(codexHome, 0o700)
+	const realKey = "sk-real-codex-key-never-in-the-agent"
+	var model *responsesServer
+	var px *proxy.Proxy
+	h := startPeer(t, "", func(o *Options) {
+		model = &responsesServer{cwd: o.Copy, served: map[string]bool{}}
+		px = vendorBehindProxy(t, "api.openai.com", http.HandlerFunc(model.serve), "OPENAI_API_KEY", realKey, home)
+		os.WriteFile(filepath.Join(codexHome, "config.toml"), []byte("model = \"gpt-kule-test\"\n"), 0o600)
+		env := append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + home, "CODEX_HOME=" + codexHome, "NO_BROWSER=1"}, px.Env()...)
+		for _, e := range env {
+			if strings.Contains(e, realKey) {
+				t.Fatalf("the agent's environment holds the key: %s", e)
+			}
+		}
+		o.Spec = runner.Spec{Args: []string{"node", bin}, Env: env}
+		o.CancelGrace = 15 * time.Second
+		o.Stderr = testWriter{t}
+	})
+	defer func() {
+		if t.Failed() {
+			t.Logf("model server saw:\n%s", strings.Join(model.log, "\n"))
+			t.Logf("proxy: %v", px.Summary())
+		}
+	}()
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	if _, err := h.c.Initialize(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// Codex's own provider wants a login: the api-key method reads the
+	// key variable, which holds the placeholder.
+	if err := h.c.Authenticate(ctx, "api-key", nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.c.NewSession(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.c.SetMode(ctx, "agent-full-access"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.c.Prompt(ctx, "KULE-BASH please"); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := os.ReadFile(filepath.Join(h.copy, "codex.txt")); err != nil || string(b) != "from-codex\n" {
+		t.Errorf("codex.txt in the copy: %q %v", b, err)
+	}
+	model.mu.Lock()
+	defer model.mu.Unlock()
+	if len(model.keys) == 0 {
+		t.Fatal("the model server was never reached")
+	}
+	for _, k := range model.keys {
+		if k != "Bearer "+realKey {
+			t.Errorf("authorization %q, want the real key", k)
+		}
 	}
 }

@@ -46,6 +46,7 @@ type Profile struct {
 	Env         map[string]string   `toml:"env,omitempty" json:"env,omitempty"`             // variables set for it
 	OwnHome     string              `toml:"own_home,omitempty" json:"own_home,omitempty"`   // HOME, CODEX_HOME, CLAUDE_CONFIG_DIR: a home of its own in Kule
 	Mode        string              `toml:"mode,omitempty" json:"mode,omitempty"`           // the ACP session mode to set (session/set_mode)
+	Auth        string              `toml:"auth,omitempty" json:"auth,omitempty"`           // the ACP auth method to use when the agent asks for a login
 
 	// Builtin is true for the profiles that ship with Kule; Source names
 	// the file a profile came from.
@@ -87,7 +88,7 @@ func Parse(data []byte, source string) ([]Profile, error) {
 		for i, k := range und {
 			keys[i] = k.String()
 		}
-		return nil, fmt.Errorf("%w: %s: unknown keys %s (the keys are name, description, command, state, login, read_only, keys, hosts, pass_env, env, own_home, mode)", ErrInvalid, source, strings.Join(keys, ", "))
+		return nil, fmt.Errorf("%w: %s: unknown keys %s (the keys are name, description, command, state, login, read_only, keys, hosts, pass_env, env, own_home, mode, auth)", ErrInvalid, source, strings.Join(keys, ", "))
 	}
 	for i := range f.Agent {
 		f.Agent[i].Source = source

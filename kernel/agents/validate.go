@@ -151,6 +151,9 @@ func Validate(p Profile, all []Profile) error {
 	if p.Mode != "" && !modeRE.MatchString(p.Mode) {
 		return refuse(p, "mode %q is not an ACP mode id", p.Mode)
 	}
+	if p.Auth != "" && !modeRE.MatchString(p.Auth) {
+		return refuse(p, "auth %q is not an ACP auth method id", p.Auth)
+	}
 	switch p.OwnHome {
 	case "", "HOME", "CODEX_HOME", "CLAUDE_CONFIG_DIR", "GEMINI_CLI_HOME", "XDG_CONFIG_HOME", "XDG_DATA_HOME":
 	default:
