@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/kulehq/kule/internal/npmtest"
+	"github.com/kulehq/kule/kernel/proxy"
 	"github.com/kulehq/kule/kernel/runner"
 )
 
@@ -256,4 +257,58 @@ func fromSchema(s map[string]any) any {
 		return false
 	}
 	return "kule"
+}
+
+// TestGeminiCLIKeyThroughProxy: Gemini CLI holds only a placeholder for
+// GEMINI_API_KEY; the proxy puts the real key into its requests to
+// generativelanguage.googleapis.com.
+func TestGeminiCLIKeyThroughProxy(t *testing.T) {
+	if testing.Short() {
+		t.Skip("end-to-end test against Gemini CLI; -short skips it")
+	}
+	dir := npmtest.Package(t, geminiPackage, geminiVersion)
+	bin := filepath.Join(dir, "node_modules", geminiPackage, "bundle", "gemini.js")
+	home := t.TempDir()
+	const realKey = "real-gemini-key-never-in-the-agent"
+	var model *geminiServer
+	var px *proxy.Proxy
+	h := startPeer(t, "", func(o *Options) {
+		model = &geminiServer{cwd: o.Copy, served: map[string]bool{}}
+		px = vendorBehindProxy(t, "generativelanguage.googleapis.com", http.HandlerFunc(model.serve), "GEMINI_API_KEY", realKey, home)
+		env := append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + home, "GEMINI_CLI_NO_RELAUNCH=true", "NO_BROWSER=true"}, px.Env()...)
+		o.Spec = runner.Spec{Args: []string{"node", bin, "--acp"}, Env: env}
+		o.CancelGrace = 15 * time.Second
+		o.Stderr = testWriter{t}
+	})
+	defer func() {
+		if t.Failed() {
+			t.Logf("model server saw:\n%s", strings.Join(model.log, "\n"))
+			t.Logf("proxy: %v", px.Summary())
+		}
+	}()
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	if _, err := h.c.Initialize(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.c.NewSession(ctx); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(h.copy, "gemini.txt"), []byte("old\n"), 0o644)
+	if _, err := h.c.Prompt(ctx, "KULE-WRITE please"); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := os.ReadFile(filepath.Join(h.copy, "gemini.txt")); err != nil || string(b) != "written by gemini\n" {
+		t.Errorf("gemini.txt in the copy: %q %v", b, err)
+	}
+	model.mu.Lock()
+	defer model.mu.Unlock()
+	if len(model.keys) == 0 {
+		t.Fatal("the model server was never reached")
+	}
+	for _, k := range model.keys {
+		if k != realKey+"|" {
+			t.Errorf("credential headers %q, want the real key in x-goog-api-key only", k)
+		}
+	}
 }
