@@ -186,6 +186,9 @@ func (k *Kernel) NewTask(folder string) (*NewReport, error) {
 	}
 	t := &task.Task{ID: id, Folder: real, Created: time.Now().UTC(), Backend: res.Manifest.Backend, Paths: paths,
 		DiskBase: limits.DiskUsage(paths.Copy, paths.Tmp, paths.Home)}
+	if err := saveGitBase(t); err != nil { // .git is judged by meaning: see git.go
+		return nil, fmt.Errorf("new: judge the folder's git repositories: %w (nothing was made)", err)
+	}
 	if err := k.Store.Save(t); err != nil {
 		return nil, fmt.Errorf("new: %w", err)
 	}

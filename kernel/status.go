@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/kulehq/kule/kernel/effects"
+	"github.com/kulehq/kule/kernel/gitstate"
 	"github.com/kulehq/kule/kernel/homelayer"
 	"github.com/kulehq/kule/kernel/ignore"
 	"github.com/kulehq/kule/kernel/limits"
@@ -25,6 +26,11 @@ type Status struct {
 	Task     *task.Task
 	Effects  []effects.Effect
 	Problems []walk.Problem
+	// Git holds, per repository in the folder, what the task did to it by
+	// meaning (kernel/gitstate); its Lines go under the file changes and
+	// each is the `git` object of status --json.
+	Git     []*gitstate.Effects
+	gitBase *gitstate.Base
 	// Home lists what the task's commands changed in their home layer:
 	// caught for review, never part of a commit.
 	Home []homelayer.Change
@@ -83,8 +89,12 @@ func (k *Kernel) status(t *task.Task) (*Status, error) {
 		}
 		return nil, fmt.Errorf("status %s: %w", t.ID, err)
 	}
+	gb, git, err := gitStatus(t)
+	if err != nil {
+		return nil, fmt.Errorf("status %s: git: %w", t.ID, err)
+	}
 	home, _ := homelayer.Changes(t.Paths.Home) // a task made before home layers has none
-	return &Status{Task: t, Effects: res.Effects, Problems: res.Problems, Home: home, manifest: m, now: res.Now, ignore: ign}, nil
+	return &Status{Task: t, Effects: res.Effects, Problems: res.Problems, Git: git, gitBase: gb, Home: home, manifest: m, now: res.Now, ignore: ign}, nil
 }
 
 // ignoreRules reads the .gitignore files the base knows of — from the real
@@ -133,6 +143,9 @@ func (k *Kernel) Exec(ctx context.Context, t *task.Task, opt ExecOptions) (int, 
 	if spec.Env == nil {
 		spec.Env = os.Environ()
 	}
+	// A fresh copy has new inodes and change times: git trusts size and
+	// mtime alone there, set through the environment, never the copy's config.
+	spec.Env = gitstate.CommandEnv(spec.Env)
 	if _, err := homelayer.Changes(t.Paths.Home); err == nil {
 		spec.Env = withEnv(spec.Env, "HOME", t.Paths.Home)
 		spec.Env = withEnv(spec.Env, "XDG_CONFIG_HOME", filepath.Join(t.Paths.Home, ".config"))

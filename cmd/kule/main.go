@@ -5,6 +5,8 @@ package main
 import (
 	"fmt"
 	"os"
+
+	"github.com/kulehq/kule/kernel/sandbox"
 )
 
 func main() {
@@ -13,10 +15,16 @@ func main() {
 	if len(os.Args) > 1 && os.Args[1] == "__plugin" {
 		os.Exit(servePlugin(os.Args[2:]))
 	}
+	if len(os.Args) > 1 && os.Args[1] == "__sandbox" {
+		os.Exit(sandbox.HelperMain())
+	}
 	os.Exit(run(os.Args[1:]))
 }
 
 func run(args []string) int {
+	if len(args) > 0 && args[0] == "__sandbox" { // also when a test binary stands in for kule
+		return sandbox.HelperMain()
+	}
 	root := rootCommand()
 	root.SetArgs(args)
 	if err := root.Execute(); err != nil {

@@ -31,6 +31,8 @@ func rootCommand() *cobra.Command {
 		listCommand(),
 		deleteCommand(),
 		historyCommand(),
+		isolationCommand(),
+		revealCommand(),
 		policyCommand(),
 		rulesCommand(),
 		limitsCommand(),

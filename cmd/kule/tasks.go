@@ -105,6 +105,7 @@ func printProblems(w io.Writer, ps []walk.Problem) {
 }
 
 func execCommand() *cobra.Command {
+	var sf sandboxFlags
 	c := &cobra.Command{
 		Use:   "exec TASK -- COMMAND [ARGS...]",
 		Short: "Run a command in the task's copy, then list what it changed",
@@ -128,6 +129,11 @@ and lists what it changed. Nothing reaches the folder until kule commit.`,
 			}
 			opt := kernel.ExecOptions{Args: argv, Subdir: subdirOf(t.Folder), Limits: kernel.LimitsFor(t, cfg.Limits)}
 			opt.Spec.Stdin, opt.Spec.Stdout, opt.Spec.Stderr = os.Stdin, os.Stdout, os.Stderr
+			r, err := sf.runnerFor(t, &opt.Spec)
+			if err != nil {
+				return err
+			}
+			k.Runner = r
 			code, st, err := k.Exec(ctx, t, opt)
 			if st != nil {
 				printStatus(cmd.ErrOrStderr(), st, false, nil)
@@ -141,6 +147,7 @@ and lists what it changed. Nothing reaches the folder until kule commit.`,
 			return nil
 		}),
 	}
+	sf.add(c)
 	return c
 }
 
