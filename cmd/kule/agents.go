@@ -282,6 +282,7 @@ func agentsInstallCommand() *cobra.Command {
 func runCommand() *cobra.Command {
 	var name string
 	var ask, fresh bool
+	var sf sandboxFlags
 	c := &cobra.Command{
 		Use:   "run TASK --agent NAME [--ask] PROMPT",
 		Short: "Run an agent on the task's copy over ACP; every tool call is a step with what it changed",
@@ -297,16 +298,17 @@ Nothing reaches the folder until kule commit.`,
 			if name == "" {
 				return errors.New("run: name the agent with --agent (kule agents lists them)")
 			}
-			return runAgent(cmd, k, t, name, strings.Join(args[1:], " "), ask, fresh)
+			return runAgent(cmd, k, t, name, strings.Join(args[1:], " "), ask, fresh, &sf)
 		}),
 	}
+	sf.add(c)
 	c.Flags().StringVar(&name, "agent", "", "the agent to run (kule agents lists them)")
 	c.Flags().BoolVar(&ask, "ask", false, "put each permission question to you instead of answering allow once")
 	c.Flags().BoolVar(&fresh, "new-session", false, "start a new conversation even if the task has one")
 	return c
 }
 
-func runAgent(cmd *cobra.Command, k *kernel.Kernel, t *task.Task, name, prompt string, ask, fresh bool) error {
+func runAgent(cmd *cobra.Command, k *kernel.Kernel, t *task.Task, name, prompt string, ask, fresh bool, sf *sandboxFlags) error {
 	out, errw := cmd.OutOrStdout(), cmd.ErrOrStderr()
 	set, home, err := loadAgents()
 	if err != nil {
@@ -365,7 +367,13 @@ func runAgent(cmd *cobra.Command, k *kernel.Kernel, t *task.Task, name, prompt s
 	for _, h := range open.Hosts {
 		allowed[h] = true
 	}
-	token := randomToken()
+	// The sandbox bridges the proxy's port into the agent's namespace and
+	// sets the proxy variables itself (without a token); outside it the
+	// token keeps other local processes off the proxy.
+	token := ""
+	if sf.noSandbox {
+		token = randomToken()
+	}
 	px, err := proxy.Start(ctx, proxy.Config{
 		Decide: func(_ context.Context, host string, port int) proxy.Decision {
 			if port == 443 && allowed[host] {
@@ -440,6 +448,11 @@ func runAgent(cmd *cobra.Command, k *kernel.Kernel, t *task.Task, name, prompt s
 	// What the profile opens in the sandbox (the direct runner ignores it).
 	o.Spec.AllowWrite, o.Spec.Reveal, o.Spec.Hide = open.AllowWrite, open.Reveal, open.Hide
 	o.Spec.Network, o.Spec.ProxyAddr = runner.NetworkProxy, px.Addr()
+	r, err := sf.runnerFor(t, &o.Spec)
+	if err != nil {
+		return err
+	}
+	o.Runner = r
 	if ask {
 		o.Ask = terminalAsk(pr, os.Stdin, errw)
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -11,14 +12,15 @@ import (
 	"github.com/kulehq/kule/internal/npmtest"
 )
 
+// kuleCLI runs the CLI in a child process (the sandbox re-executes the
+// binary as its helper, so the test binary stands in for kule).
 func kuleCLI(t *testing.T, args ...string) (string, error) {
 	t.Helper()
-	root := rootCommand()
+	cmd := exec.Command(os.Args[0], args...)
+	cmd.Env = append(os.Environ(), "KULE_AS_CLI=1")
 	var out bytes.Buffer
-	root.SetOut(&out)
-	root.SetErr(&out)
-	root.SetArgs(args)
-	err := root.Execute()
+	cmd.Stdout, cmd.Stderr = &out, &out
+	err := cmd.Run()
 	return out.String(), err
 }
 
@@ -60,7 +62,7 @@ func TestRunAgentThroughCLI(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(home, "kule", "agents.toml"), []byte(profile), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if out, err := kuleCLI(t, "run", nt.ID, "--agent", "writer", "hi"); err == nil || !strings.Contains(err.Error(), "kule agents approve writer") {
+	if out, err := kuleCLI(t, "run", nt.ID, "--agent", "writer", "hi"); err == nil || !strings.Contains(out, "kule agents approve writer") {
 		t.Fatalf("an unapproved profile ran: %v\n%s", err, out)
 	}
 	if out, err := kuleCLI(t, "agents"); err != nil || !strings.Contains(out, "waits for approval") {
@@ -109,8 +111,8 @@ func TestRunAgentThroughCLI(t *testing.T) {
 	}
 	// A profile that changes waits for approval again.
 	os.WriteFile(filepath.Join(home, "kule", "agents.toml"), []byte(profile+"hosts = [\"example.com\"]\n"), 0o600)
-	if _, err := kuleCLI(t, "run", nt.ID, "--agent", "writer", "hi"); err == nil || !strings.Contains(err.Error(), "changed since it was approved") {
-		t.Errorf("a changed profile ran: %v", err)
+	if out, err := kuleCLI(t, "run", nt.ID, "--agent", "writer", "hi"); err == nil || !strings.Contains(out, "changed since it was approved") {
+		t.Errorf("a changed profile ran: %v\n%s", err, out)
 	}
 }
 

@@ -13,7 +13,7 @@ import (
 )
 
 // Package installs pkg@version (an exact version) once into a cache under
-// os.TempDir() (or $KULE_TEST_NPM_CACHE) without running install scripts,
+// /var/tmp (or $KULE_TEST_ROOT, or $KULE_TEST_NPM_CACHE) without running install scripts,
 // and returns the directory that holds its node_modules. Without node and
 // npm the test is skipped with a reason, unless CI is set: then it fails.
 func Package(t *testing.T, pkg, version string) string {
@@ -26,9 +26,15 @@ func Package(t *testing.T, pkg, version string) string {
 			t.Skipf("end-to-end test needs %s (install nodejs and npm); skipped outside CI", tool)
 		}
 	}
+	// Outside /tmp, which the sandbox replaces with the task's own: an
+	// agent started in the sandbox must still see its package.
 	root := os.Getenv("KULE_TEST_NPM_CACHE")
 	if root == "" {
-		root = filepath.Join(os.TempDir(), "kule-test-npm")
+		base := os.Getenv("KULE_TEST_ROOT")
+		if base == "" {
+			base = "/var/tmp"
+		}
+		root = filepath.Join(base, "kule-test-npm")
 	}
 	dir := filepath.Join(root, strings.ReplaceAll(pkg, "/", "+")+"@"+version)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
