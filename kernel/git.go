@@ -146,3 +146,11 @@ func gitLines(effs []*gitstate.Effects) []string {
 	}
 	return out
 }
+
+// GitLines are the lines a person reads about the repositories' changes.
+func (s *Status) GitLines() []string { return gitLines(s.Git) }
+
+// GitWaits lists what of the repositories' changes waits for a person
+// (history rewrites, staged content that differs from its file), given what
+// was approved.
+func (s *Status) GitWaits(a GitApproval) []string { return gitWaits(applicableGit(s.Git), a) }

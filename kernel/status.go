@@ -31,6 +31,9 @@ type Status struct {
 	// each is the `git` object of status --json.
 	Git     []*gitstate.Effects
 	gitBase *gitstate.Base
+	// Network says where the last run connected, one line a host (set by
+	// Exec only).
+	Network []string
 	// Home lists what the task's commands changed in their home layer:
 	// caught for review, never part of a commit.
 	Home []homelayer.Change
@@ -164,8 +167,16 @@ func (k *Kernel) Exec(ctx context.Context, t *task.Task, opt ExecOptions) (int, 
 			}
 		}
 	}
+	stopProxy, err := k.withProxy(ctx, t, &spec)
+	if err != nil {
+		return -1, nil, err
+	}
 	code, runErr := k.Runner.Run(ctx, spec)
+	netLines := stopProxy()
 	st, err := k.status(t)
+	if st != nil {
+		st.Network = netLines
+	}
 	if sup != nil {
 		sup.Wait()
 		if lerr := sup.Err(); lerr != nil {

@@ -216,6 +216,15 @@ func printStatus(w io.Writer, st *kernel.Status, header bool, names *namesView) 
 		fmt.Fprintln(w, "  "+effectLine(e))
 		printNames(w, byPath[e.Path])
 	}
+	for _, l := range st.GitLines() {
+		fmt.Fprintln(w, l)
+	}
+	if waits := st.GitWaits(kernel.GitApproval{}); len(waits) > 0 {
+		fmt.Fprintln(w, "git: waits for approval (kule commit --approve):")
+		for _, l := range waits {
+			fmt.Fprintln(w, "  "+l)
+		}
+	}
 	if n := st.IgnoredCount(); n > 0 {
 		fmt.Fprintf(w, "%d ignored by the folder's .gitignore (kept in the copy; kule commit --include-ignored applies them):\n", n)
 		for _, e := range st.Effects {
@@ -223,6 +232,9 @@ func printStatus(w io.Writer, st *kernel.Status, header bool, names *namesView) 
 				fmt.Fprintln(w, "  "+effectLine(e))
 			}
 		}
+	}
+	for _, l := range st.Network {
+		fmt.Fprintln(w, l)
 	}
 	printHome(w, st.Home)
 	printProblems(w, st.Problems)
@@ -295,6 +307,7 @@ func statusJSON(st *kernel.Status) any {
 		"changes":  views,
 		"ignored":  st.IgnoredCount(),
 		"problems": problemsJSON(st.Problems),
+		"git":      st.Git,
 	}
 }
 
@@ -324,7 +337,10 @@ func commitCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			rep, err := k.Commit(t, kernel.CommitOptions{IncludeIgnored: includeIgnored, Select: pc.selects})
+			// --approve covers what of git waits too; a changed hook never
+			// goes in (the policy denies hooks), and stays in the copy.
+			gitOK := kernel.GitApproval{Rewrites: approve, StagedDiffers: approve, Config: approve}
+			rep, err := k.Commit(t, kernel.CommitOptions{IncludeIgnored: includeIgnored, Select: pc.selects, Git: gitOK})
 			if err != nil {
 				return err
 			}

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	_ "embed"
+	"sort"
 	"strings"
 )
 
@@ -369,4 +370,17 @@ func cleanHost(h string) string {
 		h = h[1 : len(h)-1]
 	}
 	return h
+}
+
+// RegistryHosts lists the package registries the built-in host list knows,
+// sorted: the proxy looks into them only to refuse publishing.
+func RegistryHosts() []string {
+	var out []string
+	for h, e := range knownHosts {
+		if e.tags&tagBit(TagPackageRegistry) != 0 {
+			out = append(out, h)
+		}
+	}
+	sort.Strings(out)
+	return out
 }

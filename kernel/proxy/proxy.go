@@ -970,3 +970,6 @@ func ForTask(taskDir, tmpDir, tmpSeen string) Config {
 		BundlePathSeen: filepath.Join(tmpSeen, "kule-ca-bundle.pem"),
 	}
 }
+
+// Token is the per-run token clients must present (empty: none).
+func (p *Proxy) Token() string { return p.cfg.Token }

@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"net/url"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -108,9 +109,13 @@ func CacheEnv(dir string) []string {
 	return out
 }
 
-// ProxyEnv returns the proxy variables pointing at 127.0.0.1:port.
-func ProxyEnv(port int) []string {
+// ProxyEnv returns the proxy variables pointing at 127.0.0.1:port, with the
+// proxy's per-run token as the URL's password when there is one.
+func ProxyEnv(port int, token ...string) []string {
 	u := "http://127.0.0.1:" + strconv.Itoa(port)
+	if len(token) > 0 && token[0] != "" {
+		u = "http://kule:" + url.QueryEscape(token[0]) + "@127.0.0.1:" + strconv.Itoa(port)
+	}
 	return []string{
 		"HTTP_PROXY=" + u, "HTTPS_PROXY=" + u, "ALL_PROXY=" + u,
 		"http_proxy=" + u, "https_proxy=" + u, "all_proxy=" + u,
@@ -144,9 +149,9 @@ func commandEnv(spec runner.Spec, p *plan) []string {
 		env = append(withoutVar(env, "GOPROXY"), gp)
 	}
 	if p.ProxyPort > 0 {
-		env = append(env, ProxyEnv(p.ProxyPort)...)
+		env = append(env, ProxyEnv(p.ProxyPort, spec.ProxyToken)...)
 	}
-	return env
+	return append(env, spec.TaskEnv...)
 }
 
 // goProxyFromCache lets Go read the person's module cache (read-only) as a
