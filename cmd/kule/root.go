@@ -39,6 +39,9 @@ func rootCommand() *cobra.Command {
 		homeCommand(),
 		secretsCommand(),
 		pluginsCommand(),
+		agentsCommand(),
+		runCommand(),
+		stepsCommand(),
 	)
 	return root
 }

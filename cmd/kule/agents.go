@@ -1,0 +1,761 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+
+	"github.com/spf13/cobra"
+
+	"github.com/kulehq/kule/kernel"
+	"github.com/kulehq/kule/kernel/acp"
+	"github.com/kulehq/kule/kernel/agents"
+	"github.com/kulehq/kule/kernel/effects"
+	"github.com/kulehq/kule/kernel/proxy"
+	"github.com/kulehq/kule/kernel/runner"
+	"github.com/kulehq/kule/kernel/task"
+	agentplug "github.com/kulehq/kule/plugins/agent"
+)
+
+func loadAgents() (*agents.Set, string, error) {
+	home, err := task.DefaultRoot()
+	if err != nil {
+		return nil, "", err
+	}
+	set, err := agents.Load(agentplug.Builtins, home)
+	return set, home, err
+}
+
+func agentsCommand() *cobra.Command {
+	c := &cobra.Command{
+		Use:   "agents",
+		Short: "The agents kule can run: which can start here, and what to install for the others",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			set, home, err := loadAgents()
+			if err != nil {
+				return err
+			}
+			root, err := agents.PackagesRoot()
+			if err != nil {
+				return err
+			}
+			printAgents(cmd.OutOrStdout(), set, agents.Check(set, home, root))
+			return nil
+		},
+	}
+	c.AddCommand(agentsShowCommand(), agentsApproveCommand(), agentsRegistryCommand(), agentsAddCommand(), agentsInstallCommand())
+	return c
+}
+
+func printAgents(w io.Writer, set *agents.Set, sts []agents.Status) {
+	var ready, not []agents.Status
+	for _, s := range sts {
+		if s.CanStart() {
+			ready = append(ready, s)
+		} else {
+			not = append(not, s)
+		}
+	}
+	line := func(s agents.Status) {
+		kind := "yours"
+		if s.Profile.Builtin {
+			kind = "built-in"
+		}
+		fmt.Fprintf(w, "  %-14s %-9s %s\n", s.Profile.Name, kind, strings.Join(s.Profile.Command, " "))
+	}
+	if len(ready) > 0 {
+		fmt.Fprintln(w, "Can start here:")
+		for _, s := range ready {
+			line(s)
+			if s.Package != nil && !s.Installed {
+				fmt.Fprintf(w, "      installs %s@%s once at its first run (npm, no install scripts)\n", s.Package.Name, s.Package.Version)
+			}
+			if len(s.Auth) > 0 {
+				fmt.Fprintf(w, "      logs in with: %s\n", strings.Join(s.Auth, "; "))
+			} else if len(s.Profile.Keys) > 0 {
+				var ks []string
+				for k := range s.Profile.Keys {
+					ks = append(ks, k)
+				}
+				fmt.Fprintf(w, "      no key or login found: set %s, or log in to it once outside kule\n", strings.Join(ks, " or "))
+			}
+		}
+	}
+	if len(not) > 0 {
+		if len(ready) > 0 {
+			fmt.Fprintln(w)
+		}
+		fmt.Fprintln(w, "Cannot start yet:")
+		for _, s := range not {
+			line(s)
+			switch {
+			case s.Problem != nil:
+				fmt.Fprintf(w, "      %v\n", s.Problem)
+			case !s.Approved:
+				fmt.Fprintf(w, "      waits for approval: kule agents show %s, then kule agents approve %s\n", s.Profile.Name, s.Profile.Name)
+			}
+			for _, m := range s.Missing {
+				fmt.Fprintf(w, "      install %s\n", m)
+			}
+		}
+	}
+	if err := set.Problems[""]; err != nil {
+		fmt.Fprintf(w, "\n%s: %v\n", set.Personal, err)
+	}
+	for _, err := range set.Skipped {
+		fmt.Fprintf(w, "\n%v\n", err)
+	}
+	fmt.Fprintln(w, "\nMore agents: kule agents registry; kule agents add NAME drafts a profile in", set.Personal)
+}
+
+func agentsShowCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:   "show NAME",
+		Short: "Print an agent's profile: what it starts and what it may open",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			set, home, err := loadAgents()
+			if err != nil {
+				return err
+			}
+			p, perr := set.Get(args[0])
+			if p.Name == "" {
+				return perr
+			}
+			w := cmd.OutOrStdout()
+			src := p.Source
+			fmt.Fprintf(w, "# %s, from %s\n", p.Name, src)
+			if perr != nil {
+				fmt.Fprintf(w, "# REFUSED: %v\n", perr)
+			} else if p.Builtin {
+				fmt.Fprintln(w, "# built in: needs no approval")
+			} else if err := agents.CheckApproved(home, p); err != nil {
+				fmt.Fprintf(w, "# not approved: read it, then `kule agents approve %s`\n", p.Name)
+			} else {
+				fmt.Fprintln(w, "# approved at this content")
+			}
+			fmt.Fprintf(w, "# sha256 %s\n", p.Hash())
+			fmt.Fprint(w, p.TOML())
+			return nil
+		},
+	}
+}
+
+func agentsApproveCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:   "approve NAME",
+		Short: "Let a profile of yours run, as it is now (any change waits for approval again)",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			set, home, err := loadAgents()
+			if err != nil {
+				return err
+			}
+			p, err := set.Get(args[0])
+			if err != nil {
+				return err
+			}
+			if p.Builtin {
+				fmt.Fprintf(cmd.OutOrStdout(), "%s is built in; it needs no approval\n", p.Name)
+				return nil
+			}
+			if err := agents.Approve(home, p, set.Profiles); err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "approved %s (sha256 %s); it runs until its profile changes\n", p.Name, p.Hash()[:16])
+			return nil
+		},
+	}
+}
+
+func registry() (*agents.Registry, error) { return agents.ParseRegistry(agentplug.Registry) }
+
+func agentsRegistryCommand() *cobra.Command {
+	var asJSON bool
+	c := &cobra.Command{
+		Use:   "registry",
+		Short: "List the ACP agent registry (the copy that ships with kule)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			r, err := registry()
+			if err != nil {
+				return err
+			}
+			w := cmd.OutOrStdout()
+			if asJSON {
+				return printJSON(w, r)
+			}
+			for _, e := range r.Agents {
+				fmt.Fprintf(w, "%-16s %-9s %-22s %s\n", e.ID, e.Version, e.Name, e.How())
+			}
+			fmt.Fprintln(w, "\nkule agents add NAME drafts a profile; the ACP registry is Apache-2.0 (agentclientprotocol/registry)")
+			return nil
+		},
+	}
+	c.Flags().BoolVar(&asJSON, "json", false, "print the registry as JSON")
+	return c
+}
+
+func agentsAddCommand() *cobra.Command {
+	var dry bool
+	c := &cobra.Command{
+		Use:   "add NAME",
+		Short: "Draft a profile from the ACP registry into your agents.toml (it then waits for approval)",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			r, err := registry()
+			if err != nil {
+				return err
+			}
+			e, ok := r.Find(args[0])
+			if !ok {
+				return fmt.Errorf("agents add: %q is not in the registry (kule agents registry lists it)", args[0])
+			}
+			p, notes, err := agents.Draft(e)
+			if err != nil {
+				return err
+			}
+			set, home, err := loadAgents()
+			if err != nil {
+				return err
+			}
+			w := cmd.OutOrStdout()
+			if !dry {
+				if err := agents.AppendPersonal(home, p, set.Profiles); err != nil {
+					return err
+				}
+				fmt.Fprintf(w, "added to %s:\n\n", agents.PersonalPath(home))
+			}
+			fmt.Fprint(w, p.TOML())
+			fmt.Fprintln(w)
+			for _, n := range notes {
+				fmt.Fprintln(w, "- "+n)
+			}
+			return nil
+		},
+	}
+	c.Flags().BoolVar(&dry, "dry-run", false, "print the draft without adding it")
+	return c
+}
+
+func agentsInstallCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:   "install NAME",
+		Short: "Install an npx agent's exact version now (kule run does it at the first run)",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			set, _, err := loadAgents()
+			if err != nil {
+				return err
+			}
+			p, err := set.Get(args[0])
+			if err != nil {
+				return err
+			}
+			root, err := agents.PackagesRoot()
+			if err != nil {
+				return err
+			}
+			argv, err := agents.Launch(cmd.Context(), p, root, true, cmd.ErrOrStderr())
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "%s starts as: %s\n", p.Name, strings.Join(argv, " "))
+			return nil
+		},
+	}
+}
+
+// runCommand: kule run TASK --agent NAME [--ask] "prompt".
+func runCommand() *cobra.Command {
+	var name string
+	var ask, fresh bool
+	var sf sandboxFlags
+	c := &cobra.Command{
+		Use:   "run TASK --agent NAME [--ask] PROMPT",
+		Short: "Run an agent on the task's copy over ACP; every tool call is a step with what it changed",
+		Long: `Starts the agent (a built-in or an approved profile of yours) over the Agent
+Client Protocol with the task's copy as its working directory, sends PROMPT,
+and streams its words, tool calls and what each changed. A second run on the
+task continues the conversation when the agent can. Permission questions are
+answered "allow once" (the copy and the review keep the folder safe); --ask
+puts each to you. Ctrl-C cancels the turn; a second Ctrl-C stops the agent.
+Nothing reaches the folder until kule commit.`,
+		Args: cobra.MinimumNArgs(2),
+		RunE: withTask(func(k *kernel.Kernel, t *task.Task, cmd *cobra.Command, args []string) error {
+			if name == "" {
+				return errors.New("run: name the agent with --agent (kule agents lists them)")
+			}
+			return runAgent(cmd, k, t, name, strings.Join(args[1:], " "), ask, fresh, &sf)
+		}),
+	}
+	sf.add(c)
+	c.Flags().StringVar(&name, "agent", "", "the agent to run (kule agents lists them)")
+	c.Flags().BoolVar(&ask, "ask", false, "put each permission question to you instead of answering allow once")
+	c.Flags().BoolVar(&fresh, "new-session", false, "start a new conversation even if the task has one")
+	return c
+}
+
+func runAgent(cmd *cobra.Command, k *kernel.Kernel, t *task.Task, name, prompt string, ask, fresh bool, sf *sandboxFlags) error {
+	out, errw := cmd.OutOrStdout(), cmd.ErrOrStderr()
+	set, home, err := loadAgents()
+	if err != nil {
+		return err
+	}
+	p, err := set.Get(name)
+	if err != nil {
+		return err
+	}
+	if err := agents.CheckApproved(home, p); err != nil {
+		return err
+	}
+	root, err := agents.PackagesRoot()
+	if err != nil {
+		return err
+	}
+	if pkg, ok, _ := agents.PackageOf(p.Command); ok && pkg.Runner == "npx" && !agents.Installed(root, pkg) {
+		fmt.Fprintf(errw, "installing %s@%s once into %s (no install scripts run)…\n", pkg.Name, pkg.Version, root)
+	}
+	ctx, cancelTurn := context.WithCancel(context.Background())
+	defer cancelTurn()
+	argv, err := agents.Launch(ctx, p, root, true, errw)
+	if err != nil {
+		return err
+	}
+	// The run holds the task: no commit applies a copy the agent is writing.
+	if _, err := k.Status(t); err != nil {
+		return err
+	}
+	lock, err := task.LockFile(t.Paths.Lock)
+	if err != nil {
+		return err
+	}
+	defer lock.Unlock()
+
+	realHome, _ := os.UserHomeDir()
+	ownHome := ""
+	if p.OwnHome != "" {
+		ownHome = filepath.Join(home, "agent-homes", p.Name)
+		if err := os.MkdirAll(ownHome, 0o700); err != nil {
+			return fmt.Errorf("run: %w", err)
+		}
+	}
+	// The task's proxy: the agent reaches only its profile's hosts, and
+	// each key it names reaches it as a placeholder that the proxy swaps
+	// for the key on the way to that key's hosts.
+	open := agents.OpeningsOf(p, set.Profiles, realHome, ownHome)
+	keyValue := keyLookup(p)
+	var keySecrets []proxy.Secret
+	for name, hosts := range p.Keys {
+		if v := keyValue(name); v != "" {
+			keySecrets = append(keySecrets, proxy.Secret{Name: name, Value: v, Hosts: hosts})
+		}
+	}
+	allowed := map[string]bool{}
+	for _, h := range open.Hosts {
+		allowed[h] = true
+	}
+	// The sandbox bridges the proxy's port into the agent's namespace and
+	// sets the proxy variables itself (without a token); outside it the
+	// token keeps other local processes off the proxy.
+	token := ""
+	if sf.noSandbox {
+		token = randomToken()
+	}
+	px, err := proxy.Start(ctx, proxy.Config{
+		Decide: func(_ context.Context, host string, port int) proxy.Decision {
+			if port == 443 && allowed[host] {
+				return proxy.Decision{Allow: true, Rule: "profile " + p.Name}
+			}
+			return proxy.Decision{Rule: "profile " + p.Name, Reason: "not among the profile's hosts"}
+		},
+		LogPath:    filepath.Join(t.Paths.Dir, "network.jsonl"),
+		Secrets:    keySecrets,
+		BundlePath: filepath.Join(t.Paths.Tmp, "kule-ca.pem"),
+		Token:      token,
+	})
+	if err != nil {
+		return fmt.Errorf("run: the task's proxy: %w (nothing was started)", err)
+	}
+	defer px.Close()
+	placeholders := map[string]string{}
+	for _, kv := range px.SecretEnv() {
+		k, v, _ := strings.Cut(kv, "=")
+		placeholders[k] = v
+	}
+	env, notes := agents.Environ(p, agents.EnvOptions{
+		Getenv: func(k string) string {
+			if _, ok := p.Keys[k]; ok {
+				return keyValue(k)
+			}
+			return os.Getenv(k)
+		},
+		Home: realHome, OwnHome: ownHome, Tmp: t.Paths.Tmp,
+		Placeholder: func(k string) string { return placeholders[k] },
+	})
+	env = append(env, proxy.ProxyEnv(px.Addr(), token)...)
+	env = append(env, px.CAEnv()...)
+	for _, n := range notes {
+		fmt.Fprintln(errw, "note:", n)
+	}
+	stepsF, err := os.OpenFile(filepath.Join(t.Paths.Dir, acp.StepsFile), os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600)
+	if err != nil {
+		return fmt.Errorf("run: %w", err)
+	}
+	defer stepsF.Close()
+	usageF, err := os.OpenFile(filepath.Join(t.Paths.Dir, acp.UsageFile), os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600)
+	if err != nil {
+		return fmt.Errorf("run: %w", err)
+	}
+	defer usageF.Close()
+	old, _, _ := acp.ReadSteps(filepath.Join(t.Paths.Dir, acp.StepsFile))
+
+	pr := &printer{w: out}
+	o := acp.Options{
+		Runner: k.Runner,
+		Copy:   t.Paths.Copy,
+		Effects: func() ([]effects.Effect, error) {
+			st, err := k.Status(t)
+			if err != nil {
+				return nil, err
+			}
+			return st.Effects, nil
+		},
+		OnEvent:    pr.event,
+		Steps:      stepsF,
+		Usage:      usageF,
+		Stderr:     agentLog(t),
+		FirstStep:  len(old),
+		ClientName: "kule",
+	}
+	o.Spec.Args = argv
+	o.Spec.Env = env
+	o.Spec.Task.ID, o.Spec.Task.Dir, o.Spec.Task.Copy, o.Spec.Task.Folder = t.ID, t.Paths.Dir, t.Paths.Copy, t.Folder
+	o.Spec.Task.Tmp, o.Spec.Task.Home, o.Spec.Task.KuleDir = t.Paths.Tmp, t.Paths.Home, k.Store.Root
+	o.Spec.Dir = t.Paths.Copy
+	// What the profile opens in the sandbox (the direct runner ignores it).
+	o.Spec.AllowWrite, o.Spec.Reveal, o.Spec.Hide = open.AllowWrite, open.Reveal, open.Hide
+	o.Spec.Network, o.Spec.ProxyAddr = runner.NetworkProxy, px.Addr()
+	r, err := sf.runnerFor(t, &o.Spec)
+	if err != nil {
+		return err
+	}
+	o.Runner = r
+	if ask {
+		o.Ask = terminalAsk(pr, os.Stdin, errw)
+	}
+	c, err := acp.Start(ctx, o)
+	if err != nil {
+		return err
+	}
+	defer c.Stop()
+
+	sig := make(chan os.Signal, 2)
+	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(sig)
+	go func() {
+		n := 0
+		for range sig {
+			n++
+			if n == 1 {
+				pr.note("cancelling the turn (Ctrl-C again stops the agent)")
+				cancelTurn()
+			} else {
+				pr.note("stopping the agent")
+				go c.Stop()
+			}
+		}
+	}()
+
+	info, err := c.Initialize(ctx)
+	if err != nil {
+		return fmt.Errorf("run: %s: %w", p.Name, err)
+	}
+	rec, had, err := acp.LoadSession(t.Paths.Dir)
+	if err != nil {
+		pr.note(err.Error())
+	}
+	continued := false
+	if had && !fresh && rec.Agent == p.Name {
+		if err := c.ContinueSession(ctx, rec.Session); err == nil {
+			continued = true
+		} else if !errors.Is(err, acp.ErrNotSupported) {
+			pr.note(fmt.Sprintf("could not continue the earlier conversation (%v); starting a new one", err))
+		}
+	}
+	if !continued {
+		_, err := c.NewSession(ctx)
+		var rerr *acp.RPCError
+		if err != nil && p.Auth != "" && errors.As(err, &rerr) && rerr.Code == acp.CodeAuthRequired {
+			// The agent wants a login: use the profile's method (an
+			// api-key method reads the key variable: a placeholder).
+			if aerr := c.Authenticate(ctx, p.Auth, nil); aerr != nil {
+				return fmt.Errorf("run: %s: %w", p.Name, aerr)
+			}
+			_, err = c.NewSession(ctx)
+		}
+		if err != nil {
+			return fmt.Errorf("run: %s: %w", p.Name, err)
+		}
+	}
+	if p.Mode != "" {
+		if err := c.SetMode(ctx, p.Mode); err != nil {
+			return fmt.Errorf("run: %s: %w (the profile's mode must be one the agent offers)", p.Name, err)
+		}
+	}
+	if err := acp.SaveSession(t.Paths.Dir, acp.SessionRecord{Agent: p.Name, Session: c.SessionID(), Cwd: t.Paths.Copy}); err != nil {
+		pr.note(err.Error())
+	}
+	agentName := p.Name
+	if info.Name != "" {
+		agentName = info.Name + " " + info.Version
+	}
+	verb := "new conversation"
+	if continued {
+		verb = "continuing the conversation"
+	}
+	fmt.Fprintf(errw, "%s · task %s · %s\n", agentName, t.ID, verb)
+	defer func() {
+		for _, l := range px.Summary() {
+			fmt.Fprintln(errw, "  "+l)
+		}
+	}()
+	res, perr := c.Prompt(ctx, prompt)
+	stopErr := c.Stop()
+	pr.endLine()
+	st, serr := k.Status(t)
+	if serr == nil {
+		fmt.Fprintf(errw, "\n%s in the copy; kule status %s shows them, kule commit %s applies them\n", effects.Summary(st.Effects), t.ID, t.ID)
+	}
+	if perr != nil {
+		return fmt.Errorf("run: %w (steps so far are in kule steps %s; the folder is untouched)", perr, t.ID)
+	}
+	if stopErr != nil {
+		pr.note(stopErr.Error())
+	}
+	fmt.Fprintf(errw, "turn ended: %s\n", strings.ReplaceAll(res.StopReason, "_", " "))
+	if res.StopReason == "cancelled" {
+		return exitCode(130)
+	}
+	return nil
+}
+
+// agentLog is where the agent's stderr goes: agent.log in the task's directory.
+func agentLog(t *task.Task) io.Writer {
+	f, err := os.OpenFile(filepath.Join(t.Paths.Dir, "agent.log"), os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600)
+	if err != nil {
+		return io.Discard
+	}
+	return f // closed when kule exits
+}
+
+// printer streams a run to the terminal.
+type printer struct {
+	mu      sync.Mutex
+	w       io.Writer
+	midLine bool
+}
+
+func (p *printer) endLine() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.midLine {
+		fmt.Fprintln(p.w)
+		p.midLine = false
+	}
+}
+
+func (p *printer) linef(format string, args ...any) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.midLine {
+		fmt.Fprintln(p.w)
+		p.midLine = false
+	}
+	fmt.Fprintf(p.w, format+"\n", args...)
+}
+
+func (p *printer) note(s string) { p.linef("  · %s", s) }
+
+func stepWhat(s *acp.Step) string {
+	what := s.Command
+	if what == "" && len(s.Paths) > 0 {
+		what = strings.Join(s.Paths, ", ")
+	}
+	return what
+}
+
+func (p *printer) event(e acp.Event) {
+	switch e.Type {
+	case acp.EventText:
+		p.mu.Lock()
+		fmt.Fprint(p.w, e.Text)
+		p.midLine = !strings.HasSuffix(e.Text, "\n")
+		p.mu.Unlock()
+	case acp.EventStepStart:
+		s := e.Step
+		line := fmt.Sprintf("▸ [%s] %s", orDash(s.Kind), s.Title)
+		if w := stepWhat(s); w != "" && w != s.Title {
+			line += " · " + w
+		}
+		p.linef("%s", line)
+	case acp.EventStepEnd:
+		s := e.Step
+		mark := map[string]string{"completed": "✓", "failed": "✗"}[s.Status]
+		if mark == "" {
+			mark = "…"
+		}
+		p.linef("  %s %s %s", mark, s.Status, s.Title)
+		for _, ef := range s.Effects {
+			p.linef("      %s", ef.String())
+		}
+		for _, ef := range s.Undone {
+			p.linef("      (undone) %s", ef.String())
+		}
+		if s.EffectsErr != "" {
+			p.linef("      effects unknown: %s", s.EffectsErr)
+		}
+	case acp.EventPermission:
+		for _, r := range e.Step.Permission {
+			who := "by default"
+			if r.By == "person" {
+				who = "by you"
+			}
+			ans := r.Kind
+			if ans == "" {
+				ans = "cancelled"
+			}
+			p.linef("  ? %s: %s %s", e.Step.Title, strings.ReplaceAll(ans, "_", " "), who)
+		}
+	case acp.EventRaw:
+		p.linef("  · the agent sent %q (kept as step %d)", e.Step.Update, e.Step.N)
+	case acp.EventNotice:
+		p.note(e.Text)
+	}
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+// terminalAsk puts a permission question to the person on the terminal.
+func terminalAsk(pr *printer, in io.Reader, w io.Writer) acp.AskFunc {
+	br := bufio.NewReader(in)
+	var mu sync.Mutex
+	return func(ctx context.Context, q acp.Question) (string, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		pr.endLine()
+		fmt.Fprintf(w, "\nThe agent asks: %s\n", q.Title)
+		if q.Command != "" {
+			fmt.Fprintf(w, "  command: %s\n", q.Command)
+		}
+		for _, p := range q.Paths {
+			fmt.Fprintf(w, "  path: %s\n", p)
+		}
+		for i, o := range q.Options {
+			fmt.Fprintf(w, "  %d) %s (%s)\n", i+1, o.Name, strings.ReplaceAll(o.Kind, "_", " "))
+		}
+		fmt.Fprint(w, "answer (number, empty = refuse): ")
+		line, err := br.ReadString('\n')
+		if err != nil && line == "" {
+			return "", fmt.Errorf("no answer: %w", err)
+		}
+		n, err := strconv.Atoi(strings.TrimSpace(line))
+		if err != nil || n < 1 || n > len(q.Options) {
+			for _, o := range q.Options {
+				if strings.HasPrefix(o.Kind, "reject") {
+					return o.OptionID, nil
+				}
+			}
+			return "", nil
+		}
+		return q.Options[n-1].OptionID, nil
+	}
+}
+
+// stepsCommand: kule steps TASK [--json].
+func stepsCommand() *cobra.Command {
+	var asJSON bool
+	c := &cobra.Command{
+		Use:   "steps TASK",
+		Short: "List the tool calls agents made in the task, and what each changed",
+		Args:  cobra.ExactArgs(1),
+		RunE: withTask(func(k *kernel.Kernel, t *task.Task, cmd *cobra.Command, args []string) error {
+			steps, bad, err := acp.ReadSteps(filepath.Join(t.Paths.Dir, acp.StepsFile))
+			if err != nil {
+				return err
+			}
+			w := cmd.OutOrStdout()
+			if asJSON {
+				if steps == nil {
+					steps = []acp.Step{}
+				}
+				return printJSON(w, steps)
+			}
+			if len(steps) == 0 {
+				fmt.Fprintf(w, "no steps yet: kule run %s --agent NAME \"…\" records them\n", t.ID)
+			}
+			for _, s := range steps {
+				title := s.Title
+				if s.Status == "raw" {
+					title = "(" + s.Update + ", kept as sent)"
+				}
+				fmt.Fprintf(w, "%3d %-10s %-8s %s\n", s.N, s.Status, orDash(s.Kind), title)
+				if what := stepWhat(&s); what != "" && what != s.Title {
+					fmt.Fprintf(w, "      %s\n", what)
+				}
+				for _, r := range s.Permission {
+					fmt.Fprintf(w, "      permission: %s (%s)\n", orDash(r.Kind), r.By)
+				}
+				for _, e := range s.Effects {
+					fmt.Fprintf(w, "      %s\n", e.String())
+				}
+				for _, e := range s.Undone {
+					fmt.Fprintf(w, "      (undone) %s\n", e.String())
+				}
+			}
+			if bad > 0 {
+				fmt.Fprintf(w, "%d damaged lines in steps.jsonl were skipped\n", bad)
+			}
+			return nil
+		}),
+	}
+	c.Flags().BoolVar(&asJSON, "json", false, "print the steps as JSON")
+	return c
+}
+
+// keyLookup finds the value of a profile's key: in Kule's secrets store
+// (`kule secrets add`) first, then in the person's environment.
+func keyLookup(p agents.Profile) func(string) string {
+	store, _ := openSecrets()
+	return func(name string) string {
+		if store != nil {
+			if sec, err := store.Get(name); err == nil && sec.Value != "" {
+				return sec.Value
+			}
+		}
+		return os.Getenv(name)
+	}
+}
+
+func randomToken() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}

@@ -1,0 +1,64 @@
+// Package npmtest installs npm packages at exact versions for end-to-end
+// tests, once per version, into a cache outside the repository.
+package npmtest
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+)
+
+// Package installs pkg@version (an exact version) once into a cache under
+// /var/tmp (or $KULE_TEST_ROOT, or $KULE_TEST_NPM_CACHE) without running install scripts,
+// and returns the directory that holds its node_modules. Without node and
+// npm the test is skipped with a reason, unless CI is set: then it fails.
+func Package(t *testing.T, pkg, version string) string {
+	t.Helper()
+	for _, tool := range []string{"node", "npm"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			if os.Getenv("CI") != "" {
+				t.Fatalf("%s is missing on CI: .ci/run must install node and npm", tool)
+			}
+			t.Skipf("end-to-end test needs %s (install nodejs and npm); skipped outside CI", tool)
+		}
+	}
+	// Outside /tmp, which the sandbox replaces with the task's own: an
+	// agent started in the sandbox must still see its package.
+	root := os.Getenv("KULE_TEST_NPM_CACHE")
+	if root == "" {
+		base := os.Getenv("KULE_TEST_ROOT")
+		if base == "" {
+			base = "/var/tmp"
+		}
+		root = filepath.Join(base, "kule-test-npm")
+	}
+	dir := filepath.Join(root, strings.ReplaceAll(pkg, "/", "+")+"@"+version)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	lock, err := os.OpenFile(filepath.Join(dir, ".lock"), os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lock.Close()
+	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
+		t.Fatal(err)
+	}
+	done := filepath.Join(dir, ".installed")
+	if _, err := os.Stat(done); err == nil {
+		return dir
+	}
+	cmd := exec.CommandContext(context.Background(), "npm", "install", "--ignore-scripts", "--no-audit", "--no-fund", "--prefix", dir, pkg+"@"+version)
+	cmd.Env = append(os.Environ(), "npm_config_update_notifier=false")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("npm install %s@%s: %v\n%s", pkg, version, err, out)
+	}
+	if err := os.WriteFile(done, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}

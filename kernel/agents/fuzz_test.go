@@ -1,0 +1,78 @@
+package agents
+
+import (
+	"strings"
+	"testing"
+)
+
+// FuzzParse: any agents.toml either fails to parse, or each profile it holds
+// passes Validate only if its paths stay clear of what Kule hides, and its
+// TOML form reads back to the same hash.
+func FuzzParse(f *testing.F) {
+	f.Add([]byte("[[agent]]\nname = \"a\"\ncommand = [\"npx\", \"-y\", \"a@1.0.0\"]\nstate = [\".a\"]\n"))
+	f.Add([]byte("[[agent]]\nname = \"b\"\ncommand = [\"b\"]\nkeys = { K = [\"x.io\"] }\nhosts = [\"x.io\"]\nlogin = [\"~/.b/auth\"]\n"))
+	f.Add([]byte("[[agent]]\nname = \"c\"\ncommand = [\"c\"]\nstate = [\".ssh/../.ssh\"]\n"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		ps, err := Parse(b, "fuzz")
+		if err != nil {
+			return
+		}
+		for _, p := range ps {
+			if Validate(p, nil) != nil {
+				continue
+			}
+			for _, l := range [][]string{p.State, p.Login, p.ReadOnly} {
+				for _, raw := range l {
+					c, err := homePath(raw)
+					if err != nil {
+						t.Fatalf("valid profile with a bad path %q", raw)
+					}
+					for _, h := range append(append([]string(nil), Hidden...), KuleOwn...) {
+						if overlaps(c, h) {
+							t.Fatalf("valid profile opens %s through %q", h, raw)
+						}
+					}
+				}
+			}
+			again, err := Parse([]byte(p.TOML()), "again")
+			if err != nil || len(again) != 1 || again[0].Hash() != p.Hash() {
+				t.Fatalf("profile does not read back: %v\n%s", err, p.TOML())
+			}
+		}
+	})
+}
+
+// FuzzPackageOf: a command accepted as fetching a package names one exact version.
+func FuzzPackageOf(f *testing.F) {
+	for _, s := range []string{"npx -y a@1.2.3 acp", "npx @s/a@1.0.0-rc.1", "uvx a==1.0.0", "npx a@^1", "npx a", "pnpm dlx a@1.0.0"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		pkg, ok, err := PackageOf(strings.Fields(s))
+		if !ok || err != nil {
+			return
+		}
+		if !exactRE.MatchString(pkg.Version) || pkg.Name == "" {
+			t.Fatalf("accepted %q as %+v", s, pkg)
+		}
+	})
+}
+
+// FuzzParseRegistry: the registry decoder never panics, and every entry it
+// drafts from is a profile that passes or is refused with a reason.
+func FuzzParseRegistry(f *testing.F) {
+	f.Add([]byte(`{"version":"1.0.0","agents":[{"id":"a","name":"A","version":"1.0.0","description":"d","distribution":{"npx":{"package":"a@1.0.0"}}}]}`))
+	f.Add([]byte(`{"version":"1.0.0","agents":[{"id":"b","distribution":{"future":{"x":1},"binary":{"linux-x86_64":{"archive":"u","cmd":"./b"}}}}]}`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		r, err := ParseRegistry(b)
+		if err != nil {
+			return
+		}
+		for _, e := range r.Agents {
+			p, _, err := Draft(e)
+			if err == nil {
+				_ = Validate(p, nil)
+			}
+		}
+	})
+}
