@@ -91,6 +91,9 @@ type Queue struct {
 	wait    time.Duration
 	perTask map[string]time.Duration
 	now     func() time.Time
+
+	// testWait, when set, replaces every wait (tests cannot wait a minute).
+	testWait time.Duration
 }
 
 type queueFile struct {
@@ -194,6 +197,9 @@ func (q *Queue) WaitFor(taskID string) time.Duration {
 }
 
 func (q *Queue) waitLocked(taskID string) time.Duration {
+	if q.testWait > 0 {
+		return q.testWait
+	}
 	if d, ok := q.perTask[taskID]; ok {
 		return d
 	}
