@@ -126,6 +126,12 @@ func TestOtherUserIsRefused(t *testing.T) {
 			if code != 3 {
 				t.Fatalf("uid 65534 got through (exit %d): %s", code, out)
 			}
+			// With the mode loosened the kernel lets it connect: the refusal
+			// must then be the daemon's own peer check, not a permission error.
+			if denied := strings.Contains(out, "permission denied"); denied != (mode == 0o600) {
+				t.Fatalf("uid 65534 refused the wrong way for mode %v: %s", mode, out)
+			}
+			t.Logf("refused: %s", strings.TrimSpace(out))
 		})
 	}
 	must(t, os.Chmod(SocketPath(d.home), 0o600))
