@@ -118,6 +118,12 @@ func (d *Daemon) guard(h http.Handler) http.Handler {
 			http.Error(w, "refused: no valid token (open the address `kule app --print-url` prints)", http.StatusUnauthorized)
 			return
 		}
+		// A change must come as JSON: a form or a no-cors fetch from another
+		// page cannot send that content type without a CORS preflight.
+		if r.Method != http.MethodGet && r.Method != http.MethodHead && !strings.HasPrefix(r.Header.Get("Content-Type"), "application/json") {
+			http.Error(w, "refused: a change must be sent as application/json", http.StatusUnsupportedMediaType)
+			return
+		}
 		h.ServeHTTP(w, r)
 	})
 }

@@ -312,11 +312,27 @@ func TestHTTPGuard(t *testing.T) {
 	// A question cannot be posted over the HTTP port, even with the token.
 	req, _ := http.NewRequest("POST", base+"/api/questions", strings.NewReader(`{"task":"x","kind":"k","title":"t"}`))
 	req.AddCookie(good)
+	req.Header.Set("Content-Type", "application/json")
 	resp, err := http.DefaultClient.Do(req)
 	must(t, err)
 	resp.Body.Close()
 	if resp.StatusCode != 400 {
 		t.Fatalf("question posted over http: %d", resp.StatusCode)
+	}
+	// A change sent as a form or text/plain (what another page can send
+	// without a preflight) is refused even with the token.
+	for _, ct := range []string{"text/plain", "application/x-www-form-urlencoded", "multipart/form-data; boundary=x", ""} {
+		req, _ := http.NewRequest("POST", base+"/api/tasks", strings.NewReader(`{"folder":"/tmp"}`))
+		req.AddCookie(good)
+		if ct != "" {
+			req.Header.Set("Content-Type", ct)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		must(t, err)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusUnsupportedMediaType {
+			t.Fatalf("POST as %q: %d, want 415", ct, resp.StatusCode)
+		}
 	}
 }
 

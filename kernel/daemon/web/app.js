@@ -20,7 +20,7 @@ function h(tag, attrs = {}, ...kids) {
 
 async function api(method, path, body) {
   const opt = { method, headers: {}, credentials: 'same-origin' };
-  if (body !== undefined) { opt.headers['Content-Type'] = 'application/json'; opt.body = JSON.stringify(body); }
+  if (method !== 'GET') { opt.headers['Content-Type'] = 'application/json'; opt.body = JSON.stringify(body === undefined ? {} : body); }
   const r = await fetch(path, opt);
   const text = await r.text();
   let data = null;
