@@ -166,8 +166,23 @@ func (k *Kernel) underneath(t *task.Task, m *manifest.Manifest, es []effects.Eff
 			}
 		}
 	}
+	// Directories this commit itself creates are not in the folder yet.
+	made := map[string]bool{}
+	for _, e := range es {
+		if e.NewType == effects.TypeDir && (e.Kind == effects.Add || e.Kind == effects.Type || e.Kind == effects.Move) {
+			made[e.Path] = true
+		}
+	}
+	createdHere := func(d string) bool {
+		for ; d != ""; d = relpath.Dir(d) {
+			if made[d] {
+				return true
+			}
+		}
+		return false
+	}
 	parentOK := func(rel string) {
-		if d := relpath.Dir(rel); d != "" {
+		if d := relpath.Dir(rel); d != "" && !createdHere(d) {
 			it, err := walk.Lstat(t.Folder, d)
 			if err != nil || it.Type != effects.TypeDir {
 				bad[d] = true
@@ -237,6 +252,7 @@ type planner struct {
 	ignored bool // leave ignored entries below an added directory out
 	ops     []apply.Op
 	items   []checkpoint.Item
+	at      map[string]int // path → index in items: effects overlap (a move out of a deleted directory)
 }
 
 func (p *planner) plan(es []effects.Effect) ([]apply.Op, []checkpoint.Item, error) {
@@ -385,6 +401,19 @@ func (p *planner) recordOne(rel string, before, after bool) error {
 	if item.Before.Type == "none" && item.After.Type == "none" {
 		return nil
 	}
+	if p.at == nil {
+		p.at = map[string]int{}
+	}
+	if i, ok := p.at[rel]; ok {
+		if before {
+			p.items[i].Before = item.Before
+		}
+		if after {
+			p.items[i].After = item.After
+		}
+		return nil
+	}
+	p.at[rel] = len(p.items)
 	p.items = append(p.items, item)
 	return nil
 }

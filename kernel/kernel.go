@@ -20,6 +20,7 @@ import (
 	"github.com/kulehq/kule/kernel/clone"
 	"github.com/kulehq/kule/kernel/effects"
 	"github.com/kulehq/kule/kernel/history"
+	"github.com/kulehq/kule/kernel/limits"
 	"github.com/kulehq/kule/kernel/manifest"
 	"github.com/kulehq/kule/kernel/runner"
 	"github.com/kulehq/kule/kernel/task"
@@ -97,6 +98,28 @@ func (k *Kernel) VerifyHistory(t *task.Task) error {
 	return history.Verify(t.Paths.History, key.Public().(ed25519.PublicKey))
 }
 
+// LimitsFor is what a task's runs may take: the task's own fields over the
+// home's [limits] settings.
+func LimitsFor(t *task.Task, home limits.Limits) limits.Limits {
+	l := home
+	if t.Limits.CPU != 0 {
+		l.CPU = t.Limits.CPU
+	}
+	if t.Limits.Memory != 0 {
+		l.Memory = t.Limits.Memory
+	}
+	if t.Limits.Disk != 0 {
+		l.Disk = t.Limits.Disk
+	}
+	if t.Limits.Time != 0 {
+		l.Time = t.Limits.Time
+	}
+	if t.Limits.Idle != 0 {
+		l.Idle = t.Limits.Idle
+	}
+	return l
+}
+
 // NewReport is what making a task learned.
 type NewReport struct {
 	Task     *task.Task
@@ -152,7 +175,8 @@ func (k *Kernel) NewTask(folder string) (*NewReport, error) {
 	if err := manifest.Save(manifestPath(paths), res.Manifest); err != nil {
 		return nil, fmt.Errorf("new: %w", err)
 	}
-	t := &task.Task{ID: id, Folder: real, Created: time.Now().UTC(), Backend: res.Manifest.Backend, Paths: paths}
+	t := &task.Task{ID: id, Folder: real, Created: time.Now().UTC(), Backend: res.Manifest.Backend, Paths: paths,
+		DiskBase: limits.DiskUsage(paths.Copy, paths.Tmp, paths.Home)}
 	if err := k.Store.Save(t); err != nil {
 		return nil, fmt.Errorf("new: %w", err)
 	}

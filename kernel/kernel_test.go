@@ -167,13 +167,15 @@ func TestEffectsOfEachKind(t *testing.T) {
 func TestCommitThenUndoRestoresTheFolder(t *testing.T) {
 	t.Parallel()
 	scripts := map[string]string{
-		"edit-delete-move": "echo more >> notes.md && rm src/main.go && mv photos 2026",
-		"new-tree":         "mkdir -p a/b/c && echo deep > a/b/c/d.txt && ln -s ../notes.md a/link",
-		"type-changes":     "rm notes.md && mkdir notes.md && echo x > notes.md/inner && rm -rf src && echo now-a-file > src",
-		"modes":            "chmod 600 notes.md && chmod 700 photos",
-		"odd-names":        "printf x > \"$(printf 'caf\\351')\" && printf y > \"$(printf 'two\\nlines')\" && mv photos/a.jpg \"photos/$(printf '\\377')\"",
-		"dir-to-link":      "rm -rf photos && ln -s /etc photos",
-		"empty-everything": "find . -mindepth 1 -maxdepth 1 ! -name .git -exec rm -rf {} +",
+		"edit-delete-move":  "echo more >> notes.md && rm src/main.go && mv photos 2026",
+		"new-tree":          "mkdir -p a/b/c && echo deep > a/b/c/d.txt && ln -s ../notes.md a/link",
+		"type-changes":      "rm notes.md && mkdir notes.md && echo x > notes.md/inner && rm -rf src && echo now-a-file > src",
+		"modes":             "chmod 600 notes.md && chmod 700 photos",
+		"odd-names":         "printf x > \"$(printf 'caf\\351')\" && printf y > \"$(printf 'two\\nlines')\" && mv photos/a.jpg \"photos/$(printf '\\377')\"",
+		"dir-to-link":       "rm -rf photos && ln -s /etc photos",
+		"edit-in-moved-dir": "echo x >> photos/a.jpg && mv photos 2026",
+		"move-into-new-dir": "mkdir -p n/m && mv notes.md n/m/ && mv src/main.go n/",
+		"empty-everything":  "find . -mindepth 1 -maxdepth 1 ! -name .git -exec rm -rf {} +",
 	}
 	for name, script := range scripts {
 		t.Run(name, func(t *testing.T) {
@@ -517,5 +519,80 @@ func must(t *testing.T, err error) {
 	t.Helper()
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+var (
+	binOnce sync.Once
+	binPath string
+	binErr  error
+)
+
+// Files that appear and vanish while a task is made are passed over and
+// said; making the task never fails because of them.
+func TestFilesVanishingWhileTheTaskIsMade(t *testing.T) {
+	t.Parallel()
+	files := map[string]string{}
+	for i := range 300 {
+		files[fmt.Sprintf("d%d/f%d", i%10, i)] = "x"
+	}
+	f := newFixture(t, files)
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for n := 0; ; n++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			p := filepath.Join(f.folder, fmt.Sprintf("d%d", n%10), fmt.Sprintf("churn%d", n%50))
+			_ = os.WriteFile(p, []byte("y"), 0o644)
+			_ = os.Remove(p)
+		}
+	}()
+	for range 5 {
+		rep, err := f.k.NewTask(f.folder)
+		if err != nil {
+			close(stop)
+			t.Fatalf("NewTask while files churn: %v", err)
+		}
+		for _, p := range rep.Problems {
+			if p.Kind != "vanished" {
+				t.Errorf("problem %v, want only vanished files", p)
+			}
+		}
+	}
+	close(stop)
+	<-done
+}
+
+func TestTaskIDPrefixes(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, map[string]string{"a": "1"})
+	tk := f.newTask()
+	for _, p := range []string{tk.ID, tk.ID[:4], strings.ToUpper(tk.ID[:3])} {
+		if got, err := f.k.Resolve(p); err != nil || got.ID != tk.ID {
+			t.Errorf("Resolve(%q) = %v, %v", p, got, err)
+		}
+	}
+	for _, p := range []string{"", "zz", "123456789", "../x"} {
+		if _, err := f.k.Resolve(p); err == nil {
+			t.Errorf("Resolve(%q) found a task", p)
+		}
+	}
+	// Make tasks until two share a first character: that prefix is ambiguous.
+	seen := map[byte]string{tk.ID[0]: tk.ID}
+	for {
+		o := f.newTask()
+		if prev, ok := seen[o.ID[0]]; ok {
+			_, err := f.k.Resolve(o.ID[:1])
+			if err == nil || !strings.Contains(err.Error(), prev) || !strings.Contains(err.Error(), o.ID) {
+				t.Fatalf("ambiguous prefix %q: %v; want an error naming %s and %s", o.ID[:1], err, prev, o.ID)
+			}
+			return
+		}
+		seen[o.ID[0]] = o.ID
 	}
 }

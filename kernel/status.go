@@ -9,6 +9,7 @@ import (
 
 	"github.com/kulehq/kule/kernel/effects"
 	"github.com/kulehq/kule/kernel/ignore"
+	"github.com/kulehq/kule/kernel/limits"
 	"github.com/kulehq/kule/kernel/manifest"
 	"github.com/kulehq/kule/kernel/relpath"
 	"github.com/kulehq/kule/kernel/runner"
@@ -96,6 +97,7 @@ type ExecOptions struct {
 	Args   []string
 	Subdir string // working directory relative to the folder root ("" = root)
 	Spec   runner.Spec
+	Limits limits.Limits // what the run may take; zero fields are no limit
 }
 
 // Exec runs a command in the task's copy and returns its exit code and the
@@ -124,8 +126,28 @@ func (k *Kernel) Exec(ctx context.Context, t *task.Task, opt ExecOptions) (int, 
 	if spec.Env == nil {
 		spec.Env = os.Environ()
 	}
+	var sup *limits.Supervisor
+	lim := opt.Limits
+	if lim != (limits.Limits{}) {
+		spec.FileSizeLimit = lim.Disk
+		paths := []string{t.Paths.Copy, t.Paths.Tmp, t.Paths.Home}
+		base := t.DiskBase
+		started := spec.Started
+		spec.Started = func(pid int) {
+			sup = limits.Start(ctx, lim, limits.Watch{Root: pid, DiskPaths: paths, DiskBase: base})
+			if started != nil {
+				started(pid)
+			}
+		}
+	}
 	code, runErr := k.Runner.Run(ctx, spec)
 	st, err := k.status(t)
+	if sup != nil {
+		sup.Wait()
+		if lerr := sup.Err(); lerr != nil {
+			return code, st, fmt.Errorf("exec: %w", lerr)
+		}
+	}
 	if runErr != nil {
 		return code, st, runErr
 	}

@@ -31,6 +31,7 @@ func rootCommand() *cobra.Command {
 		listCommand(),
 		deleteCommand(),
 		historyCommand(),
+		limitsCommand(),
 		daemonCommand(), appCommand(), nameCommand(), colorCommand(),
 	)
 	return root

@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kulehq/kule/kernel"
+	"github.com/kulehq/kule/kernel/config"
 	"github.com/kulehq/kule/kernel/effects"
 	"github.com/kulehq/kule/kernel/history"
 	"github.com/kulehq/kule/kernel/relpath"
@@ -121,7 +122,11 @@ and lists what it changed. Nothing reaches the folder until kule commit.`,
 			}
 			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
-			opt := kernel.ExecOptions{Args: argv, Subdir: subdirOf(t.Folder)}
+			cfg, err := config.Load(k.Store.Root)
+			if err != nil {
+				return err
+			}
+			opt := kernel.ExecOptions{Args: argv, Subdir: subdirOf(t.Folder), Limits: kernel.LimitsFor(t, cfg.Limits)}
 			opt.Spec.Stdin, opt.Spec.Stdout, opt.Spec.Stderr = os.Stdin, os.Stdout, os.Stderr
 			code, st, err := k.Exec(ctx, t, opt)
 			if st != nil {

@@ -27,6 +27,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 
 	"golang.org/x/sys/unix"
 
@@ -183,6 +184,21 @@ func Recover(root, journalPath string, finish Finish) (*Journal, bool, error) {
 	}
 	if err != nil {
 		return nil, false, err
+	}
+	for _, op := range j.Ops {
+		if err := relpath.Check(string(op.Path)); err != nil {
+			return j, false, fmt.Errorf("%w: %s: %v (nothing was done; keep a copy of it and of the folder before removing it)", ErrJournalDamaged, journalPath, err)
+		}
+		if op.From != "" {
+			if err := relpath.Check(string(op.From)); err != nil {
+				return j, false, fmt.Errorf("%w: %s: %v", ErrJournalDamaged, journalPath, err)
+			}
+		}
+		for _, name := range []string{op.Tmp, op.Trash} {
+			if strings.ContainsRune(name, '/') || name == ".." || name == "." {
+				return j, false, fmt.Errorf("%w: %s: bad temporary name %q", ErrJournalDamaged, journalPath, name)
+			}
+		}
 	}
 	rootfd, err := openRoot(root)
 	if err != nil {
@@ -440,8 +456,8 @@ func rollBack(rootfd int, j *Journal) error {
 			continue
 		}
 		dfd, err := openDir(rootfd, relpath.Dir(string(op.Path)))
-		if errors.Is(err, unix.ENOENT) {
-			continue
+		if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ENOTDIR) || errors.Is(err, ErrLinkInPath) {
+			continue // nothing can have been staged there
 		}
 		if err != nil {
 			if firstErr == nil {

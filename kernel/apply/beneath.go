@@ -38,7 +38,7 @@ func openDir(rootfd int, rel string) (int, error) {
 	if err == nil {
 		return fd, nil
 	}
-	if errors.Is(err, unix.ELOOP) || errors.Is(err, unix.EXDEV) {
+	if errors.Is(err, unix.ELOOP) || errors.Is(err, unix.EXDEV) || (errors.Is(err, unix.ENOTDIR) && isLink(rootfd, rel)) {
 		return -1, fmt.Errorf("%s: %w", rel, ErrLinkInPath)
 	}
 	if !errors.Is(err, unix.ENOSYS) {
@@ -60,6 +60,13 @@ func openDir(rootfd int, rel string) (int, error) {
 		cur = next
 	}
 	return cur, nil
+}
+
+// isLink reports whether the last element of rel is a symbolic link (O_NOFOLLOW
+// with O_DIRECTORY answers ENOTDIR for one).
+func isLink(rootfd int, rel string) bool {
+	var st unix.Stat_t
+	return unix.Fstatat(rootfd, rel, &st, unix.AT_SYMLINK_NOFOLLOW) == nil && st.Mode&unix.S_IFMT == unix.S_IFLNK
 }
 
 // removeAllAt removes name in dirfd and everything below it, never following

@@ -50,6 +50,13 @@ type Spec struct {
 	Hide       []string // extra paths hidden for this command (--hide)
 	Network    Network
 	ProxyAddr  string // host:port of the task's proxy, when Network is NetworkProxy
+
+	// FileSizeLimit, when positive, is set as RLIMIT_FSIZE before the
+	// command is executed, so no file it writes grows past it.
+	FileSizeLimit int64
+	// Started, when set, is told the pid of the command (or of the
+	// sandbox's first process) as soon as it runs: limits watch from there.
+	Started func(pid int)
 }
 
 // Runner starts a command and waits for it. The exit code is the command's own
@@ -73,7 +80,12 @@ func (Direct) Run(ctx context.Context, spec Spec) (int, error) {
 	if len(spec.Args) == 0 {
 		return -1, ErrNoCommand
 	}
-	cmd := exec.CommandContext(ctx, spec.Args[0], spec.Args[1:]...)
+	args := spec.Args
+	if spec.FileSizeLimit > 0 {
+		// prlimit(1) sets RLIMIT_FSIZE in the child before it execs the command.
+		args = append([]string{"prlimit", fmt.Sprintf("--fsize=%d", spec.FileSizeLimit), "--"}, args...)
+	}
+	cmd := exec.CommandContext(ctx, args[0], args[1:]...)
 	cmd.Dir = spec.Dir
 	cmd.Env = spec.Env
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = spec.Stdin, spec.Stdout, spec.Stderr
@@ -83,7 +95,13 @@ func (Direct) Run(ctx context.Context, spec Spec) (int, error) {
 	if cmd.Stderr == nil {
 		cmd.Stderr = os.Stderr
 	}
-	return ExitCode(cmd.Run())
+	if err := cmd.Start(); err != nil {
+		return ExitCode(err)
+	}
+	if spec.Started != nil {
+		spec.Started(cmd.Process.Pid)
+	}
+	return ExitCode(cmd.Wait())
 }
 
 // ExitCode turns the error of exec.Cmd.Run into an exit code the way a shell

@@ -15,6 +15,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/kulehq/kule/kernel/limits"
 )
 
 // Errors a caller can test for.
@@ -34,6 +36,13 @@ type Task struct {
 	Group   string    `json:"group,omitempty"`
 	Backend string    `json:"backend"` // workspace backend: "reflink" or "copy"
 	Order   int       `json:"order,omitempty"`
+
+	// DiskBase is what the copy took when the task was made: a disk limit
+	// bounds growth beyond it.
+	DiskBase int64 `json:"disk_base,omitempty"`
+
+	// Limits are this task's own; a zero field takes the home's setting.
+	Limits limits.Limits `json:"limits,omitzero"`
 
 	// Paths is filled in when the task is loaded; it is not stored.
 	Paths Paths `json:"-"`

@@ -1,0 +1,387 @@
+// Package limits bounds what one run may take: processor (slowed, not
+// stopped, by pausing and resuming its processes in turn — no privileges
+// needed), memory (the proportional set size of all its processes; over it
+// they are killed), disk (what its folders grew by, measured every second,
+// and no single file past it through RLIMIT_FSIZE), wall time, and idle time.
+package limits
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// Limits for one run; a zero field is no limit.
+type Limits struct {
+	CPU    float64       `json:"cpu,omitempty" toml:"cpu,omitempty"`       // cores
+	Memory int64         `json:"memory,omitempty" toml:"memory,omitempty"` // bytes of PSS
+	Disk   int64         `json:"disk,omitempty" toml:"disk,omitempty"`     // bytes of growth
+	Time   time.Duration `json:"time,omitempty" toml:"time,omitempty"`     // one run's wall time
+	Idle   time.Duration `json:"idle,omitempty" toml:"idle,omitempty"`     // no activity for this long
+}
+
+// Reason says why a run was stopped.
+type Reason string
+
+// Reasons.
+const (
+	ReasonNone   Reason = ""
+	ReasonMemory Reason = "memory"
+	ReasonDisk   Reason = "disk"
+	ReasonTime   Reason = "time"
+	ReasonIdle   Reason = "idle"
+)
+
+// ErrStopped wraps every stop by a limit.
+var ErrStopped = errors.New("stopped by a limit")
+
+// Watch says what to watch besides the processes.
+type Watch struct {
+	// Root is the run's first process; its descendants are the run.
+	Root int
+	// DiskPaths are measured for growth (the copy, its tmp, its home layer);
+	// DiskBase is their size when the task was made.
+	DiskPaths []string
+	DiskBase  int64
+	// Activity, when set, reports the last time the run did something the
+	// processes do not show (an agent's message, a question waiting on the
+	// person — which counts as activity, never as idle).
+	Activity func() time.Time
+	// Tick is how often the supervisor looks; 100 ms when zero.
+	Tick time.Duration
+}
+
+// Usage is what the run took so far.
+type Usage struct {
+	CPUSeconds float64
+	Memory     int64 // PSS of the run's processes now
+	Disk       int64 // growth since the task was made
+	Processes  int
+	Throttled  time.Duration // time the run spent paused to hold its CPU share
+}
+
+// Supervisor watches one run.
+type Supervisor struct {
+	lim    Limits
+	w      Watch
+	mu     sync.Mutex
+	usage  Usage
+	reason Reason
+	done   chan struct{}
+}
+
+// Start watches w.Root until ctx ends or the root process is gone. It sets
+// RLIMIT_FSIZE on the root when a disk limit is given.
+func Start(ctx context.Context, lim Limits, w Watch) *Supervisor {
+	if w.Tick == 0 {
+		w.Tick = 100 * time.Millisecond
+	}
+	s := &Supervisor{lim: lim, w: w, done: make(chan struct{})}
+	if lim.Disk > 0 {
+		_ = SetFileSizeLimit(w.Root, lim.Disk)
+	}
+	go s.loop(ctx)
+	return s
+}
+
+// SetFileSizeLimit caps the size of any file pid (and what it starts from now
+// on) writes.
+func SetFileSizeLimit(pid int, bytes int64) error {
+	lim := unix.Rlimit{Cur: uint64(bytes), Max: uint64(bytes)}
+	return unix.Prlimit(pid, unix.RLIMIT_FSIZE, &lim, nil)
+}
+
+// Stop ends the watch.
+func (s *Supervisor) Wait() Reason {
+	<-s.done
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.reason
+}
+
+// Usage reports what the run took so far.
+func (s *Supervisor) Usage() Usage {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.usage
+}
+
+// Err is the stop as an error a person reads, or nil.
+func (s *Supervisor) Err() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch s.reason {
+	case ReasonMemory:
+		return fmt.Errorf("%w: memory: the run held %s, over its limit of %s (its processes were killed; raise it with kule limits --memory)", ErrStopped, Bytes(s.usage.Memory), Bytes(s.lim.Memory))
+	case ReasonDisk:
+		return fmt.Errorf("%w: disk: the task grew by %s, over its limit of %s (the run was stopped; what it wrote stays in the copy for review)", ErrStopped, Bytes(s.usage.Disk), Bytes(s.lim.Disk))
+	case ReasonTime:
+		return fmt.Errorf("%w: time: the run took longer than %s", ErrStopped, s.lim.Time)
+	case ReasonIdle:
+		return fmt.Errorf("%w: idle: nothing happened for %s", ErrStopped, s.lim.Idle)
+	}
+	return nil
+}
+
+func (s *Supervisor) stop(r Reason, pids []int) {
+	s.mu.Lock()
+	s.reason = r
+	s.mu.Unlock()
+	for _, p := range pids {
+		_ = syscall.Kill(p, syscall.SIGCONT)
+		_ = syscall.Kill(p, syscall.SIGKILL)
+	}
+}
+
+func (s *Supervisor) loop(ctx context.Context) {
+	defer close(s.done)
+	start := time.Now()
+	lastActive := start
+	var lastCPU float64
+	lastProcs := 0
+	lastDisk := time.Time{}
+	ticker := time.NewTicker(s.w.Tick)
+	defer ticker.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-ticker.C:
+		}
+		pids := Tree(s.w.Root)
+		if len(pids) == 0 {
+			return
+		}
+		cpu := cpuSeconds(pids)
+		now := time.Now()
+		if cpu > lastCPU+0.001 || len(pids) != lastProcs {
+			lastActive = now
+		}
+		if s.w.Activity != nil {
+			if a := s.w.Activity(); a.After(lastActive) {
+				lastActive = a
+			}
+		}
+		lastCPU, lastProcs = cpu, len(pids)
+		s.mu.Lock()
+		s.usage.CPUSeconds, s.usage.Processes = cpu, len(pids)
+		s.mu.Unlock()
+
+		if s.lim.Memory > 0 {
+			m := pss(pids)
+			s.mu.Lock()
+			s.usage.Memory = m
+			s.mu.Unlock()
+			if m > s.lim.Memory {
+				s.stop(ReasonMemory, pids)
+				return
+			}
+		}
+		if s.lim.Disk > 0 && now.Sub(lastDisk) >= time.Second {
+			lastDisk = now
+			grown := DiskUsage(s.w.DiskPaths...) - s.w.DiskBase
+			s.mu.Lock()
+			s.usage.Disk = grown
+			s.mu.Unlock()
+			if grown > s.lim.Disk {
+				s.stop(ReasonDisk, pids)
+				return
+			}
+		}
+		if s.lim.Time > 0 && now.Sub(start) > s.lim.Time {
+			s.stop(ReasonTime, pids)
+			return
+		}
+		if s.lim.Idle > 0 && now.Sub(lastActive) > s.lim.Idle {
+			s.stop(ReasonIdle, pids)
+			return
+		}
+		if s.lim.CPU > 0 {
+			// Ahead of its share: pause the whole tree until wall time
+			// catches up, a tenth of a second at most, then resume.
+			allowed := s.lim.CPU * now.Sub(start).Seconds()
+			if over := cpu - allowed; over > 0 {
+				pause := min(time.Duration(over/s.lim.CPU*float64(time.Second)), 100*time.Millisecond)
+				signal(pids, syscall.SIGSTOP)
+				time.Sleep(pause)
+				signal(Tree(s.w.Root), syscall.SIGCONT)
+				s.mu.Lock()
+				s.usage.Throttled += pause
+				s.mu.Unlock()
+			}
+		}
+	}
+}
+
+func signal(pids []int, sig syscall.Signal) {
+	for _, p := range pids {
+		_ = syscall.Kill(p, sig)
+	}
+}
+
+// Tree returns root and all its descendants, from /proc.
+func Tree(root int) []int {
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil
+	}
+	children := map[int][]int{}
+	alive := false
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		ppid, state, ok := statOf(pid)
+		if !ok || state == 'Z' {
+			continue
+		}
+		if pid == root {
+			alive = true
+		}
+		children[ppid] = append(children[ppid], pid)
+	}
+	if !alive {
+		return nil
+	}
+	out := []int{root}
+	for i := 0; i < len(out); i++ {
+		out = append(out, children[out[i]]...)
+	}
+	return out
+}
+
+// statOf reads a process's parent and state from /proc/<pid>/stat.
+func statOf(pid int) (ppid int, state byte, ok bool) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return 0, 0, false
+	}
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 || i+4 > len(b) {
+		return 0, 0, false
+	}
+	f := strings.Fields(string(b[i+2:]))
+	if len(f) < 2 {
+		return 0, 0, false
+	}
+	ppid, err = strconv.Atoi(f[1])
+	return ppid, f[0][0], err == nil
+}
+
+var clockTicks = 100.0 // USER_HZ on Linux
+
+func cpuSeconds(pids []int) float64 {
+	total := 0.0
+	for _, p := range pids {
+		b, err := os.ReadFile("/proc/" + strconv.Itoa(p) + "/stat")
+		if err != nil {
+			continue
+		}
+		i := bytes.LastIndexByte(b, ')')
+		if i < 0 || i+2 > len(b) {
+			continue
+		}
+		f := strings.Fields(string(b[i+2:]))
+		if len(f) < 13 {
+			continue
+		}
+		ut, _ := strconv.ParseFloat(f[11], 64)
+		st, _ := strconv.ParseFloat(f[12], 64)
+		total += (ut + st) / clockTicks
+	}
+	return total
+}
+
+// pss sums the proportional set size of the processes, from smaps_rollup.
+func pss(pids []int) int64 {
+	var total int64
+	for _, p := range pids {
+		f, err := os.Open("/proc/" + strconv.Itoa(p) + "/smaps_rollup")
+		if err != nil {
+			continue
+		}
+		sc := bufio.NewScanner(f)
+		for sc.Scan() {
+			line := sc.Text()
+			if strings.HasPrefix(line, "Pss:") {
+				kb, _ := strconv.ParseInt(strings.Fields(line)[1], 10, 64)
+				total += kb << 10
+				break
+			}
+		}
+		f.Close()
+	}
+	return total
+}
+
+// DiskUsage is the space the trees at paths take, by allocated blocks,
+// without following links.
+func DiskUsage(paths ...string) int64 {
+	var total int64
+	for _, p := range paths {
+		_ = filepath.WalkDir(p, func(path string, d os.DirEntry, err error) error {
+			if err != nil {
+				return nil
+			}
+			var st unix.Stat_t
+			if unix.Lstat(path, &st) == nil {
+				total += st.Blocks * 512
+			}
+			return nil
+		})
+	}
+	return total
+}
+
+// Bytes prints a size as a person reads it.
+func Bytes(n int64) string {
+	const unit = 1024
+	if n < unit {
+		return fmt.Sprintf("%d B", n)
+	}
+	div, exp := int64(unit), 0
+	for m := n / unit; m >= unit; m /= unit {
+		div *= unit
+		exp++
+	}
+	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
+}
+
+// ParseBytes reads "4G", "512M", "10GiB", "2048" (bytes).
+func ParseBytes(s string) (int64, error) {
+	t := strings.TrimSpace(strings.ToUpper(s))
+	t = strings.TrimSuffix(strings.TrimSuffix(t, "IB"), "B")
+	mult := int64(1)
+	if t != "" {
+		switch t[len(t)-1] {
+		case 'K':
+			mult = 1 << 10
+		case 'M':
+			mult = 1 << 20
+		case 'G':
+			mult = 1 << 30
+		case 'T':
+			mult = 1 << 40
+		}
+		if mult != 1 {
+			t = t[:len(t)-1]
+		}
+	}
+	v, err := strconv.ParseFloat(strings.TrimSpace(t), 64)
+	if err != nil || v < 0 {
+		return 0, fmt.Errorf("limits: %q is not a size (try 512M or 4G)", s)
+	}
+	return int64(v * float64(mult)), nil
+}

@@ -1,0 +1,69 @@
+package walk
+
+import (
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/kulehq/kule/kernel/effects"
+)
+
+// The parallel walk lists exactly what filepath.WalkDir lists, never going
+// through a link, with any number of workers.
+func TestWalkMatchesWalkDir(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	for i := range 200 {
+		p := filepath.Join(root, fmt.Sprintf("d%d/e%d/f%d", i%7, i%3, i))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte("x"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Symlink("/", filepath.Join(root, "d0", "to-root")); err != nil {
+		t.Fatal(err)
+	}
+	var want []string
+	_ = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if rel, _ := filepath.Rel(root, p); rel != "." {
+			want = append(want, filepath.ToSlash(rel))
+		}
+		return err
+	})
+	for _, workers := range []int{1, 2, 8} {
+		r, err := Walk(root, Options{Workers: workers})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, it := range r.Items {
+			got = append(got, it.Path)
+			if it.Path == "d0/to-root" && it.Type != effects.TypeLink {
+				t.Errorf("the link was listed as %v", it.Type)
+			}
+		}
+		if d := cmp.Diff(want, got); d != "" {
+			t.Fatalf("workers=%d (-WalkDir +Walk):\n%s", workers, d)
+		}
+	}
+}
+
+func TestWalkRefusesALinkOrAFileAsRoot(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	f := filepath.Join(dir, "file")
+	_ = os.WriteFile(f, nil, 0o644)
+	l := filepath.Join(dir, "link")
+	_ = os.Symlink(dir, l)
+	for _, p := range []string{f, l} {
+		if _, err := Walk(p, Options{}); err == nil {
+			t.Errorf("Walk(%s) accepted a root that is not a directory", p)
+		}
+	}
+}
