@@ -111,7 +111,6 @@ func TestAppEndToEnd(t *testing.T) {
 	d := startDaemon(t, Config{Policy: pol, Reviewer: StaticReviewer{"README.md": {"# Project", "## Usage"}}})
 	folder := sampleFolder(t)
 
-
 	step(t, ctx, shot, "open the app with its token",
 		chromedp.Navigate(d.URL()),
 		chromedp.WaitVisible(chromedp.CSS(`#btn-new`)))

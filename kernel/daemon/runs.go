@@ -15,6 +15,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/kulehq/kule/kernel"
+	"github.com/kulehq/kule/kernel/config"
 	"github.com/kulehq/kule/kernel/effects"
 	"github.com/kulehq/kule/kernel/task"
 )
@@ -41,6 +42,16 @@ func (r *runs) end(id string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	delete(r.active, id)
+}
+
+func (r *runs) stop(id string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	c, ok := r.active[id]
+	if ok {
+		c()
+	}
+	return ok
 }
 
 func (r *runs) running(id string) bool {
@@ -148,7 +159,11 @@ func (d *Daemon) Exec(ctx context.Context, t *task.Task, argv []string, label st
 	out := &outputSink{bus: d.Bus, task: t.ID}
 	d.Bus.Publish("run", t.ID, map[string]any{"state": "start", "command": label})
 	start := time.Now()
-	opt := kernel.ExecOptions{Args: argv}
+	cfg, err := config.Load(d.home)
+	if err != nil {
+		return nil, fmt.Errorf("exec %s: %w (nothing ran)", t.ID, err)
+	}
+	opt := kernel.ExecOptions{Args: argv, Limits: kernel.LimitsFor(t, cfg.Limits)}
 	opt.Spec.Stdout, opt.Spec.Stderr = out, out
 	opt.Spec.Stdin = strings.NewReader("")
 	code, st, err := d.k.Exec(rctx, t, opt)
@@ -165,6 +180,10 @@ func (d *Daemon) Exec(ctx context.Context, t *task.Task, argv []string, label st
 	d.Bus.Publish("run", t.ID, map[string]any{"state": "end", "command": label, "code": code, "error": step.Error, "summary": step.Summary})
 	d.Bus.Publish("step", t.ID, step)
 	return step, err
+}
+
+func (d *Daemon) stopTask(w http.ResponseWriter, r *http.Request, t *task.Task) {
+	writeJSON(w, 200, map[string]any{"task": t.ID, "stopped": d.runs.stop(t.ID)})
 }
 
 func stepsPath(t *task.Task) string { return filepath.Join(t.Paths.Dir, "steps.jsonl") }

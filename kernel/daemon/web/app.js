@@ -59,6 +59,7 @@ const commands = [
   { id: 'task.up', title: 'Move task up', key: 'Alt+ArrowUp', run: () => move(-1), task: true },
   { id: 'task.down', title: 'Move task down', key: 'Alt+ArrowDown', run: () => move(1), task: true },
   { id: 'task.rename', title: 'Name the task', key: 'F2', run: rename, task: true },
+  { id: 'task.stop', title: 'Stop the running command', key: '', run: () => api('POST', `/api/tasks/${state.current}/stop`), task: true },
   { id: 'task.wait', title: 'Set how long questions of the task wait', key: '', run: setTaskWait, task: true },
   { id: 'task.delete', title: 'Delete the task', key: '', run: del, task: true },
   { id: 'cmdline.focus', title: 'Go to the command line', key: 'Mod+L', run: () => $('cmd').focus(), task: true },
@@ -190,7 +191,8 @@ function renderHeader() {
     class: c ? 'c-' + c : '', 'aria-label': c ? `Colour ${c}` : 'No colour', title: c || 'none', 'aria-pressed': String((t.colour || '') === c),
     onclick: () => patch({ colour: c }).then(closeMenu),
   })));
-  $('btn-run').disabled = !!t.running;
+  $('btn-run').hidden = !!t.running;
+  $('btn-stop').hidden = !t.running;
 }
 
 async function patch(body) {
@@ -676,6 +678,7 @@ for (const r of document.querySelectorAll('input[name=theme]')) r.addEventListen
 function updateKbd() { $('kbd-palette').textContent = showKey(keyOf(byId['palette.open'])); }
 
 $('btn-new').addEventListener('click', openNew);
+$('btn-stop').addEventListener('click', () => api('POST', `/api/tasks/${state.current}/stop`).catch((x) => toast(x.message, true)));
 $('btn-new2').addEventListener('click', openNew);
 $('btn-settings').addEventListener('click', openSettings);
 $('btn-palette').addEventListener('click', openPalette);
