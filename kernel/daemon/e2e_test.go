@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+	"github.com/chromedp/chromedp/kb"
 )
 
 var docShot = flag.String("docshot", "", "write a screenshot of the main screen to this file (docs/app.png)")
@@ -22,6 +23,9 @@ var docShot = flag.String("docshot", "", "write a screenshot of the main screen 
 // reason when none is installed and CI is unset.
 func browser(t *testing.T) (context.Context, func(string)) {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("-short skips the end-to-end browser runs")
+	}
 	path := ""
 	for _, name := range []string{"chromium", "chromium-browser", "google-chrome", "headless-shell"} {
 		if p, err := exec.LookPath(name); err == nil {
@@ -86,6 +90,14 @@ func value[T any](t *testing.T, ctx context.Context, shot func(string), what str
 		t.Fatalf("%s: %v", what, err)
 	}
 	return v
+}
+
+// void drops an action's value.
+func void[T any](a chromedp.Action[T]) chromedp.Action[chromedp.Void] {
+	return func(ctx context.Context, t *chromedp.Target) (chromedp.Void, error) {
+		_, err := a(ctx, t)
+		return chromedp.Void{}, err
+	}
 }
 
 func waitFor(t *testing.T, what string, cond func() bool) {
@@ -269,4 +281,50 @@ func TestAppTokenCheckInBrowser(t *testing.T) {
 		t.Fatalf("another origin made a task: %+v (%s)", ts, title)
 	}
 	t.Logf("foreign page: %s", title)
+}
+
+// TestAppKeyboardAndSettings reorders tasks with Alt+↓ (kept in task.json),
+// switches tasks with Ctrl+Tab, rebinds the palette in Settings (kept in
+// shortcuts.json) and picks the high-contrast theme.
+func TestAppKeyboardAndSettings(t *testing.T) {
+	ctx, shot := browser(t)
+	d := startDaemon(t, Config{})
+	var ids []string
+	for range 2 {
+		rep, err := d.k.NewTask(sampleFolder(t))
+		must(t, err)
+		ids = append(ids, rep.Task.ID)
+		time.Sleep(2 * time.Millisecond)
+	}
+	step(t, ctx, shot, "open the app",
+		chromedp.Navigate(d.URL()),
+		chromedp.Click(chromedp.CSS(`#task-list li[data-id="`+ids[0]+`"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`#taskview`)),
+		chromedp.KeyEvent(kb.ArrowDown, chromedp.KeyModifiers(chromedp.ModifierAlt)),
+		chromedp.WaitVisible(chromedp.CSS(`#task-list li:nth-child(2)[data-id="`+ids[0]+`"]`)))
+	ts, err := d.k.Store.List()
+	must(t, err)
+	if ts[0].ID != ids[1] || ts[1].ID != ids[0] {
+		t.Fatalf("order after Alt+Down: %s, %s; want %s first", ts[0].ID, ts[1].ID, ids[1])
+	}
+	step(t, ctx, shot, "Ctrl+Tab to the next task",
+		chromedp.KeyEvent(kb.Tab, chromedp.KeyModifiers(chromedp.ModifierCtrl)),
+		chromedp.WaitVisible(chromedp.CSS(`#task-list li[aria-selected="true"][data-id="`+ids[1]+`"]`)))
+
+	step(t, ctx, shot, "rebind the palette to Mod+P in Settings",
+		chromedp.Click(chromedp.CSS(`#btn-settings`)),
+		chromedp.WaitVisible(chromedp.CSS(`#keys-body button[data-cmd="palette.open"]`)),
+		chromedp.Click(chromedp.CSS(`#keys-body button[data-cmd="palette.open"]`)),
+		chromedp.KeyEvent("p", chromedp.KeyModifiers(chromedp.ModifierCtrl)),
+		void(chromedp.Poll[bool](`document.querySelector('#keys-body button[data-cmd="palette.open"]').textContent.includes('P')`)),
+		chromedp.Click(chromedp.CSS(`input[name=theme][value=contrast]`)))
+	waitFor(t, "shortcuts.json", func() bool { return strings.Contains(readFile(filepath.Join(d.home, "shortcuts.json")), `"palette.open": "Mod+P"`) })
+	theme := value(t, ctx, shot, "theme", chromedp.Evaluate[string](`document.documentElement.dataset.theme`))
+	if theme != "contrast" {
+		t.Fatalf("theme %q, want contrast", theme)
+	}
+	step(t, ctx, shot, "the new key opens the palette",
+		chromedp.Click(chromedp.CSS(`#dlg-settings button[value=close]`)),
+		chromedp.KeyEvent("p", chromedp.KeyModifiers(chromedp.ModifierCtrl)),
+		chromedp.WaitVisible(chromedp.CSS(`#pal-input`)))
 }
