@@ -140,7 +140,10 @@ type TaskView struct {
 	Error    string    `json:"error,omitempty"`
 }
 
-func (d *Daemon) viewOf(ctx context.Context, t *task.Task) TaskView {
+func (d *Daemon) viewOf(ctx context.Context, t *task.Task) TaskView { return d.viewWith(ctx, t, nil) }
+
+// viewWith builds the view from a status already found (nil: find it).
+func (d *Daemon) viewWith(ctx context.Context, t *task.Task, st *kernel.Status) TaskView {
 	v := TaskView{ID: t.ID, Folder: t.Folder, Name: t.Name, Colour: t.Colour, Order: t.Order, Created: t.Created, Backend: t.Backend,
 		Running: d.runs.running(t.ID), WaitMins: int(d.Q.WaitFor(t.ID) / time.Minute)}
 	for _, q := range d.Q.List() {
@@ -151,10 +154,12 @@ func (d *Daemon) viewOf(ctx context.Context, t *task.Task) TaskView {
 	if v.Running {
 		return v // the copy is changing; its status comes with the run's end
 	}
-	st, err := d.k.Status(t)
-	if err != nil {
-		v.Error = err.Error()
-		return v
+	if st == nil {
+		var err error
+		if st, err = d.k.Status(t); err != nil {
+			v.Error = err.Error()
+			return v
+		}
 	}
 	p := st.Pending(false)
 	v.Changes, v.Summary = len(p), effects.Summary(p)
@@ -295,7 +300,7 @@ func (d *Daemon) taskStatus(w http.ResponseWriter, r *http.Request, t *task.Task
 	}
 	c := effects.Count(st.Pending(false))
 	writeJSON(w, 200, map[string]any{
-		"task":     d.viewOf(r.Context(), t),
+		"task":     d.viewWith(r.Context(), t, st),
 		"summary":  map[string]int{"added": c.Added, "changed": c.Changed, "deleted": c.Deleted, "moved": c.Moved},
 		"changes":  cs,
 		"ignored":  st.IgnoredCount(),

@@ -23,6 +23,16 @@ func newKernel(t *testing.T) *kernel.Kernel {
 	return k
 }
 
+func newKernelB(b *testing.B) *kernel.Kernel {
+	k, err := kernel.New(kernel.Config{Home: filepath.Join(b.TempDir(), "home")})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return k
+}
+
+func discardLog() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+
 // sampleFolder makes a small folder with text and a picture.
 func sampleFolder(t *testing.T) string {
 	t.Helper()

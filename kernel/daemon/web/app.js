@@ -300,7 +300,7 @@ function changeRow(c) {
   if (c.image) {
     const pics = h('div', { class: 'pics' });
     for (const side of c.kind === 'add' ? ['after'] : c.kind === 'delete' ? ['before'] : ['before', 'after']) {
-      const img = h('img', { alt: `${c.path}, ${side}`, loading: 'lazy', src: `/api/tasks/${state.current}/image?side=${side}&path=${encodeURIComponent(c.path)}` });
+      const img = h('img', { alt: `${c.path}, ${side}`, loading: 'lazy', src: `/api/tasks/${state.current}/image?side=${side}&path=${encodeURIComponent(side === 'before' && c.from ? c.from : c.path)}` });
       const fig = h('figure', {}, img, h('figcaption', {}, side));
       img.addEventListener('error', () => fig.replaceChildren(h('figcaption', {}, `${side}: not shown (not a proven PNG/JPEG/GIF/WebP under 8 MiB and 40 MP)`)));
       pics.append(fig);
