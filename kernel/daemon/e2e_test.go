@@ -71,6 +71,7 @@ func browser(t *testing.T) (context.Context, func(string)) {
 // step runs browser actions and, when they fail, saves a screenshot first.
 func step(t *testing.T, ctx context.Context, shot func(string), what string, acts ...chromedp.Action[chromedp.Void]) {
 	t.Helper()
+	t.Logf("step: %s", what)
 	sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	if err := chromedp.Do(sctx, acts...); err != nil {
@@ -185,6 +186,7 @@ func TestAppEndToEnd(t *testing.T) {
 		shot("question-not-answered")
 		t.Fatal("the asker never got the answer")
 	}
+	step(t, ctx, shot, "the answered question leaves Needs you", chromedp.WaitNotVisible(chromedp.CSS(`#needs`)))
 	// A second one answered with the keyboard: Mod+Shift+N denies.
 	go func() {
 		a, _ := qs.Ask(context.Background(), Question{Task: id, Kind: "permission", Title: "Let the agent run rm -rf build?", Subject: "terminal"})
@@ -195,8 +197,14 @@ func TestAppEndToEnd(t *testing.T) {
 		chromedp.Click(chromedp.CSS(`#t-name`)),
 		chromedp.KeyEvent("n", chromedp.KeyModifiers(chromedp.ModifierCtrl, chromedp.ModifierShift)),
 		chromedp.WaitNotVisible(chromedp.CSS(`#needs`)))
-	if a := <-answered; a.State != Denied {
-		t.Fatalf("Mod+Shift+N gave %s, want denied", a.State)
+	select {
+	case a := <-answered:
+		if a.State != Denied {
+			t.Fatalf("Mod+Shift+N gave %s, want denied", a.State)
+		}
+	case <-time.After(30 * time.Second):
+		shot("keyboard-deny-not-answered")
+		t.Fatal("the asker never got the keyboard's answer")
 	}
 
 	step(t, ctx, shot, "commit",

@@ -417,8 +417,14 @@ async function fileRows(dir) {
 const cmd = $('cmd');
 function grow() { cmd.style.height = 'auto'; cmd.style.height = Math.min(cmd.scrollHeight + 2, 200) + 'px'; }
 cmd.addEventListener('input', grow);
+let shiftHeld = false;
 cmd.addEventListener('keydown', (e) => {
+  shiftHeld = e.shiftKey;
   if (e.key === 'Enter' && !e.shiftKey && !e.ctrlKey && !e.metaKey && !e.altKey) { e.preventDefault(); $('cmdform').requestSubmit(); }
+});
+// Only Shift+Enter makes a new line, however the key reaches the page.
+cmd.addEventListener('beforeinput', (e) => {
+  if ((e.inputType === 'insertLineBreak' || e.inputType === 'insertParagraph') && !shiftHeld) e.preventDefault();
 });
 $('cmdform').addEventListener('submit', async (e) => {
   e.preventDefault();
