@@ -19,6 +19,7 @@ import (
 	"github.com/kulehq/kule/kernel/clone"
 	"github.com/kulehq/kule/kernel/crashpoint"
 	"github.com/kulehq/kule/kernel/effects"
+	"github.com/kulehq/kule/kernel/gitstate"
 	"github.com/kulehq/kule/kernel/manifest"
 	"github.com/kulehq/kule/kernel/relpath"
 	"github.com/kulehq/kule/kernel/task"
@@ -32,6 +33,8 @@ type CommitOptions struct {
 	// Select, when set, decides effect by effect what goes in (the policy's
 	// seam); what it leaves out stays in the copy.
 	Select func(effects.Effect) bool
+	// Git is what a person approved of the repositories' changes (git.go).
+	Git GitApproval
 }
 
 // CommitReport says what a commit did.
@@ -39,6 +42,9 @@ type CommitReport struct {
 	Applied    []effects.Effect
 	Left       []effects.Effect // stayed in the copy: ignored or not selected
 	Checkpoint int              // the checkpoint that undo uses; 0 when nothing was applied
+
+	// Git is the repositories' changes the commit applied (git.go).
+	Git []*gitstate.Effects
 }
 
 // UnderneathError names the paths the person (or another task) changed in
@@ -92,8 +98,17 @@ func (k *Kernel) Commit(t *task.Task, opt CommitOptions) (*CommitReport, error) 
 		}
 		chosen = append(chosen, e)
 	}
-	if len(chosen) == 0 {
+	git := applicableGit(st.Git)
+	if len(chosen) == 0 && len(git) == 0 {
 		return rep, nil
+	}
+	if len(git) > 0 { // .git is judged by meaning: see git.go
+		if w := gitWaits(git, opt.Git); len(w) > 0 {
+			return nil, fmt.Errorf("commit: %w: %s — nothing was applied; a person approves them, or the task undoes them in its copy", ErrGitWaits, strings.Join(w, "; "))
+		}
+		if err := st.gitBase.Check(t.Folder, git); err != nil {
+			return nil, fmt.Errorf("commit: %w", err)
+		}
 	}
 	if bad := k.underneath(t, st.manifest, chosen); len(bad) > 0 {
 		return nil, &UnderneathError{Paths: bad}
@@ -114,7 +129,7 @@ func (k *Kernel) Commit(t *task.Task, opt CommitOptions) (*CommitReport, error) 
 		return nil, fmt.Errorf("commit: keep a checkpoint: %w (nothing was applied)", err)
 	}
 	crashpoint.Hit("commit.checkpoint-saved")
-	data := journalData{Kind: "commit", Checkpoint: rec.ID, Paths: topPaths(chosen), Counts: effects.Count(chosen), Summary: summaryLines(chosen)}
+	data := journalData{Kind: "commit", Checkpoint: rec.ID, Paths: topPaths(chosen), Counts: effects.Count(chosen), Summary: append(summaryLines(chosen), gitLines(git)...)}
 	raw, _ := json.Marshal(data)
 	j := &apply.Journal{ID: jid, Kind: "commit", Ops: ops, Data: raw}
 	if err := apply.Run(t.Folder, t.Paths.Journal, j, k.opener(t, cp), func(j *apply.Journal) error { return k.finish(t, j) }); err != nil {
@@ -123,7 +138,12 @@ func (k *Kernel) Commit(t *task.Task, opt CommitOptions) (*CommitReport, error) 
 		}
 		return nil, err
 	}
-	rep.Applied, rep.Checkpoint = chosen, rec.ID
+	if len(git) > 0 {
+		if err := commitGit(t, st.gitBase, git, opt.Git, rec.ID); err != nil {
+			return nil, fmt.Errorf("commit: the files were committed but the git repository changes were not: %w — run `kule commit` again to apply them (what was applied is kept for undo)", err)
+		}
+	}
+	rep.Applied, rep.Checkpoint, rep.Git = chosen, rec.ID, git
 	return rep, nil
 }
 

@@ -20,6 +20,7 @@ import (
 	"github.com/kulehq/kule/kernel/clone"
 	"github.com/kulehq/kule/kernel/effects"
 	"github.com/kulehq/kule/kernel/history"
+	"github.com/kulehq/kule/kernel/homelayer"
 	"github.com/kulehq/kule/kernel/limits"
 	"github.com/kulehq/kule/kernel/manifest"
 	"github.com/kulehq/kule/kernel/runner"
@@ -175,8 +176,19 @@ func (k *Kernel) NewTask(folder string) (*NewReport, error) {
 	if err := manifest.Save(manifestPath(paths), res.Manifest); err != nil {
 		return nil, fmt.Errorf("new: %w", err)
 	}
+	// The task's own home: writes to ~ wait for review instead of landing.
+	if realHome, err := os.UserHomeDir(); err == nil && realHome != "/" {
+		if err := os.Remove(paths.Home); err == nil {
+			if err := homelayer.Build(paths.Home, realHome); err != nil {
+				return nil, fmt.Errorf("new: home layer: %w", err)
+			}
+		}
+	}
 	t := &task.Task{ID: id, Folder: real, Created: time.Now().UTC(), Backend: res.Manifest.Backend, Paths: paths,
 		DiskBase: limits.DiskUsage(paths.Copy, paths.Tmp, paths.Home)}
+	if err := saveGitBase(t); err != nil { // .git is judged by meaning: see git.go
+		return nil, fmt.Errorf("new: judge the folder's git repositories: %w (nothing was made)", err)
+	}
 	if err := k.Store.Save(t); err != nil {
 		return nil, fmt.Errorf("new: %w", err)
 	}

@@ -6,8 +6,11 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/kulehq/kule/kernel/effects"
+	"github.com/kulehq/kule/kernel/gitstate"
+	"github.com/kulehq/kule/kernel/homelayer"
 	"github.com/kulehq/kule/kernel/ignore"
 	"github.com/kulehq/kule/kernel/limits"
 	"github.com/kulehq/kule/kernel/manifest"
@@ -23,10 +26,22 @@ type Status struct {
 	Task     *task.Task
 	Effects  []effects.Effect
 	Problems []walk.Problem
+	// Git holds, per repository in the folder, what the task did to it by
+	// meaning (kernel/gitstate); its Lines go under the file changes and
+	// each is the `git` object of status --json.
+	Git     []*gitstate.Effects
+	gitBase *gitstate.Base
+	// Network says where the last run connected, one line a host (set by
+	// Exec only).
+	Network []string
+	// Home lists what the task's commands changed in their home layer:
+	// caught for review, never part of a commit.
+	Home []homelayer.Change
 
 	manifest *manifest.Manifest
 	now      map[string]walk.Item
 	ignore   *ignore.Matcher
+	folder   bool // compared the real folder, not the copy (FolderStatus)
 }
 
 // Pending returns the effects a commit would apply: all but the ignored ones
@@ -77,7 +92,12 @@ func (k *Kernel) status(t *task.Task) (*Status, error) {
 		}
 		return nil, fmt.Errorf("status %s: %w", t.ID, err)
 	}
-	return &Status{Task: t, Effects: res.Effects, Problems: res.Problems, manifest: m, now: res.Now, ignore: ign}, nil
+	gb, git, err := gitStatus(t)
+	if err != nil {
+		return nil, fmt.Errorf("status %s: git: %w", t.ID, err)
+	}
+	home, _ := homelayer.Changes(t.Paths.Home) // a task made before home layers has none
+	return &Status{Task: t, Effects: res.Effects, Problems: res.Problems, Git: git, gitBase: gb, Home: home, manifest: m, now: res.Now, ignore: ign}, nil
 }
 
 // ignoreRules reads the .gitignore files the base knows of — from the real
@@ -126,6 +146,13 @@ func (k *Kernel) Exec(ctx context.Context, t *task.Task, opt ExecOptions) (int, 
 	if spec.Env == nil {
 		spec.Env = os.Environ()
 	}
+	// A fresh copy has new inodes and change times: git trusts size and
+	// mtime alone there, set through the environment, never the copy's config.
+	spec.Env = gitstate.CommandEnv(spec.Env)
+	if _, err := homelayer.Changes(t.Paths.Home); err == nil {
+		spec.Env = withEnv(spec.Env, "HOME", t.Paths.Home)
+		spec.Env = withEnv(spec.Env, "XDG_CONFIG_HOME", filepath.Join(t.Paths.Home, ".config"))
+	}
 	var sup *limits.Supervisor
 	lim := opt.Limits
 	if lim != (limits.Limits{}) {
@@ -140,8 +167,16 @@ func (k *Kernel) Exec(ctx context.Context, t *task.Task, opt ExecOptions) (int, 
 			}
 		}
 	}
+	stopProxy, err := k.withProxy(ctx, t, &spec)
+	if err != nil {
+		return -1, nil, err
+	}
 	code, runErr := k.Runner.Run(ctx, spec)
+	netLines := stopProxy()
 	st, err := k.status(t)
+	if st != nil {
+		st.Network = netLines
+	}
 	if sup != nil {
 		sup.Wait()
 		if lerr := sup.Err(); lerr != nil {
@@ -152,4 +187,15 @@ func (k *Kernel) Exec(ctx context.Context, t *task.Task, opt ExecOptions) (int, 
 		return code, st, runErr
 	}
 	return code, st, err
+}
+
+// withEnv sets key=value in env, replacing any earlier value.
+func withEnv(env []string, key, value string) []string {
+	out := make([]string, 0, len(env)+1)
+	for _, kv := range env {
+		if !strings.HasPrefix(kv, key+"=") {
+			out = append(out, kv)
+		}
+	}
+	return append(out, key+"="+value)
 }

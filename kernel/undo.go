@@ -73,6 +73,9 @@ func (k *Kernel) Undo(t *task.Task) (*UndoReport, error) {
 	if bad := holdsAfter(t.Folder, rec.Items); len(bad) > 0 {
 		return nil, &UndoBlockedError{Checkpoint: rec.ID, Paths: bad}
 	}
+	if _, err := undoGit(t, rec.ID); err != nil { // see git.go
+		return nil, fmt.Errorf("undo: %w", err)
+	}
 	ops := undoOps(rec.Items)
 	var paths []relpath.Path
 	for _, it := range rec.Items {

@@ -16,6 +16,7 @@ import (
 	"github.com/kulehq/kule/kernel"
 	"github.com/kulehq/kule/kernel/daemon"
 	"github.com/kulehq/kule/kernel/daemon/client"
+	"github.com/kulehq/kule/kernel/runner"
 	"github.com/kulehq/kule/kernel/task"
 )
 
@@ -34,7 +35,11 @@ kule app starts it for you.`,
 			if err != nil {
 				return err
 			}
-			d, err := daemon.Start(daemon.Config{Kernel: k, Idle: idle, HTTPAddr: addr})
+			d, err := daemon.Start(daemon.Config{Kernel: k, Idle: idle, HTTPAddr: addr,
+				// The app's commands run in the sandbox, as `kule exec` does.
+				RunnerFor: func(t *task.Task, spec *runner.Spec) (runner.Runner, error) {
+					return (&sandboxFlags{}).runnerFor(t, spec)
+				}})
 			if err != nil {
 				return err
 			}

@@ -18,6 +18,9 @@ import (
 // KULE_AS_CLI=1 it runs the CLI on its arguments. The crash tests kill such a
 // process at every named step of commit and undo.
 func TestMain(m *testing.M) {
+	if len(os.Args) > 1 && os.Args[1] == "__plugin" { // a built-in plugin, as main does
+		os.Exit(servePlugin(os.Args[2:]))
+	}
 	if os.Getenv("KULE_AS_CLI") == "1" {
 		os.Exit(run(os.Args[1:]))
 	}
@@ -143,7 +146,9 @@ func TestCrashDuringCommitLeavesOldOrNewAsAWhole(t *testing.T) {
 			before := snapshot(t, folder)
 			copyDir := filepath.Join(c.home, "tasks", id, "copy")
 			after := snapshot(t, copyDir)
-			out, err := c.kule(step, "commit", id)
+			// --approve: the change makes a link, which the balanced
+			// policy holds for approval.
+			out, err := c.kule(step, "commit", id, "--approve")
 			if !killed(err) {
 				t.Fatalf("commit was not killed at %s: %v\n%s", step, err, out)
 			}
@@ -156,7 +161,7 @@ func TestCrashDuringCommitLeavesOldOrNewAsAWhole(t *testing.T) {
 				if strings.Contains(c.must("status", id), "0 file changes") {
 					t.Fatal("rolled back, but the task's changes are gone from the copy")
 				}
-				c.must("commit", id)
+				c.must("commit", id, "--approve")
 				if d := cmp.Diff(after, snapshot(t, folder)); d != "" {
 					t.Fatalf("commit after recovery (-copy +folder):\n%s", d)
 				}
@@ -184,7 +189,7 @@ func TestCrashDuringUndoLeavesOldOrNewAsAWhole(t *testing.T) {
 			t.Parallel()
 			c, id, folder := setup(t)
 			before := snapshot(t, folder)
-			c.must("commit", id)
+			c.must("commit", id, "--approve") // the change makes a link, which waits for approval
 			committed := snapshot(t, folder)
 			out, err := c.kule(step, "undo", id)
 			if !killed(err) {

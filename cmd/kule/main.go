@@ -5,13 +5,26 @@ package main
 import (
 	"fmt"
 	"os"
+
+	"github.com/kulehq/kule/kernel/sandbox"
 )
 
 func main() {
+	// A built-in plugin is this binary re-executed by the kernel; it serves
+	// before anything else of the CLI starts.
+	if len(os.Args) > 1 && os.Args[1] == "__plugin" {
+		os.Exit(servePlugin(os.Args[2:]))
+	}
+	if len(os.Args) > 1 && os.Args[1] == "__sandbox" {
+		os.Exit(sandbox.HelperMain())
+	}
 	os.Exit(run(os.Args[1:]))
 }
 
 func run(args []string) int {
+	if len(args) > 0 && args[0] == "__sandbox" { // also when a test binary stands in for kule
+		return sandbox.HelperMain()
+	}
 	root := rootCommand()
 	root.SetArgs(args)
 	if err := root.Execute(); err != nil {

@@ -31,7 +31,14 @@ func rootCommand() *cobra.Command {
 		listCommand(),
 		deleteCommand(),
 		historyCommand(),
+		isolationCommand(),
+		revealCommand(),
+		policyCommand(),
+		rulesCommand(),
 		limitsCommand(),
+		homeCommand(),
+		secretsCommand(),
+		pluginsCommand(),
 		daemonCommand(), appCommand(), nameCommand(), colorCommand(),
 	)
 	return root

@@ -105,6 +105,7 @@ func printProblems(w io.Writer, ps []walk.Problem) {
 }
 
 func execCommand() *cobra.Command {
+	var sf sandboxFlags
 	c := &cobra.Command{
 		Use:   "exec TASK -- COMMAND [ARGS...]",
 		Short: "Run a command in the task's copy, then list what it changed",
@@ -128,9 +129,14 @@ and lists what it changed. Nothing reaches the folder until kule commit.`,
 			}
 			opt := kernel.ExecOptions{Args: argv, Subdir: subdirOf(t.Folder), Limits: kernel.LimitsFor(t, cfg.Limits)}
 			opt.Spec.Stdin, opt.Spec.Stdout, opt.Spec.Stderr = os.Stdin, os.Stdout, os.Stderr
+			r, err := sf.runnerFor(t, &opt.Spec)
+			if err != nil {
+				return err
+			}
+			k.Runner = r
 			code, st, err := k.Exec(ctx, t, opt)
 			if st != nil {
-				printStatus(cmd.ErrOrStderr(), st, false)
+				printStatus(cmd.ErrOrStderr(), st, false, nil)
 			}
 			if err != nil {
 				return err
@@ -141,6 +147,7 @@ and lists what it changed. Nothing reaches the folder until kule commit.`,
 			return nil
 		}),
 	}
+	sf.add(c)
 	return c
 }
 
@@ -171,10 +178,24 @@ func statusCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
+			ruling, perr := judge(k.Store.Root, t, st.Pending(false))
+			names := reviewNames(cmd.Context(), k, st)
 			if asJSON {
-				return printJSON(cmd.OutOrStdout(), statusJSON(st))
+				m := statusJSON(st).(map[string]any)
+				if perr != nil {
+					m["policy_error"] = perr.Error()
+				} else {
+					m["policy"] = ruling.Verdicts
+				}
+				m["names"] = names
+				return printJSON(cmd.OutOrStdout(), m)
 			}
-			printStatus(cmd.OutOrStdout(), st, true)
+			printStatus(cmd.OutOrStdout(), st, true, &names)
+			if perr != nil {
+				fmt.Fprintf(cmd.OutOrStdout(), "policy: cannot judge: %v\n", perr)
+			} else if len(st.Pending(false)) > 0 {
+				printRuling(cmd.OutOrStdout(), ruling)
+			}
 			return nil
 		}),
 	}
@@ -182,14 +203,27 @@ func statusCommand() *cobra.Command {
 	return c
 }
 
-func printStatus(w io.Writer, st *kernel.Status, header bool) {
+// printStatus prints a task's changes; names, when given, adds the names
+// that changed inside each file, where the task meets others, and notices.
+func printStatus(w io.Writer, st *kernel.Status, header bool, names *namesView) {
 	if header {
 		fmt.Fprintf(w, "task %s · %s\n", st.Task.ID, st.Task.Folder)
 	}
 	pending := st.Pending(false)
 	fmt.Fprintln(w, effects.Summary(pending))
+	byPath := names.namesByPath()
 	for _, e := range pending {
 		fmt.Fprintln(w, "  "+effectLine(e))
+		printNames(w, byPath[e.Path])
+	}
+	for _, l := range st.GitLines() {
+		fmt.Fprintln(w, l)
+	}
+	if waits := st.GitWaits(kernel.GitApproval{}); len(waits) > 0 {
+		fmt.Fprintln(w, "git: waits for approval (kule commit --approve):")
+		for _, l := range waits {
+			fmt.Fprintln(w, "  "+l)
+		}
 	}
 	if n := st.IgnoredCount(); n > 0 {
 		fmt.Fprintf(w, "%d ignored by the folder's .gitignore (kept in the copy; kule commit --include-ignored applies them):\n", n)
@@ -199,7 +233,12 @@ func printStatus(w io.Writer, st *kernel.Status, header bool) {
 			}
 		}
 	}
+	for _, l := range st.Network {
+		fmt.Fprintln(w, l)
+	}
+	printHome(w, st.Home)
 	printProblems(w, st.Problems)
+	printMeets(w, names)
 }
 
 func effectLine(e effects.Effect) string {
@@ -268,6 +307,7 @@ func statusJSON(st *kernel.Status) any {
 		"changes":  views,
 		"ignored":  st.IgnoredCount(),
 		"problems": problemsJSON(st.Problems),
+		"git":      st.Git,
 	}
 }
 
@@ -284,13 +324,23 @@ func problemsJSON(ps []walk.Problem) []map[string]any {
 }
 
 func commitCommand() *cobra.Command {
-	var includeIgnored, asJSON bool
+	var includeIgnored, asJSON, approve, remember bool
 	c := &cobra.Command{
 		Use:   "commit TASK",
 		Short: "Apply the task's changes to the folder, keeping a checkpoint for undo",
 		Args:  cobra.ExactArgs(1),
 		RunE: withTask(func(k *kernel.Kernel, t *task.Task, cmd *cobra.Command, args []string) error {
-			rep, err := k.Commit(t, kernel.CommitOptions{IncludeIgnored: includeIgnored})
+			if remember && !approve {
+				return fmt.Errorf("commit: --remember keeps approvals, so it needs --approve; nothing was applied")
+			}
+			pc, err := judgeCommit(k, t, includeIgnored, approve)
+			if err != nil {
+				return err
+			}
+			// --approve covers what of git waits too; a changed hook never
+			// goes in (the policy denies hooks), and stays in the copy.
+			gitOK := kernel.GitApproval{Rewrites: approve, StagedDiffers: approve, Config: approve}
+			rep, err := k.Commit(t, kernel.CommitOptions{IncludeIgnored: includeIgnored, Select: pc.selects, Git: gitOK})
 			if err != nil {
 				return err
 			}
@@ -303,10 +353,12 @@ func commitCommand() *cobra.Command {
 				for _, e := range rep.Left {
 					left = append(left, viewOf(e))
 				}
-				return printJSON(out, map[string]any{"task": t.ID, "checkpoint": rep.Checkpoint, "applied": applied, "left": left})
+				return printJSON(out, map[string]any{"task": t.ID, "checkpoint": rep.Checkpoint, "applied": applied, "left": left, "policy": pc.ruling.Verdicts})
 			}
-			if len(rep.Applied) == 0 {
+			if len(rep.Applied) == 0 && len(rep.Left) == 0 {
 				fmt.Fprintln(out, "nothing to commit")
+			} else if len(rep.Applied) == 0 {
+				fmt.Fprintln(out, "nothing was applied")
 			} else {
 				fmt.Fprintf(out, "committed to %s — %s\n", t.Folder, effects.Summary(rep.Applied))
 				for _, e := range rep.Applied {
@@ -314,12 +366,24 @@ func commitCommand() *cobra.Command {
 				}
 				fmt.Fprintf(out, "checkpoint %d kept · kule undo %s takes it back\n", rep.Checkpoint, t.ID)
 			}
-			if len(rep.Left) > 0 {
-				fmt.Fprintf(out, "%d stay in the copy (ignored by .gitignore; --include-ignored applies them)\n", len(rep.Left))
+			ignored := 0
+			for _, e := range rep.Left {
+				if e.Ignored && !includeIgnored {
+					ignored++
+				}
+			}
+			if ignored > 0 {
+				fmt.Fprintf(out, "%d stay in the copy (ignored by .gitignore; --include-ignored applies them)\n", ignored)
+			}
+			pc.report(out, t, rep.Applied)
+			if remember {
+				return pc.remember(out, k.Store.Root, t, rep.Applied)
 			}
 			return nil
 		}),
 	}
+	c.Flags().BoolVar(&approve, "approve", false, "also apply what the policy says waits for approval (never what it denies)")
+	c.Flags().BoolVar(&remember, "remember", false, "with --approve: let later changes of those paths and hosts through on this folder (kule rules lists them)")
 	c.Flags().BoolVar(&includeIgnored, "include-ignored", false, "also apply paths the folder's .gitignore excludes")
 	c.Flags().BoolVar(&asJSON, "json", false, "print what was applied as JSON")
 	return c

@@ -15,7 +15,9 @@ import (
 // Config is the whole of config.toml.
 type Config struct {
 	// Sections are added as fields here, e.g. Sandbox SandboxConfig `toml:"sandbox"`.
-	Limits LimitsConfig `toml:"limits,omitempty"`
+	Sandbox SandboxConfig `toml:"sandbox"`
+	Policy  PolicyConfig  `toml:"policy,omitempty"`
+	Limits  LimitsConfig  `toml:"limits,omitempty"`
 }
 
 // Path is config.toml inside the Kule home root.

@@ -27,6 +27,8 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/kulehq/kule/kernel"
+	"github.com/kulehq/kule/kernel/runner"
+	"github.com/kulehq/kule/kernel/task"
 )
 
 // DefaultIdle is how long the daemon waits with nothing to do before exiting.
@@ -40,6 +42,10 @@ type Config struct {
 	Policy   Policy        // nil = PassAll
 	Reviewer Reviewer      // nil = NoNames
 	Rules    Rules         // nil = MemoryRules
+	// RunnerFor picks how one command of the app runs in t (the sandbox, as
+	// `kule exec` does) and may fill spec's isolation fields; nil uses the
+	// kernel's Runner.
+	RunnerFor func(t *task.Task, spec *runner.Spec) (runner.Runner, error)
 	Log      *slog.Logger
 }
 

@@ -166,7 +166,18 @@ func (d *Daemon) Exec(ctx context.Context, t *task.Task, argv []string, label st
 	opt := kernel.ExecOptions{Args: argv, Limits: kernel.LimitsFor(t, cfg.Limits)}
 	opt.Spec.Stdout, opt.Spec.Stderr = out, out
 	opt.Spec.Stdin = strings.NewReader("")
-	code, st, err := d.k.Exec(rctx, t, opt)
+	k := d.k
+	if d.cfg.RunnerFor != nil {
+		r, err := d.cfg.RunnerFor(t, &opt.Spec)
+		if err != nil {
+			d.Bus.Publish("run", t.ID, map[string]any{"state": "end", "command": label, "code": -1, "error": err.Error()})
+			return nil, fmt.Errorf("exec %s: %w (nothing ran)", t.ID, err)
+		}
+		kk := *d.k // this run's runner only; the shared kernel is not changed
+		kk.Runner = r
+		k = &kk
+	}
+	code, st, err := k.Exec(rctx, t, opt)
 	step := &Step{Time: start.UTC(), Kind: "exec", Command: label, Code: code, Seconds: time.Since(start).Seconds(), Output: out.String(), Source: "app"}
 	if err != nil {
 		step.Error = err.Error()

@@ -50,6 +50,12 @@ type Spec struct {
 	Hide       []string // extra paths hidden for this command (--hide)
 	Network    Network
 	ProxyAddr  string // host:port of the task's proxy, when Network is NetworkProxy
+	ProxyToken string // the proxy's per-run token, carried in the proxy URL
+
+	// TaskEnv is added to the command's environment after a sandbox has
+	// filtered Env: the task's own values (the proxy's CA bundle, secret
+	// placeholders), which look like secrets by name but open nothing.
+	TaskEnv []string
 
 	// FileSizeLimit, when positive, is set as RLIMIT_FSIZE before the
 	// command is executed, so no file it writes grows past it.
@@ -87,7 +93,7 @@ func (Direct) Run(ctx context.Context, spec Spec) (int, error) {
 	}
 	cmd := exec.CommandContext(ctx, args[0], args[1:]...)
 	cmd.Dir = spec.Dir
-	cmd.Env = spec.Env
+	cmd.Env = append(append([]string(nil), spec.Env...), spec.TaskEnv...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = spec.Stdin, spec.Stdout, spec.Stderr
 	if cmd.Stdout == nil {
 		cmd.Stdout = os.Stdout

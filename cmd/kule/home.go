@@ -1,0 +1,139 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/kulehq/kule/kernel"
+	"github.com/kulehq/kule/kernel/homelayer"
+	"github.com/kulehq/kule/kernel/task"
+)
+
+func homeCommand() *cobra.Command {
+	var all bool
+	c := &cobra.Command{
+		Use:   "home TASK [diff PATH | apply PATH | undo | discard --all]",
+		Short: "Review what the task's commands wrote in your home (caught, never applied by commit)",
+		Args:  cobra.RangeArgs(1, 3),
+		RunE: withTask(func(k *kernel.Kernel, t *task.Task, cmd *cobra.Command, args []string) error {
+			out := cmd.OutOrStdout()
+			layer, kept := t.Paths.Home, filepath.Join(t.Paths.Dir, "home-kept")
+			verb := ""
+			if len(args) > 1 {
+				verb = args[1]
+			}
+			arg := func() (string, error) {
+				if len(args) < 3 {
+					return "", fmt.Errorf("home: %s needs a path, e.g. kule home %s %s ~/.zshrc", verb, t.ID, verb)
+				}
+				p := strings.TrimPrefix(args[2], "~/")
+				if filepath.IsAbs(p) { // the shell expanded ~
+					home, _ := os.UserHomeDir()
+					rel, err := filepath.Rel(home, p)
+					if err != nil || strings.HasPrefix(rel, "..") {
+						return "", fmt.Errorf("home: %s is not in your home", args[2])
+					}
+					p = rel
+				}
+				return filepath.ToSlash(filepath.Clean(p)), nil
+			}
+			switch verb {
+			case "":
+				ch, err := homelayer.Changes(layer)
+				if err != nil {
+					return err
+				}
+				printHome(out, ch)
+				return nil
+			case "diff":
+				p, err := arg()
+				if err != nil {
+					return err
+				}
+				mine, theirs, err := homelayer.Diff(layer, p)
+				if err != nil {
+					return err
+				}
+				fmt.Fprintf(out, "--- ~/%s (yours)\n+++ ~/%s (task %s)\n", p, p, t.ID)
+				lineDiff(out, string(mine), string(theirs))
+				if homelayer.RunsAtStart(p) {
+					fmt.Fprintln(out, "note: this file runs at every start of a shell or tool")
+				}
+				return nil
+			case "apply":
+				p, err := arg()
+				if err != nil {
+					return err
+				}
+				if err := homelayer.Apply(layer, kept, p); err != nil {
+					return err
+				}
+				fmt.Fprintf(out, "applied ~/%s · kule home %s undo takes it back\n", p, t.ID)
+				return nil
+			case "undo":
+				p, err := homelayer.Undo(layer, kept)
+				if err != nil {
+					return fmt.Errorf("home: %w", err)
+				}
+				fmt.Fprintf(out, "~/%s is as it was before the apply\n", p)
+				return nil
+			case "discard":
+				if !all {
+					return fmt.Errorf("home: discard throws away every change the task made in its home; say --all")
+				}
+				if err := homelayer.Discard(layer); err != nil {
+					return err
+				}
+				fmt.Fprintln(out, "discarded the task's home changes; your home was never touched")
+				return nil
+			}
+			return fmt.Errorf("home: unknown %q (diff, apply, undo, discard)", verb)
+		}),
+	}
+	c.Flags().BoolVar(&all, "all", false, "with discard: every change")
+	return c
+}
+
+func printHome(w io.Writer, ch []homelayer.Change) {
+	if len(ch) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "in your home, caught for review (%d; kule home TASK diff PATH):\n", len(ch))
+	for _, c := range ch {
+		mark := map[string]string{"add": "+", "modify": "~", "delete": "-"}[c.Kind]
+		line := fmt.Sprintf("  %s ~/%s", mark, c.Path)
+		if c.RunsAtStart {
+			line += "  (runs at every start)"
+		}
+		fmt.Fprintln(w, line)
+	}
+}
+
+// lineDiff prints a minimal line diff: the common head and tail kept out,
+// the middle shown as removed and added lines.
+func lineDiff(w io.Writer, a, b string) {
+	al, bl := strings.SplitAfter(a, "\n"), strings.SplitAfter(b, "\n")
+	i := 0
+	for i < len(al) && i < len(bl) && al[i] == bl[i] {
+		i++
+	}
+	j := 0
+	for j < len(al)-i && j < len(bl)-i && al[len(al)-1-j] == bl[len(bl)-1-j] {
+		j++
+	}
+	for _, l := range al[i : len(al)-j] {
+		if l != "" {
+			fmt.Fprint(w, "-"+strings.TrimSuffix(l, "\n")+"\n")
+		}
+	}
+	for _, l := range bl[i : len(bl)-j] {
+		if l != "" {
+			fmt.Fprint(w, "+"+strings.TrimSuffix(l, "\n")+"\n")
+		}
+	}
+}

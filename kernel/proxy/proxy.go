@@ -1,0 +1,975 @@
+// Package proxy is a task's HTTP/1.1 forward proxy: the only way out of the
+// sandbox. It tunnels CONNECT and forwards plain HTTP, asks a Decider about
+// every connection, logs each one to the task's network.jsonl, and looks
+// inside TLS for two kinds of host only:
+//
+//   - a secret's hosts, to put the secret's value in place of its placeholder
+//     in credential headers, refuse credentials Kule does not hold for that
+//     host, and blank the value out of responses;
+//   - package registries, to refuse publishing (any method but GET, HEAD and
+//     OPTIONS, save POSTs the registry marks read-only).
+//
+// For that it makes a certificate authority of its own for each run, whose key
+// never leaves memory and whose X.509 name constraints permit only those hosts.
+// Requests it reads are framed strictly (package framing); every other
+// connection is a byte-for-byte tunnel.
+//
+// Lifecycle:
+//  1. Start(ctx, cfg) listens on 127.0.0.1:0, makes the authority and writes
+//     the CA bundle (system roots + the authority) when a host is intercepted.
+//  2. The runner gives the command Env() (proxy variables, CA bundle
+//     variables, secret placeholders).
+//  3. After the command, Summary() gives the CLI's lines.
+//  4. Close() stops listening and ends every connection.
+package proxy
+
+import (
+	"bufio"
+	"compress/gzip"
+	"context"
+	"crypto/rand"
+	"crypto/subtle"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/base64"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/kulehq/kule/kernel/proxy/framing"
+)
+
+// Errors a caller can test for.
+var (
+	ErrNoDecider      = errors.New("proxy: no decider given")
+	ErrNoBundlePath   = errors.New("proxy: hosts are intercepted but no CA bundle path is given")
+	ErrNoSystemRoots  = errors.New("proxy: no system certificate bundle found")
+	ErrNotIntercepted = errors.New("proxy: host is not intercepted")
+	ErrPrivateAddress = errors.New("proxy: host resolves to a loopback or private address")
+	ErrBadSecret      = errors.New("proxy: secret is incomplete")
+)
+
+// Decision is the policy's answer for one connection.
+type Decision struct {
+	Allow  bool
+	Rule   string // the rule that decided, e.g. "package-registries"
+	Reason string // for a refusal, e.g. "waits for approval"
+}
+
+// Decider judges a connection to host:port (host in lower case, no brackets).
+type Decider func(ctx context.Context, host string, port int) Decision
+
+// Registry is a package registry whose host is looked into only to refuse
+// publishing.
+type Registry struct {
+	Host string
+	// ReadOnlyPosts are path prefixes where a POST only reads (a registry's
+	// audit or search endpoint); every other POST, and every PUT, PATCH and
+	// DELETE, is refused.
+	ReadOnlyPosts []string
+}
+
+// Config is what Start needs.
+type Config struct {
+	Decide     Decider
+	LogPath    string // the task's network.jsonl; "" keeps entries in memory only
+	Secrets    []Secret
+	Registries []Registry
+
+	// BundlePath is where the CA bundle (system roots + the run authority)
+	// is written; BundlePathSeen is that file's path as commands see it
+	// (inside the sandbox), BundlePath when empty.
+	BundlePath     string
+	BundlePathSeen string
+
+	// UpstreamRoots verifies servers behind intercepted hosts; nil is the
+	// system's roots. SystemRootsPEM goes into the bundle; nil reads the
+	// system's bundle file.
+	UpstreamRoots  *x509.CertPool
+	SystemRootsPEM []byte
+
+	// Dial connects upstream; nil dials directly and refuses names that
+	// resolve to loopback, private or link-local addresses (an IP literal the
+	// decider allowed is dialled as asked).
+	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
+
+	// Token, when set, must come with every request to the proxy as
+	// Proxy-Authorization: Basic base64("kule:"+Token) (ProxyEnv puts it in
+	// the proxy URL, which clients turn into that header). It keeps other
+	// processes on the host's loopback from using the task's proxy.
+	Token string
+
+	Listen      string        // default 127.0.0.1:0
+	IdleTimeout time.Duration // keep-alive idle limit; default 2 minutes
+}
+
+// Proxy is one task's running proxy.
+type Proxy struct {
+	cfg      Config
+	ctx      context.Context
+	cancel   context.CancelFunc
+	ln       net.Listener
+	ca       *authority
+	secrets  map[string][]*Secret // host → secrets
+	all      []*Secret
+	registry map[string]Registry
+	log      journal
+	bundle   string
+
+	wg    sync.WaitGroup
+	mu    sync.Mutex
+	conns map[net.Conn]struct{}
+	done  atomic.Bool
+}
+
+// Start makes the run authority when hosts are to be looked into, writes the
+// CA bundle, and starts listening.
+func Start(ctx context.Context, cfg Config) (*Proxy, error) {
+	if cfg.Decide == nil {
+		return nil, ErrNoDecider
+	}
+	if cfg.Listen == "" {
+		cfg.Listen = "127.0.0.1:0"
+	}
+	if cfg.IdleTimeout == 0 {
+		cfg.IdleTimeout = 2 * time.Minute
+	}
+	p := &Proxy{
+		cfg:      cfg,
+		secrets:  map[string][]*Secret{},
+		registry: map[string]Registry{},
+		conns:    map[net.Conn]struct{}{},
+		log:      journal{path: cfg.LogPath},
+	}
+	var hosts []string
+	for i := range cfg.Secrets {
+		s := cfg.Secrets[i]
+		if s.Name == "" || s.Value == "" || len(s.Hosts) == 0 {
+			return nil, fmt.Errorf("%w: %q needs a name, a value and a host", ErrBadSecret, s.Name)
+		}
+		if s.Placeholder == "" {
+			s.Placeholder = NewPlaceholder(s.Name)
+		}
+		if strings.ContainsFunc(s.Value, func(r rune) bool { return r < ' ' && r != '\t' || r == 0x7f }) {
+			return nil, fmt.Errorf("%w: %q holds a control character (a line break?) that no header may carry", ErrBadSecret, s.Name)
+		}
+		if strings.Contains(s.Value, s.Placeholder) || strings.Contains(s.Placeholder, s.Value) {
+			return nil, fmt.Errorf("%w: %q value and placeholder overlap", ErrBadSecret, s.Name)
+		}
+		sp := &s
+		p.all = append(p.all, sp)
+		for _, h := range s.Hosts {
+			h = normHost(h)
+			p.secrets[h] = append(p.secrets[h], sp)
+			hosts = append(hosts, h)
+		}
+	}
+	for _, r := range cfg.Registries {
+		r.Host = normHost(r.Host)
+		p.registry[r.Host] = r
+		hosts = append(hosts, r.Host)
+	}
+	if len(hosts) > 0 {
+		if cfg.BundlePath == "" {
+			return nil, ErrNoBundlePath
+		}
+		ca, err := newAuthority(hosts, time.Now())
+		if err != nil {
+			return nil, err
+		}
+		p.ca = ca
+		roots := cfg.SystemRootsPEM
+		if roots == nil {
+			if roots, err = systemRootsPEM(); err != nil {
+				return nil, err
+			}
+		}
+		bundle := append(append(append([]byte{}, roots...), '\n'), ca.certPEM...)
+		if err := os.MkdirAll(filepath.Dir(cfg.BundlePath), 0o755); err != nil {
+			return nil, fmt.Errorf("proxy: write CA bundle: %w", err)
+		}
+		if err := os.WriteFile(cfg.BundlePath, bundle, 0o644); err != nil {
+			return nil, fmt.Errorf("proxy: write CA bundle: %w", err)
+		}
+		p.bundle = cfg.BundlePath
+		if cfg.BundlePathSeen != "" {
+			p.bundle = cfg.BundlePathSeen
+		}
+	}
+	ln, err := net.Listen("tcp", cfg.Listen)
+	if err != nil {
+		return nil, fmt.Errorf("proxy: listen: %w", err)
+	}
+	p.ln = ln
+	p.ctx, p.cancel = context.WithCancel(ctx)
+	p.wg.Add(1)
+	go p.accept()
+	return p, nil
+}
+
+// Addr is the proxy's host:port on the host's loopback.
+func (p *Proxy) Addr() string { return p.ln.Addr().String() }
+
+// CACertPEM is the run authority's certificate, nil when nothing is
+// intercepted.
+func (p *Proxy) CACertPEM() []byte {
+	if p.ca == nil {
+		return nil
+	}
+	return p.ca.certPEM
+}
+
+// Entries are the connections logged since Start.
+func (p *Proxy) Entries() []Entry { return p.log.all() }
+
+// Summary is Summary(p.Entries()).
+func (p *Proxy) Summary() []string { return Summary(p.Entries()) }
+
+// Env is what a command needs to go through this proxy: ProxyEnv(Addr()),
+// CAEnv() and SecretEnv(). A runner whose commands reach the proxy through a
+// forwarder uses ProxyEnv(forwarderAddr) instead of the first part.
+func (p *Proxy) Env() []string {
+	env := ProxyEnv(p.Addr(), p.cfg.Token)
+	env = append(env, p.CAEnv()...)
+	return append(env, p.SecretEnv()...)
+}
+
+// ProxyEnv points the usual proxy variables (upper and lower case) at addr,
+// with the token as the proxy URL's password when there is one.
+func ProxyEnv(addr, token string) []string {
+	u := "http://" + addr
+	if token != "" {
+		u = "http://kule:" + url.QueryEscape(token) + "@" + addr
+	}
+	var env []string
+	for _, k := range []string{"HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY"} {
+		env = append(env, k+"="+u, strings.ToLower(k)+"="+u)
+	}
+	return append(env, "NO_PROXY=", "no_proxy=")
+}
+
+// CAVars are the variables CAEnv sets to the CA bundle.
+var CAVars = []string{
+	"SSL_CERT_FILE", "NODE_EXTRA_CA_CERTS", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE",
+	"GIT_SSL_CAINFO", "PIP_CERT", "AWS_CA_BUNDLE", "CARGO_HTTP_CAINFO",
+	"NPM_CONFIG_CAFILE", "npm_config_cafile", "DENO_CERT", "BUNDLE_SSL_CA_CERT",
+}
+
+// CAEnv points CAVars at the CA bundle; empty when nothing is intercepted.
+func (p *Proxy) CAEnv() []string {
+	if p.bundle == "" {
+		return nil
+	}
+	env := make([]string, 0, len(CAVars))
+	for _, k := range CAVars {
+		env = append(env, k+"="+p.bundle)
+	}
+	return env
+}
+
+// SecretEnv gives each secret's name its placeholder: STRIPE_KEY=kule-secret-….
+func (p *Proxy) SecretEnv() []string {
+	var env []string
+	for _, s := range p.all {
+		env = append(env, s.Name+"="+s.Placeholder)
+	}
+	return env
+}
+
+// Close stops listening and ends every connection.
+func (p *Proxy) Close() error {
+	if p.done.Swap(true) {
+		return nil
+	}
+	p.cancel()
+	err := p.ln.Close()
+	p.mu.Lock()
+	for c := range p.conns {
+		c.Close()
+	}
+	p.mu.Unlock()
+	p.wg.Wait()
+	return err
+}
+
+func (p *Proxy) track(c net.Conn, on bool) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if on {
+		if p.done.Load() {
+			return false
+		}
+		p.conns[c] = struct{}{}
+	} else {
+		delete(p.conns, c)
+	}
+	return true
+}
+
+func (p *Proxy) accept() {
+	defer p.wg.Done()
+	for {
+		c, err := p.ln.Accept()
+		if err != nil {
+			if p.done.Load() {
+				return
+			}
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				continue
+			}
+			time.Sleep(10 * time.Millisecond)
+			continue
+		}
+		if !p.track(c, true) {
+			c.Close()
+			return
+		}
+		p.wg.Add(1)
+		go func() {
+			defer p.wg.Done()
+			defer p.track(c, false)
+			defer c.Close()
+			p.serve(c)
+		}()
+	}
+}
+
+// serve reads requests to the proxy itself: CONNECT or absolute-form HTTP.
+func (p *Proxy) serve(c net.Conn) {
+	br := bufio.NewReaderSize(c, 32<<10)
+	bw := bufio.NewWriterSize(c, 32<<10)
+	var fw *forwarder
+	defer func() {
+		if fw != nil {
+			fw.finish()
+		}
+	}()
+	for {
+		c.SetReadDeadline(time.Now().Add(p.cfg.IdleTimeout))
+		req, err := framing.ReadRequest(br)
+		if err != nil {
+			if !errors.Is(err, io.EOF) && !errors.Is(err, os.ErrDeadlineExceeded) {
+				writeError(bw, statusFor(err), err.Error())
+			}
+			return
+		}
+		c.SetReadDeadline(time.Time{})
+		if !p.authorized(req) {
+			body := "kule proxy: this proxy belongs to a task; use the proxy URL from the task's environment\n"
+			fmt.Fprintf(bw, "HTTP/1.1 407 Proxy Authentication Required\r\nProxy-Authenticate: Basic realm=\"kule\"\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s", len(body), body)
+			bw.Flush()
+			return
+		}
+		if req.Method == http.MethodConnect {
+			if fw != nil {
+				fw.finish()
+				fw = nil
+			}
+			p.connect(c, br, bw, req)
+			return
+		}
+		keep, nfw := p.forward(c, bw, req, fw)
+		fw = nfw
+		if !keep {
+			return
+		}
+	}
+}
+
+// authorized checks the request's Proxy-Authorization against the token.
+func (p *Proxy) authorized(req *framing.Request) bool {
+	if p.cfg.Token == "" {
+		return true
+	}
+	want := "Basic " + base64.StdEncoding.EncodeToString([]byte("kule:"+p.cfg.Token))
+	got, _ := req.Header.Get("Proxy-Authorization")
+	return subtle.ConstantTimeCompare([]byte(got), []byte(want)) == 1
+}
+
+func statusFor(err error) int {
+	if errors.Is(err, framing.ErrVersion) {
+		return http.StatusHTTPVersionNotSupported
+	}
+	if errors.Is(err, framing.ErrTooLarge) {
+		return http.StatusRequestHeaderFieldsTooLarge
+	}
+	return http.StatusBadRequest
+}
+
+// writeError answers with status and a short text body, and asks the client
+// to close the connection.
+func writeError(bw *bufio.Writer, status int, msg string) {
+	body := "kule proxy: " + msg + "\n"
+	fmt.Fprintf(bw, "HTTP/1.1 %d %s\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s",
+		status, http.StatusText(status), len(body), body)
+	bw.Flush()
+}
+
+func splitHostPort(hp string, defPort int) (string, int, error) {
+	host, ps, err := net.SplitHostPort(hp)
+	if err != nil {
+		if defPort == 0 {
+			return "", 0, fmt.Errorf("proxy: %q is not host:port", hp)
+		}
+		host, ps = hp, strconv.Itoa(defPort)
+	}
+	port, err := strconv.Atoi(ps)
+	if err != nil || port <= 0 || port > 65535 {
+		return "", 0, fmt.Errorf("proxy: bad port in %q", hp)
+	}
+	host = normHost(host)
+	if host == "" {
+		return "", 0, fmt.Errorf("proxy: no host in %q", hp)
+	}
+	for _, ch := range host {
+		if !(ch >= 'a' && ch <= 'z' || ch >= '0' && ch <= '9' || ch == '.' || ch == '-' || ch == '_' || ch == ':') {
+			return "", 0, fmt.Errorf("proxy: bad host %q", host)
+		}
+	}
+	return host, port, nil
+}
+
+func (p *Proxy) refuse(bw *bufio.Writer, host string, port int, d Decision) {
+	p.log.add(Entry{Time: time.Now().UTC(), Host: host, Port: port, Verdict: Refused, Rule: d.Rule, Reason: d.Reason})
+	msg := fmt.Sprintf("connection to %s:%d refused by the task's policy", host, port)
+	if d.Reason != "" {
+		msg += ": " + d.Reason
+	}
+	if d.Rule != "" {
+		msg += " (" + d.Rule + ")"
+	}
+	writeError(bw, http.StatusForbidden, msg)
+}
+
+func (p *Proxy) dial(host string, port int) (net.Conn, error) {
+	addr := net.JoinHostPort(host, strconv.Itoa(port))
+	ctx, cancel := context.WithTimeout(p.ctx, 30*time.Second)
+	defer cancel()
+	if p.cfg.Dial != nil {
+		return p.cfg.Dial(ctx, "tcp", addr)
+	}
+	literal := net.ParseIP(host) != nil
+	d := net.Dialer{Control: func(_, address string, _ syscall.RawConn) error {
+		if literal {
+			return nil
+		}
+		h, _, _ := net.SplitHostPort(address)
+		ip := net.ParseIP(h)
+		if ip == nil || ip.IsLoopback() || ip.IsPrivate() || ip.IsLinkLocalUnicast() || ip.IsUnspecified() || ip.IsMulticast() {
+			return fmt.Errorf("%w: %s is %s", ErrPrivateAddress, host, h)
+		}
+		return nil
+	}}
+	return d.DialContext(ctx, "tcp", addr)
+}
+
+func (p *Proxy) intercepted(host string) bool {
+	if p.ca == nil {
+		return false
+	}
+	_, ok := p.registry[host]
+	return ok || len(p.secrets[host]) > 0
+}
+
+// connect handles CONNECT: a refusal, a plain tunnel, or an intercepted one.
+func (p *Proxy) connect(c net.Conn, br *bufio.Reader, bw *bufio.Writer, req *framing.Request) {
+	host, port, err := splitHostPort(req.Target, 0)
+	if err != nil {
+		writeError(bw, http.StatusBadRequest, err.Error())
+		return
+	}
+	d := p.cfg.Decide(p.ctx, host, port)
+	if !d.Allow {
+		p.refuse(bw, host, port, d)
+		return
+	}
+	e := Entry{Time: time.Now().UTC(), Host: host, Port: port, Verdict: Tunneled, Rule: d.Rule}
+	up, err := p.dial(host, port)
+	if err != nil {
+		e.Error = "connect: " + err.Error()
+		p.log.add(e)
+		writeError(bw, http.StatusBadGateway, fmt.Sprintf("cannot reach %s:%d: %v", host, port, err))
+		return
+	}
+	defer up.Close()
+	if !p.track(up, true) {
+		return
+	}
+	defer p.track(up, false)
+	if p.intercepted(host) {
+		e.Intercepted = true
+		p.intercept(c, br, bw, up, host, port, &e)
+		p.log.add(e)
+		return
+	}
+	if _, err := io.WriteString(c, "HTTP/1.1 200 Connection established\r\n\r\n"); err != nil {
+		return
+	}
+	if n := br.Buffered(); n > 0 {
+		b, _ := br.Peek(n)
+		w, _ := up.Write(b)
+		e.BytesUp += int64(w)
+		br.Discard(n)
+	}
+	e.BytesUp, e.BytesDown = splice(c, up, e.BytesUp)
+	p.log.add(e)
+}
+
+type closeWriter interface{ CloseWrite() error }
+
+// splice copies both ways until both ends are done (TCP to TCP: the kernel's
+// splice does the work).
+func splice(client, up net.Conn, upStart int64) (int64, int64) {
+	var upN, downN int64
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		upN, _ = io.Copy(up, client)
+		if cw, ok := up.(closeWriter); ok {
+			cw.CloseWrite()
+		} else {
+			up.Close()
+		}
+	}()
+	downN, _ = io.Copy(client, up)
+	if cw, ok := client.(closeWriter); ok {
+		cw.CloseWrite()
+	}
+	// The client may keep writing after the server finished; give it a
+	// moment, then end the tunnel.
+	client.SetReadDeadline(time.Now().Add(5 * time.Second))
+	wg.Wait()
+	return upStart + upN, downN
+}
+
+// countingConn counts the bytes of a connection.
+type countingConn struct {
+	net.Conn
+	r, w *int64
+}
+
+func (c countingConn) Read(b []byte) (int, error) {
+	n, err := c.Conn.Read(b)
+	atomic.AddInt64(c.r, int64(n))
+	return n, err
+}
+
+func (c countingConn) Write(b []byte) (int, error) {
+	n, err := c.Conn.Write(b)
+	atomic.AddInt64(c.w, int64(n))
+	return n, err
+}
+
+// prefixConn reads what a bufio.Reader already holds before the connection.
+type prefixConn struct {
+	net.Conn
+	r io.Reader
+}
+
+func (c prefixConn) Read(b []byte) (int, error) { return c.r.Read(b) }
+
+// intercept terminates the client's TLS with a leaf of the run authority,
+// opens TLS to the real host, and relays request by request.
+func (p *Proxy) intercept(c net.Conn, br *bufio.Reader, bw *bufio.Writer, up net.Conn, host string, port int, e *Entry) {
+	leaf, err := p.ca.leaf(host)
+	if err != nil {
+		e.Error = err.Error()
+		writeError(bw, http.StatusBadGateway, err.Error())
+		return
+	}
+	upTLS := tls.Client(up, &tls.Config{
+		ServerName: host,
+		RootCAs:    p.cfg.UpstreamRoots,
+		NextProtos: []string{"http/1.1"},
+		MinVersion: tls.VersionTLS12,
+	})
+	hctx, cancel := context.WithTimeout(p.ctx, 30*time.Second)
+	err = upTLS.HandshakeContext(hctx)
+	cancel()
+	if err != nil {
+		e.Error = "upstream tls: " + err.Error()
+		writeError(bw, http.StatusBadGateway, fmt.Sprintf("TLS with %s failed: %v", host, err))
+		return
+	}
+	if _, err := io.WriteString(c, "HTTP/1.1 200 Connection established\r\n\r\n"); err != nil {
+		return
+	}
+	counted := countingConn{Conn: prefixConn{Conn: c, r: br}, r: &e.BytesUp, w: &e.BytesDown}
+	cTLS := tls.Server(counted, &tls.Config{
+		NextProtos: []string{"http/1.1"}, // never h2: clients fall back to HTTP/1.1
+		MinVersion: tls.VersionTLS12,
+		GetCertificate: func(hello *tls.ClientHelloInfo) (*tls.Certificate, error) {
+			if hello.ServerName != "" && normHost(hello.ServerName) != host {
+				return nil, fmt.Errorf("proxy: TLS name %q differs from CONNECT host %q", hello.ServerName, host)
+			}
+			return leaf, nil
+		},
+	})
+	c.SetDeadline(time.Now().Add(30 * time.Second))
+	if err := cTLS.Handshake(); err != nil {
+		e.Error = "client tls (does the command trust the CA bundle?): " + err.Error()
+		return
+	}
+	c.SetDeadline(time.Time{})
+	cbr := bufio.NewReaderSize(cTLS, 32<<10)
+	cbw := bufio.NewWriterSize(cTLS, 32<<10)
+	ubr := bufio.NewReaderSize(upTLS, 32<<10)
+	ubw := bufio.NewWriterSize(upTLS, 32<<10)
+	used := map[string]bool{}
+	for {
+		c.SetReadDeadline(time.Now().Add(p.cfg.IdleTimeout))
+		req, err := framing.ReadRequest(cbr)
+		if err != nil {
+			if !errors.Is(err, io.EOF) && !errors.Is(err, os.ErrDeadlineExceeded) {
+				e.Refusals = append(e.Refusals, "a request: "+err.Error())
+				writeError(cbw, statusFor(err), err.Error())
+			}
+			break
+		}
+		c.SetReadDeadline(time.Time{})
+		e.Requests++
+		target, herr := originTarget(req, "https", host, port)
+		if herr != "" {
+			e.Refusals = append(e.Refusals, req.Method+" "+clip(req.Target)+": "+herr)
+			writeError(cbw, http.StatusMisdirectedRequest, herr)
+			break
+		}
+		if reason := p.registryRefusal(host, req.Method, target); reason != "" {
+			e.Refusals = append(e.Refusals, req.Method+" "+clip(target)+" ("+reason+")")
+			writeError(cbw, http.StatusForbidden, reason+": "+req.Method+" "+clip(target)+" to "+host+" is refused; registries are read-only to commands")
+			break
+		}
+		h := req.Header
+		secrets := p.secrets[host]
+		if len(secrets) > 0 {
+			var names []string
+			var foreign string
+			h, names, foreign = rewriteCredentials(h, secrets)
+			if foreign != "" {
+				e.Refusals = append(e.Refusals, req.Method+" "+clip(target)+" (foreign credential in "+foreign+")")
+				writeError(cbw, http.StatusForbidden, fmt.Sprintf("the request to %s carries a credential in %s that Kule does not hold for this host; use $%s", host, foreign, secrets[0].Name))
+				break
+			}
+			for _, n := range names {
+				if !used[n] {
+					used[n] = true
+					e.Secrets = append(e.Secrets, n)
+				}
+			}
+			h = h.Del("Accept-Encoding")
+			h = append(h, framing.Field{Name: "Accept-Encoding", Value: "identity"})
+		}
+		keep, err := p.exchange(cbw, ubr, ubw, func() { upTLS.Close() }, req, target, h, blankValues(secrets))
+		if err != nil {
+			e.Error = err.Error()
+		}
+		if !keep {
+			break
+		}
+	}
+}
+
+func clip(s string) string {
+	if len(s) > 80 {
+		return s[:80] + "…"
+	}
+	return s
+}
+
+func blankValues(secrets []*Secret) [][]byte {
+	var vs [][]byte
+	for _, s := range secrets {
+		vs = append(vs, []byte(s.Value))
+	}
+	return vs
+}
+
+// originTarget checks that the request is for host:port and returns its
+// origin-form target. A Host header naming another host is refused: the
+// secret must not reach a neighbour behind the same front.
+func originTarget(req *framing.Request, scheme, host string, port int) (string, string) {
+	target := req.Target
+	if strings.HasPrefix(strings.ToLower(target), scheme+"://") {
+		u, err := url.Parse(target)
+		if err != nil {
+			return "", "bad request target"
+		}
+		if !sameHost(u.Host, scheme, host, port) {
+			return "", "request target names another host than the connection"
+		}
+		target = u.RequestURI()
+	} else if !strings.HasPrefix(target, "/") && !(target == "*" && req.Method == http.MethodOptions) {
+		return "", "request target is not a path"
+	}
+	if hh, ok := req.Header.Get("Host"); ok && !sameHost(hh, scheme, host, port) {
+		return "", fmt.Sprintf("Host %q is not %s", hh, host)
+	}
+	return target, ""
+}
+
+func sameHost(hp, scheme, host string, port int) bool {
+	def := 443
+	if scheme == "http" {
+		def = 80
+	}
+	h, pt, err := splitHostPort(hp, def)
+	return err == nil && h == host && pt == port
+}
+
+// registryRefusal says why a request to a registry is refused, "" if it is not.
+func (p *Proxy) registryRefusal(host, method, target string) string {
+	r, ok := p.registry[host]
+	if !ok {
+		return ""
+	}
+	switch method {
+	case http.MethodGet, http.MethodHead, http.MethodOptions:
+		return ""
+	case http.MethodPost:
+		path := target
+		if i := strings.IndexByte(path, '?'); i >= 0 {
+			path = path[:i]
+		}
+		for _, pre := range r.ReadOnlyPosts {
+			if strings.HasPrefix(path, pre) {
+				return ""
+			}
+		}
+	}
+	return "publish"
+}
+
+// exchange relays one request and its response. It returns whether the client
+// connection may carry another request.
+func (p *Proxy) exchange(cbw *bufio.Writer, ubr *bufio.Reader, ubw *bufio.Writer, abort func(), req *framing.Request, target string, h framing.Header, blankVals [][]byte) (bool, error) {
+	if exp, ok := req.Header.Get("Expect"); ok && strings.EqualFold(exp, "100-continue") {
+		io.WriteString(cbw, "HTTP/1.1 100 Continue\r\n\r\n")
+		cbw.Flush()
+	}
+	sent := make(chan error, 1)
+	go func() {
+		err := framing.WriteHead(ubw, req.Method, target, h, req.Chunked, req.ContentLength)
+		if err == nil {
+			if req.Chunked {
+				cw := framing.ChunkedWriter{W: ubw}
+				if _, err = io.Copy(cw, req.Body); err == nil {
+					err = cw.Close()
+				}
+			} else if req.ContentLength > 0 {
+				var n int64
+				n, err = io.Copy(ubw, req.Body)
+				if err == nil && n != req.ContentLength {
+					err = io.ErrUnexpectedEOF
+				}
+			}
+		}
+		if err == nil {
+			err = ubw.Flush()
+		}
+		if err != nil {
+			abort() // the server waits for a body that will not come: end it
+		}
+		sent <- err
+	}()
+	var resp *http.Response
+	var err error
+	for {
+		resp, err = http.ReadResponse(ubr, &http.Request{Method: req.Method})
+		if err != nil {
+			if serr := <-sent; serr != nil {
+				writeError(cbw, http.StatusBadRequest, "the request body could not be relayed: "+serr.Error())
+				return false, fmt.Errorf("request body: %w", serr)
+			}
+			writeError(cbw, http.StatusBadGateway, "the server's answer could not be read: "+err.Error())
+			return false, fmt.Errorf("upstream response: %w", err)
+		}
+		if resp.StatusCode >= 100 && resp.StatusCode < 200 && resp.StatusCode != http.StatusSwitchingProtocols {
+			continue // 100 Continue was answered already; other 1xx are dropped
+		}
+		break
+	}
+	if err := <-sent; err != nil {
+		resp.Body.Close()
+		writeError(cbw, http.StatusBadRequest, "the request body could not be relayed: "+err.Error())
+		return false, fmt.Errorf("request body: %w", err)
+	}
+	defer resp.Body.Close()
+	for _, k := range []string{"Connection", "Keep-Alive", "Proxy-Connection", "Proxy-Authenticate", "Upgrade"} {
+		resp.Header.Del(k)
+	}
+	if resp.StatusCode == http.StatusSwitchingProtocols {
+		writeError(cbw, http.StatusNotImplemented, "protocol upgrades (WebSocket) are not relayed on intercepted hosts")
+		return false, nil
+	}
+	if len(blankVals) > 0 {
+		for k, vs := range resp.Header {
+			for i := range vs {
+				vs[i] = blankString(vs[i], blankVals)
+			}
+			resp.Header[k] = vs
+		}
+		switch enc := strings.ToLower(resp.Header.Get("Content-Encoding")); enc {
+		case "", "identity":
+		case "gzip", "x-gzip":
+			zr, err := gzip.NewReader(resp.Body)
+			if err != nil {
+				writeError(cbw, http.StatusBadGateway, "the server's gzip answer could not be read: "+err.Error())
+				return false, err
+			}
+			resp.Body = struct {
+				io.Reader
+				io.Closer
+			}{zr, resp.Body}
+			resp.Header.Del("Content-Encoding")
+			resp.Header.Del("Content-Length")
+			resp.ContentLength = -1
+			resp.TransferEncoding = []string{"chunked"}
+		default:
+			writeError(cbw, http.StatusBadGateway, "the server answered in "+enc+" encoding although asked for none; Kule cannot blank the secret in it, so the answer was withheld")
+			return false, nil
+		}
+		resp.Body = struct {
+			io.Reader
+			io.Closer
+		}{newBlanker(resp.Body, blankVals), resp.Body}
+	}
+	closeAfter := req.Close() || resp.Close
+	resp.Close = closeAfter
+	resp.Proto, resp.ProtoMajor, resp.ProtoMinor = "HTTP/1.1", 1, 1
+	if err := resp.Write(cbw); err != nil {
+		return false, fmt.Errorf("response to the client: %w", err)
+	}
+	if err := cbw.Flush(); err != nil {
+		return false, fmt.Errorf("response to the client: %w", err)
+	}
+	return !resp.Close, nil
+}
+
+// forwarder is the upstream connection of plain-HTTP forwarding on one client
+// connection; a request for another host:port ends it and makes a new one.
+type forwarder struct {
+	p          *Proxy
+	host       string
+	port       int
+	raw, up    net.Conn
+	ubr        *bufio.Reader
+	ubw        *bufio.Writer
+	e          Entry
+	upN, downN int64
+}
+
+func (f *forwarder) finish() {
+	f.up.Close()
+	f.p.track(f.raw, false)
+	f.e.BytesUp, f.e.BytesDown = atomic.LoadInt64(&f.upN), atomic.LoadInt64(&f.downN)
+	f.p.log.add(f.e)
+}
+
+// forward relays one absolute-form plain-HTTP request.
+func (p *Proxy) forward(c net.Conn, bw *bufio.Writer, req *framing.Request, fw *forwarder) (bool, *forwarder) {
+	u, err := url.Parse(req.Target)
+	if err != nil || u.Host == "" {
+		writeError(bw, http.StatusBadRequest, "a proxy request needs an absolute http:// target or CONNECT")
+		return false, fw
+	}
+	if !strings.EqualFold(u.Scheme, "http") {
+		writeError(bw, http.StatusBadRequest, u.Scheme+":// through the proxy needs CONNECT")
+		return false, fw
+	}
+	host, port, err := splitHostPort(u.Host, 80)
+	if err != nil {
+		writeError(bw, http.StatusBadRequest, err.Error())
+		return false, fw
+	}
+	if fw != nil && (fw.host != host || fw.port != port) {
+		fw.finish()
+		fw = nil
+	}
+	if fw == nil {
+		d := p.cfg.Decide(p.ctx, host, port)
+		if !d.Allow {
+			p.refuse(bw, host, port, d)
+			return false, nil
+		}
+		nf := &forwarder{p: p, host: host, port: port, e: Entry{Time: time.Now().UTC(), Host: host, Port: port, Verdict: Forwarded, Rule: d.Rule}}
+		up, err := p.dial(host, port)
+		if err != nil {
+			nf.e.Error = "connect: " + err.Error()
+			p.log.add(nf.e)
+			writeError(bw, http.StatusBadGateway, fmt.Sprintf("cannot reach %s:%d: %v", host, port, err))
+			return false, nil
+		}
+		if !p.track(up, true) {
+			up.Close()
+			return false, nil
+		}
+		nf.raw = up
+		nf.up = countingConn{Conn: up, r: &nf.downN, w: &nf.upN}
+		nf.ubr = bufio.NewReaderSize(nf.up, 32<<10)
+		nf.ubw = bufio.NewWriterSize(nf.up, 32<<10)
+		fw = nf
+	}
+	fw.e.Requests++
+	target, herr := originTarget(req, "http", host, port)
+	if herr != "" {
+		fw.e.Refusals = append(fw.e.Refusals, req.Method+" "+clip(req.Target)+": "+herr)
+		writeError(bw, http.StatusMisdirectedRequest, herr)
+		return false, fw
+	}
+	if reason := p.registryRefusal(host, req.Method, target); reason != "" {
+		fw.e.Refusals = append(fw.e.Refusals, req.Method+" "+clip(target)+" ("+reason+")")
+		writeError(bw, http.StatusForbidden, reason+": "+req.Method+" "+clip(target)+" to "+host+" is refused; registries are read-only to commands")
+		return false, fw
+	}
+	if len(p.secrets[host]) > 0 {
+		for _, f := range req.Header {
+			if IsCredentialHeader(f.Name) {
+				fw.e.Refusals = append(fw.e.Refusals, req.Method+" "+clip(target)+" (credential over plain http)")
+				writeError(bw, http.StatusForbidden, "credentials for "+host+" go only over https")
+				return false, fw
+			}
+		}
+	}
+	h := req.Header.Del("Host")
+	h = append(framing.Header{{Name: "Host", Value: u.Host}}, h...)
+	keep, err := p.exchange(bw, fw.ubr, fw.ubw, func() { fw.up.Close() }, req, target, h, nil)
+	if err != nil {
+		fw.e.Error = err.Error()
+	}
+	return keep, fw
+}
+
+// ForTask returns a Config laid out for a task, with a fresh Token: the log in the task
+// directory's network.jsonl, the CA bundle in the task's tmp directory
+// (tmpDir on the host, tmpSeen as commands see it, e.g. /tmp inside the
+// sandbox). The caller adds Decide, Secrets and Registries.
+func ForTask(taskDir, tmpDir, tmpSeen string) Config {
+	if tmpSeen == "" {
+		tmpSeen = tmpDir
+	}
+	var tok [16]byte
+	_, _ = rand.Read(tok[:])
+	return Config{
+		Token:          hex.EncodeToString(tok[:]),
+		LogPath:        filepath.Join(taskDir, "network.jsonl"),
+		BundlePath:     filepath.Join(tmpDir, "kule-ca-bundle.pem"),
+		BundlePathSeen: filepath.Join(tmpSeen, "kule-ca-bundle.pem"),
+	}
+}
+
+// Token is the per-run token clients must present (empty: none).
+func (p *Proxy) Token() string { return p.cfg.Token }

@@ -1,0 +1,58 @@
+//go:build linux
+
+package sandbox
+
+import (
+	"context"
+	"io"
+	"os/exec"
+	"sort"
+	"testing"
+	"time"
+
+	"github.com/kulehq/kule/kernel/runner"
+)
+
+// BenchmarkSetup measures the sandbox's own cost — `true` run through the
+// runner — against bubblewrap with the same namespaces
+// (`bwrap --unshare-all --ro-bind / / true`) and against `true` alone, in
+// the same run, interleaved, and reports the medians and the ratios.
+func BenchmarkSetup(b *testing.B) {
+	if m := Probe().Missing(); len(m) > 0 {
+		b.Skipf("sandbox unavailable: %v", m)
+	}
+	bwrap, err := exec.LookPath("bwrap")
+	if err != nil {
+		b.Skip("bwrap (bubblewrap) not installed: apt-get install -y bubblewrap")
+	}
+	w := newWorldB(b)
+	s := w.sandbox()
+	spec := runner.Spec{Task: w.task, Dir: w.task.Copy, Env: w.env, Args: []string{"true"}, Stdout: io.Discard, Stderr: io.Discard}
+	var sb, bw, plain []time.Duration
+	for b.Loop() {
+		t0 := time.Now()
+		if code, err := s.Run(context.Background(), spec); err != nil || code != 0 {
+			b.Fatalf("sandbox: %d %v", code, err)
+		}
+		t1 := time.Now()
+		if err := exec.Command(bwrap, "--unshare-all", "--ro-bind", "/", "/", "true").Run(); err != nil {
+			b.Fatalf("bwrap: %v", err)
+		}
+		t2 := time.Now()
+		if err := exec.Command("true").Run(); err != nil {
+			b.Fatal(err)
+		}
+		t3 := time.Now()
+		sb, bw, plain = append(sb, t1.Sub(t0)), append(bw, t2.Sub(t1)), append(plain, t3.Sub(t2))
+	}
+	ms := func(d []time.Duration) float64 {
+		sort.Slice(d, func(i, j int) bool { return d[i] < d[j] })
+		return float64(d[len(d)/2]) / 1e6
+	}
+	ks, kb, kp := ms(sb), ms(bw), ms(plain)
+	b.ReportMetric(ks, "kule-ms")
+	b.ReportMetric(kb, "bwrap-ms")
+	b.ReportMetric(kp, "true-ms")
+	b.ReportMetric(ks/kb, "kule/bwrap")
+	b.ReportMetric(ks/kp, "kule/true")
+}

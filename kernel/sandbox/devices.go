@@ -1,0 +1,74 @@
+package sandbox
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// baseDevices are given to every command. /dev/pts (a private instance),
+// /dev/ptmx, /dev/shm and the fd links are made by the helper itself.
+var baseDevices = []string{"null", "zero", "full", "random", "urandom", "tty"}
+
+// gpuDevices are given unless NoGPU; globs under /dev.
+var gpuDevices = []string{"dri", "nvidia*", "nvidiactl", "nvidia-uvm*", "nvidia-modeset", "kfd"}
+
+// refusedDevices are never given, whatever a profile asks: disks, memory,
+// input devices, consoles, and anything else that reaches the machine.
+var refusedDevices = []string{
+	"mem", "kmem", "port", "kmsg", "console", "input", "tty[0-9]*", "ttyS*",
+	"vcs*", "sd*", "hd*", "vd*", "xvd*", "nvme*", "mmcblk*", "loop*", "dm-*",
+	"md*", "sr*", "mapper", "disk", "block", "sg*", "fuse", "uinput",
+	"userfaultfd", "kvm", "vhost-*", "mei*", "hpet", "cpu", "msr",
+	"watchdog*", "autofs", "btrfs-control", "zram*", "nbd*", "rbd*", "ram*",
+	"bus", "vsock", "net",
+}
+
+// checkDevice refuses a device name that is refused or that names a block
+// device or a path outside /dev.
+func checkDevice(name string) error {
+	if name == "" || strings.Contains(name, "..") || filepath.IsAbs(name) {
+		return fmt.Errorf("%w: %q is not a device name under /dev", ErrDevice, name)
+	}
+	first := strings.SplitN(name, "/", 2)[0]
+	for _, pat := range refusedDevices {
+		if ok, _ := filepath.Match(pat, first); ok {
+			return fmt.Errorf("%w: /dev/%s (disks, memory, input devices and consoles are never given)", ErrDevice, name)
+		}
+	}
+	fi, err := os.Stat(filepath.Join("/dev", name))
+	if err != nil {
+		return fmt.Errorf("%w: /dev/%s: %w", ErrDevice, name, err)
+	}
+	if fi.Mode()&os.ModeDevice != 0 && fi.Mode()&os.ModeCharDevice == 0 {
+		return fmt.Errorf("%w: /dev/%s is a block device", ErrDevice, name)
+	}
+	return nil
+}
+
+func (s *Sandbox) devices() ([]string, error) {
+	out := append([]string(nil), baseDevices...)
+	if !s.NoGPU {
+		for _, g := range gpuDevices {
+			m, _ := filepath.Glob(filepath.Join("/dev", g))
+			for _, d := range m {
+				out = append(out, strings.TrimPrefix(d, "/dev/"))
+			}
+		}
+	}
+	for _, d := range s.Devices {
+		d = strings.TrimPrefix(filepath.Clean(d), "/dev/")
+		if err := checkDevice(d); err != nil {
+			return nil, err
+		}
+		out = append(out, d)
+	}
+	var have []string
+	for _, d := range out {
+		if _, err := os.Stat(filepath.Join("/dev", d)); err == nil {
+			have = append(have, d)
+		}
+	}
+	return dedupe(have), nil
+}

@@ -1,0 +1,401 @@
+package sandbox
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/kulehq/kule/kernel/runner"
+)
+
+// plan is everything the helper needs, decided on the host side where the
+// person's paths and environment are known. It crosses to the helper as JSON
+// over a pipe.
+type plan struct {
+	Args []string
+	Dir  string
+	Env  []string
+
+	Copy     string   // mounted writable at its own path
+	Tmp      string   // mounted writable at /tmp
+	Home     string   // the task's home layer: writable
+	Cache    string   // the task's package caches: writable
+	FSize    int64    // RLIMIT_FSIZE for the command, when positive
+	Writable []string // --allow-write: writable at their own paths
+	ReadOnly []string // revealed projects: read-only at their own paths
+	Keep     []string // PATH/SDK folders and the git dir inside hidden areas
+
+	Strong    []string // hidden for good: credentials, Kule's home, --hide
+	Soft      []string // hidden, but PATH/SDK folders and reveals inside stay
+	HideDirs  []string // covered with an empty read-only tmpfs
+	HideFiles []string // covered with /dev/null
+	Links     []link   // symlinks made in hidden tmpfs areas (reveal siblings)
+	Devices   []string // names under /dev to give
+
+	NetNS     bool // a network namespace (false only for NetworkOpen)
+	ProxyPort int  // >0: listen on 127.0.0.1:ProxyPort and bridge to the host
+	NoTCP     bool // Landlock: no TCP connect at all
+
+	Landlock     bool // apply Landlock (false only with weaker isolation accepted)
+	AcceptWeaker bool
+}
+
+type link struct{ Path, Target string }
+
+// credentialPaths are hidden under the person's home, whatever the folder.
+var credentialPaths = []string{
+	".ssh", ".aws", ".gnupg", ".npmrc", ".netrc", ".git-credentials",
+	".config/gh", ".docker/config.json", ".kube", ".pypirc",
+	".cargo/credentials", ".cargo/credentials.toml",
+	".config/gcloud", ".azure", ".config/hub", ".yarnrc.yml",
+	".config/git/credentials", ".password-store", ".local/share/keyrings",
+	".vault-token", ".terraform.d/credentials.tfrc.json",
+}
+
+// personalPaths are the person's own folders, hidden under the home.
+var personalPaths = []string{
+	"Documents", "Desktop", "Downloads", "Pictures", "Movies", "Music",
+	"Videos", "Dropbox", "Google Drive", "GoogleDrive", "OneDrive",
+	"iCloud Drive", "iCloudDrive", "Library/Mobile Documents",
+	"Library/CloudStorage", "Nextcloud", "ownCloud", "pCloudDrive",
+	"MEGA", "Box", "Sync",
+}
+
+// systemSockets are places outside the home where sockets of other programs
+// live (the session bus, Docker, container runtimes).
+var systemSockets = []string{
+	"/run/user", "/var/run/docker.sock", "/run/docker.sock", "/run/docker",
+	"/run/podman", "/run/containerd", "/run/dbus", "/var/run/dbus",
+	"/run/systemd/private", "/run/snapd.socket",
+}
+
+// sdkVars name folders a build needs readable even inside hidden areas.
+var sdkVars = []string{
+	"GOROOT", "GOPATH", "CARGO_HOME", "RUSTUP_HOME", "JAVA_HOME", "NVM_DIR",
+	"PYENV_ROOT", "VOLTA_HOME", "BUN_INSTALL", "DENO_INSTALL", "SDKMAN_DIR",
+	"DOTNET_ROOT", "ANDROID_HOME", "FLUTTER_ROOT", "GEM_HOME", "RBENV_ROOT",
+	"ASDF_DIR", "ASDF_DATA_DIR", "PNPM_HOME",
+}
+
+func (s *Sandbox) plan(spec runner.Spec) (*plan, error) {
+	if len(spec.Args) == 0 {
+		return nil, runner.ErrNoCommand
+	}
+	t := spec.Task
+	for name, p := range map[string]string{"copy": t.Copy, "tmp": t.Tmp, "kule home": t.KuleDir} {
+		if !filepath.IsAbs(p) {
+			return nil, fmt.Errorf("%w: task %s path %q is not absolute", ErrBadSpec, name, p)
+		}
+	}
+	copyDir, err := realDir(t.Copy)
+	if err != nil {
+		return nil, fmt.Errorf("%w: the task's copy: %w", ErrBadSpec, err)
+	}
+	if err := os.MkdirAll(t.Tmp, 0o700); err != nil {
+		return nil, fmt.Errorf("%w: the task's tmp: %w", ErrBadSpec, err)
+	}
+	tmpDir, _ := realDir(t.Tmp)
+	home := t.Home
+	if home == "" {
+		home = filepath.Join(t.Dir, "home")
+	}
+	if err := os.MkdirAll(home, 0o700); err != nil {
+		return nil, fmt.Errorf("%w: the task's home: %w", ErrBadSpec, err)
+	}
+	homeDir, _ := realDir(home)
+	cache := filepath.Join(t.Dir, "cache")
+	if t.Dir == "" {
+		cache = filepath.Join(filepath.Dir(t.Copy), "cache")
+	}
+	if err := os.MkdirAll(cache, 0o700); err != nil {
+		return nil, fmt.Errorf("%w: the task's caches: %w", ErrBadSpec, err)
+	}
+	cacheDir, _ := realDir(cache)
+	kule, err := realDir(t.KuleDir)
+	if err != nil {
+		return nil, fmt.Errorf("%w: kule home: %w", ErrBadSpec, err)
+	}
+	dir := spec.Dir
+	if dir == "" {
+		dir = t.Copy
+	}
+	if rd, err := realDir(dir); err == nil {
+		dir = rd
+	}
+	if !within(dir, copyDir) {
+		return nil, fmt.Errorf("%w: working directory %s is not inside the task's copy %s", ErrBadSpec, spec.Dir, t.Copy)
+	}
+
+	p := &plan{
+		Args: spec.Args, Dir: dir, Copy: copyDir, Tmp: tmpDir, Home: homeDir, Cache: cacheDir, FSize: spec.FileSizeLimit,
+		NetNS: spec.Network != runner.NetworkOpen, NoTCP: spec.Network == runner.NetworkNone,
+		AcceptWeaker: s.AcceptWeaker,
+	}
+	if spec.Network == runner.NetworkProxy && spec.ProxyAddr != "" {
+		_, port, err := net.SplitHostPort(spec.ProxyAddr)
+		n, err2 := strconv.Atoi(port)
+		if err != nil || err2 != nil || n <= 0 || n > 65535 {
+			return nil, fmt.Errorf("%w: proxy address %q is not host:port", ErrBadSpec, spec.ProxyAddr)
+		}
+		p.ProxyPort = n
+	}
+	hostEnv := s.hostEnv()
+	personHome := s.home()
+	if rh, err := realDir(personHome); err == nil {
+		personHome = rh
+	}
+
+	// Strong hides: nothing kept or revealed may reopen them.
+	var strong []string
+	addStrong := func(path string) {
+		if rp, ok := existing(path); ok {
+			strong = append(strong, rp)
+		}
+	}
+	if personHome != "" && personHome != "/" {
+		for _, c := range credentialPaths {
+			addStrong(filepath.Join(personHome, c))
+		}
+	}
+	for _, v := range []string{"CARGO_HOME"} {
+		if d := lookupEnv(hostEnv, v); d != "" {
+			addStrong(filepath.Join(d, "credentials"))
+			addStrong(filepath.Join(d, "credentials.toml"))
+		}
+	}
+	if x := lookupEnv(hostEnv, "XDG_RUNTIME_DIR"); x != "" {
+		addStrong(x)
+	}
+	for _, sock := range systemSockets {
+		addStrong(sock)
+	}
+	addStrong(kule)
+	for _, h := range spec.Hide {
+		rp, ok := existing(absFrom(h, dir))
+		if !ok {
+			continue // nothing there to hide; writes there are refused anyway
+		}
+		strong = append(strong, rp)
+	}
+
+	// Soft hides: personal folders and the folder beside the workspace.
+	var soft []string
+	if personHome != "" && personHome != "/" {
+		for _, c := range personalPaths {
+			if rp, ok := existing(filepath.Join(personHome, c)); ok {
+				soft = append(soft, rp)
+			}
+		}
+		if t.Folder != "" {
+			folder := t.Folder
+			if rf, err := realDir(folder); err == nil {
+				folder = rf
+			}
+			parent := filepath.Dir(folder)
+			if parent != personHome && within(parent, personHome) {
+				rel, _ := filepath.Rel(personHome, parent)
+				if !strings.HasPrefix(rel, ".") {
+					soft = append(soft, parent)
+				}
+			}
+		}
+	}
+	underStrong := func(path string) bool {
+		for _, h := range strong {
+			if within(path, h) {
+				return true
+			}
+		}
+		return false
+	}
+	underAny := func(path string, hides []string) bool {
+		for _, h := range hides {
+			if within(path, h) && path != h {
+				return true
+			}
+		}
+		return false
+	}
+
+	for _, w := range spec.AllowWrite {
+		rp, err := realDir(absFrom(w, dir))
+		if err != nil {
+			return nil, fmt.Errorf("%w: --allow-write %s: %w", ErrBadSpec, w, err)
+		}
+		if underStrong(rp) || covers(rp, strong) {
+			return nil, fmt.Errorf("%w: --allow-write %s would open a hidden path (credentials, Kule's home or another task)", ErrBadSpec, w)
+		}
+		p.Writable = append(p.Writable, rp)
+	}
+	for _, r := range spec.Reveal {
+		abs := absFrom(r, dir)
+		if t.Folder != "" && !filepath.IsAbs(r) {
+			abs = filepath.Join(t.Folder, r) // reveals are relative to the folder
+		}
+		rp, err := realPath(abs)
+		if err != nil {
+			return nil, fmt.Errorf("%w: --reveal %s: %w", ErrBadSpec, r, err)
+		}
+		if underStrong(rp) {
+			return nil, fmt.Errorf("%w: --reveal %s would open a hidden path (credentials, Kule's home or another task)", ErrBadSpec, r)
+		}
+		p.ReadOnly = append(p.ReadOnly, rp)
+		if t.Folder != "" {
+			if rel, err := filepath.Rel(t.Folder, abs); err == nil && strings.HasPrefix(rel, "..") {
+				l := filepath.Join(copyDir, rel)
+				if within(l, kule) && !within(l, copyDir) && !within(l, tmpDir) && !within(l, homeDir) && !within(l, cacheDir) {
+					p.Links = append(p.Links, link{Path: l, Target: rp})
+				}
+			}
+		}
+	}
+
+	// Keeps: PATH entries, SDK folders, the workspace's git directory.
+	var keeps []string
+	for _, env := range [][]string{hostEnv, spec.Env} {
+		keeps = append(keeps, filepath.SplitList(lookupEnv(env, "PATH"))...)
+		for _, v := range sdkVars {
+			keeps = append(keeps, filepath.SplitList(lookupEnv(env, v))...)
+		}
+	}
+	if t.Folder != "" {
+		keeps = append(keeps, gitDirs(t.Folder)...)
+	}
+	seen := map[string]bool{}
+	for _, k := range keeps {
+		if !filepath.IsAbs(k) {
+			continue
+		}
+		rp, ok := existing(k)
+		if !ok || seen[rp] || underStrong(rp) || !underAny(rp, soft) {
+			continue
+		}
+		seen[rp] = true
+		p.Keep = append(p.Keep, rp)
+	}
+
+	p.Strong, p.Soft = dedupe(strong), dedupe(soft)
+	for _, h := range append(strong, soft...) {
+		fi, err := os.Stat(h)
+		if err != nil {
+			continue
+		}
+		if fi.IsDir() {
+			p.HideDirs = append(p.HideDirs, h)
+		} else {
+			p.HideFiles = append(p.HideFiles, h)
+		}
+	}
+	p.HideDirs, p.HideFiles = dedupe(p.HideDirs), dedupe(p.HideFiles)
+
+	devs, err := s.devices()
+	if err != nil {
+		return nil, err
+	}
+	p.Devices = devs
+	p.Env = commandEnv(spec, p)
+	return p, nil
+}
+
+// gitDirs finds the git directory of folder when it lies outside the folder
+// (a worktree's .git file names it, and its commondir).
+func gitDirs(folder string) []string {
+	b, err := os.ReadFile(filepath.Join(folder, ".git"))
+	if err != nil {
+		return []string{filepath.Join(folder, ".git")}
+	}
+	line := strings.TrimSpace(string(b))
+	gd, ok := strings.CutPrefix(line, "gitdir: ")
+	if !ok {
+		return nil
+	}
+	if !filepath.IsAbs(gd) {
+		gd = filepath.Join(folder, gd)
+	}
+	out := []string{gd}
+	if c, err := os.ReadFile(filepath.Join(gd, "commondir")); err == nil {
+		cd := strings.TrimSpace(string(c))
+		if !filepath.IsAbs(cd) {
+			cd = filepath.Join(gd, cd)
+		}
+		out = append(out, filepath.Clean(cd))
+	}
+	return out
+}
+
+func absFrom(p, dir string) string {
+	if filepath.IsAbs(p) {
+		return filepath.Clean(p)
+	}
+	return filepath.Join(dir, p)
+}
+
+// existing resolves path's symlinks; ok is false when nothing is there.
+func existing(path string) (string, bool) {
+	rp, err := filepath.EvalSymlinks(path)
+	if err != nil {
+		return "", false
+	}
+	return rp, true
+}
+
+func realPath(path string) (string, error) {
+	rp, err := filepath.EvalSymlinks(path)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return "", fmt.Errorf("%s does not exist", path)
+		}
+		return "", err
+	}
+	return filepath.Abs(rp)
+}
+
+func realDir(path string) (string, error) {
+	rp, err := realPath(path)
+	if err != nil {
+		return "", err
+	}
+	fi, err := os.Stat(rp)
+	if err != nil {
+		return "", err
+	}
+	if !fi.IsDir() {
+		return "", fmt.Errorf("%s is not a directory", path)
+	}
+	return rp, nil
+}
+
+// within reports whether path is dir or lies beneath it.
+func within(path, dir string) bool {
+	if dir == "/" {
+		return true
+	}
+	return path == dir || strings.HasPrefix(path, dir+"/")
+}
+
+// covers reports whether path contains one of paths (opening path would
+// open them too).
+func covers(path string, paths []string) bool {
+	for _, h := range paths {
+		if within(h, path) {
+			return true
+		}
+	}
+	return false
+}
+
+func dedupe(s []string) []string {
+	sort.Strings(s)
+	out := s[:0]
+	for i, v := range s {
+		if i == 0 || v != s[i-1] {
+			out = append(out, v)
+		}
+	}
+	return out
+}

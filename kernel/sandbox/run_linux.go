@@ -1,0 +1,272 @@
+//go:build linux
+
+package sandbox
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/kulehq/kule/kernel/runner"
+)
+
+// The helper's descriptors, after stdio.
+const (
+	fdPlan   = 3 // the plan, JSON, read to EOF
+	fdStatus = 4 // a setup failure, as text; EOF without text: the command runs
+	fdCtrl   = 5 // the proxy bridge: accepted connections, one per SCM_RIGHTS
+)
+
+// helperCaps are the capabilities stage 1 keeps in its user namespace (when
+// the person's uid is not 0 there, exec would drop them otherwise).
+var helperCaps = []uintptr{
+	unix.CAP_SYS_ADMIN, unix.CAP_NET_ADMIN, unix.CAP_SETPCAP,
+	unix.CAP_DAC_OVERRIDE, unix.CAP_SYS_PTRACE, unix.CAP_KILL,
+}
+
+// Run runs spec's command in the sandbox and returns its exit code.
+func (s *Sandbox) Run(ctx context.Context, spec runner.Spec) (int, error) {
+	avail := Probe()
+	missing := avail.Missing()
+	if len(missing) > 0 {
+		if !s.AcceptWeaker {
+			return -1, fmt.Errorf("%w: %s; nothing ran and nothing changed (fix the system, or accept weaker isolation with `kule isolation --accept-weaker on`)", ErrUnavailable, strings.Join(missing, "; "))
+		}
+		fmt.Fprintf(s.warn(), "kule: WEAKER ISOLATION (accepted): %s\n", strings.Join(missing, "; "))
+	}
+	p, err := s.plan(spec)
+	if err != nil {
+		return -1, err
+	}
+	p.Landlock = avail.LandlockABI >= 1
+	exe, err := s.exe()
+	if err != nil {
+		return -1, fmt.Errorf("%w: find the helper executable: %w", ErrSetup, err)
+	}
+	args := s.HelperArgs
+	if args == nil {
+		args = []string{"__sandbox"}
+	}
+	stage := HelperStageInit
+	if !avail.UserNS {
+		stage = HelperStageExec
+		p.NetNS, p.ProxyPort = false, 0
+	}
+	cmd := exec.CommandContext(ctx, exe, append(append([]string(nil), args...), stage)...)
+	cmd.Args[0] = "kule-sandbox"
+	cmd.Env = s.HelperEnv
+	if cmd.Env == nil {
+		cmd.Env = []string{}
+	}
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = spec.Stdin, spec.Stdout, spec.Stderr
+	if cmd.Stdout == nil {
+		cmd.Stdout = os.Stdout
+	}
+	if cmd.Stderr == nil {
+		cmd.Stderr = os.Stderr
+	}
+	cmd.WaitDelay = 5 * time.Second
+
+	planR, planW, err := os.Pipe()
+	if err != nil {
+		return -1, fmt.Errorf("%w: %w", ErrSetup, err)
+	}
+	defer planW.Close()
+	statR, statW, err := os.Pipe()
+	if err != nil {
+		planR.Close()
+		return -1, fmt.Errorf("%w: %w", ErrSetup, err)
+	}
+	defer statR.Close()
+	cmd.ExtraFiles = []*os.File{planR, statW}
+	var ctrl *os.File
+	if p.ProxyPort > 0 {
+		fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+		if err != nil {
+			planR.Close()
+			statW.Close()
+			return -1, fmt.Errorf("%w: proxy bridge: %w", ErrSetup, err)
+		}
+		ctrl = os.NewFile(uintptr(fds[0]), "bridge")
+		child := os.NewFile(uintptr(fds[1]), "bridge-child")
+		defer ctrl.Close()
+		defer child.Close()
+		cmd.ExtraFiles = append(cmd.ExtraFiles, child)
+	}
+	if avail.UserNS {
+		uid, gid := os.Getuid(), os.Getgid()
+		flags := uintptr(unix.CLONE_NEWUSER | unix.CLONE_NEWNS | unix.CLONE_NEWPID | unix.CLONE_NEWIPC | unix.CLONE_NEWUTS)
+		if p.NetNS {
+			flags |= unix.CLONE_NEWNET
+		}
+		cmd.SysProcAttr = &syscall.SysProcAttr{
+			Cloneflags:                 flags,
+			UidMappings:                []syscall.SysProcIDMap{{ContainerID: uid, HostID: uid, Size: 1}},
+			GidMappings:                []syscall.SysProcIDMap{{ContainerID: gid, HostID: gid, Size: 1}},
+			GidMappingsEnableSetgroups: false,
+			AmbientCaps:                helperCaps,
+			Pdeathsig:                  syscall.SIGKILL,
+		}
+	} else {
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Pdeathsig: syscall.SIGKILL}
+	}
+
+	b, err := json.Marshal(p)
+	if err != nil {
+		return -1, fmt.Errorf("%w: %w", ErrSetup, err)
+	}
+	startErr := cmd.Start()
+	planR.Close()
+	statW.Close()
+	if len(cmd.ExtraFiles) > 2 {
+		cmd.ExtraFiles[2].Close()
+	}
+	if startErr != nil {
+		return -1, fmt.Errorf("%w: start the helper: %w%s; nothing ran", ErrUnavailable, startErr, startHint(startErr))
+	}
+	go func() {
+		planW.Write(b)
+		planW.Close()
+	}()
+	if spec.Started != nil {
+		spec.Started(cmd.Process.Pid) // the sandbox's PID 1: the command's tree is beneath it
+	}
+	var wg sync.WaitGroup
+	var bridge net.Conn
+	if ctrl != nil {
+		bridge, err = net.FileConn(ctrl) // a dup: ctrl itself is closed by the defer
+		if err != nil {
+			cmd.Process.Kill()
+			cmd.Wait()
+			return -1, fmt.Errorf("%w: proxy bridge: %w", ErrSetup, err)
+		}
+		wg.Add(1)
+		go func() { defer wg.Done(); bridgeHost(bridge, spec.ProxyAddr) }()
+	}
+	status, _ := io.ReadAll(statR)
+	if len(status) > 0 {
+		cmd.Process.Kill()
+		cmd.Wait()
+		if bridge != nil {
+			bridge.Close()
+		}
+		wg.Wait()
+		return -1, fmt.Errorf("%w: %s; nothing ran and nothing changed", ErrSetup, strings.TrimSpace(string(status)))
+	}
+	code, err := runner.ExitCode(cmd.Wait())
+	if bridge != nil {
+		bridge.Close()
+	}
+	wg.Wait()
+	if ctx.Err() != nil && err == nil {
+		return code, nil
+	}
+	return code, err
+}
+
+func startHint(err error) string {
+	if os.IsPermission(err) || strings.Contains(err.Error(), "operation not permitted") {
+		return " (creating user namespaces was refused: check sysctl kernel.unprivileged_userns_clone, user.max_user_namespaces and kernel.apparmor_restrict_unprivileged_userns)"
+	}
+	return ""
+}
+
+// bridgeHost receives each connection the helper accepted inside the
+// sandbox's network namespace and joins it to a fresh connection to the
+// proxy on the host's loopback. It returns when the helper is gone.
+func bridgeHost(c net.Conn, proxy string) {
+	uc, ok := c.(*net.UnixConn)
+	if !ok {
+		return
+	}
+	buf := make([]byte, 1)
+	oob := make([]byte, unix.CmsgSpace(4*4))
+	for {
+		_, oobn, _, _, err := uc.ReadMsgUnix(buf, oob)
+		if err != nil {
+			return
+		}
+		msgs, err := unix.ParseSocketControlMessage(oob[:oobn])
+		if err != nil {
+			continue
+		}
+		for _, m := range msgs {
+			fds, err := unix.ParseUnixRights(&m)
+			if err != nil {
+				continue
+			}
+			for _, fd := range fds {
+				go joinProxy(os.NewFile(uintptr(fd), "bridged"), proxy)
+			}
+		}
+	}
+}
+
+func joinProxy(f *os.File, proxy string) {
+	inner, err := net.FileConn(f)
+	f.Close()
+	if err != nil {
+		return
+	}
+	defer inner.Close()
+	outer, err := net.DialTimeout("tcp", proxy, 10*time.Second)
+	if err != nil {
+		return // the command sees its connection closed
+	}
+	defer outer.Close()
+	done := make(chan struct{}, 2)
+	pipe := func(dst, src net.Conn) {
+		io.Copy(dst, src)
+		if cw, ok := dst.(interface{ CloseWrite() error }); ok {
+			cw.CloseWrite()
+		}
+		done <- struct{}{}
+	}
+	go pipe(outer, inner)
+	go pipe(inner, outer)
+	<-done
+	<-done
+}
+
+// Probe finds what the sandbox can use here.
+func Probe() Availability {
+	if probeHook != nil {
+		return probeHook()
+	}
+	a := Availability{UserNS: true, LandlockABI: landlockABI()}
+	if n, ok := readInt("/proc/sys/user/max_user_namespaces"); ok && n == 0 {
+		a.UserNS, a.UserNSWhy = false, "sysctl user.max_user_namespaces is 0"
+	}
+	if os.Getuid() != 0 {
+		if n, ok := readInt("/proc/sys/kernel/unprivileged_userns_clone"); ok && n == 0 {
+			a.UserNS, a.UserNSWhy = false, "sysctl kernel.unprivileged_userns_clone is 0"
+		}
+		if n, ok := readInt("/proc/sys/kernel/apparmor_restrict_unprivileged_userns"); ok && n == 1 {
+			a.UserNS, a.UserNSWhy = false, "AppArmor restricts unprivileged user namespaces (sysctl kernel.apparmor_restrict_unprivileged_userns=1; allow kule with an AppArmor profile)"
+		}
+	}
+	if _, err := os.Stat("/proc/self/ns/user"); err != nil {
+		a.UserNS, a.UserNSWhy = false, "the kernel has no user namespaces"
+	}
+	return a
+}
+
+func readInt(path string) (int, bool) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return 0, false
+	}
+	n, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	return n, err == nil
+}

@@ -1,0 +1,112 @@
+package sandbox
+
+import (
+	"errors"
+	"io"
+	"os"
+
+	"github.com/kulehq/kule/kernel/runner"
+)
+
+// Errors a caller can test for.
+var (
+	// ErrUnavailable: the system lacks something the sandbox needs (the
+	// error names it); nothing ran.
+	ErrUnavailable = errors.New("sandbox: isolation is not available")
+	// ErrSetup: the helper could not build the sandbox; nothing ran.
+	ErrSetup = errors.New("sandbox: could not set up")
+	// ErrBadSpec: the Spec names paths the sandbox cannot honour.
+	ErrBadSpec = errors.New("sandbox: bad spec")
+	// ErrDevice: a profile asked for a device that is never given.
+	ErrDevice = errors.New("sandbox: device refused")
+)
+
+// Sandbox runs commands isolated (see the package doc). The zero value is
+// usable: it re-executes os.Executable() as `__sandbox` and reads the
+// person's home and environment from the process.
+type Sandbox struct {
+	// Exe is the executable re-executed as the helper; empty means
+	// os.Executable(). HelperArgs go before the stage argument; nil means
+	// {"__sandbox"}. HelperEnv is the helper's own environment (the command
+	// gets Spec.Env); tests use it to mark the re-executed test binary.
+	Exe        string
+	HelperArgs []string
+	HelperEnv  []string
+
+	// Home is the person's home (default $HOME). HostEnv is the environment
+	// the hidden and kept paths are derived from (PATH, GOROOT, CARGO_HOME,
+	// XDG_RUNTIME_DIR...); nil means os.Environ().
+	Home    string
+	HostEnv []string
+
+	// AcceptWeaker lets commands run with what isolation is available when
+	// a part is missing; every such run prints what is missing to Warn
+	// (default os.Stderr).
+	AcceptWeaker bool
+	Warn         io.Writer
+
+	// Devices are extra devices by name (e.g. "snd" for /dev/snd); NoGPU
+	// leaves out the GPU's devices (/dev/dri, /dev/nvidia*).
+	Devices []string
+	NoGPU   bool
+}
+
+var _ runner.Runner = (*Sandbox)(nil)
+
+func (s *Sandbox) warn() io.Writer {
+	if s.Warn != nil {
+		return s.Warn
+	}
+	return os.Stderr
+}
+
+func (s *Sandbox) hostEnv() []string {
+	if s.HostEnv != nil {
+		return s.HostEnv
+	}
+	return os.Environ()
+}
+
+func (s *Sandbox) home() string {
+	if s.Home != "" {
+		return s.Home
+	}
+	if h := lookupEnv(s.hostEnv(), "HOME"); h != "" {
+		return h
+	}
+	h, _ := os.UserHomeDir()
+	return h
+}
+
+// HelperStageInit and HelperStageExec are the last argument of the two helper
+// stages; HelperMain reads it.
+const (
+	HelperStageInit = "init"
+	HelperStageExec = "exec"
+)
+
+var exeOverride string
+
+// SetExecutable sets the executable re-executed as the helper by Sandbox
+// values whose Exe is empty (cmd/kule leaves it alone: os.Executable()).
+func SetExecutable(path string) { exeOverride = path }
+
+func (s *Sandbox) exe() (string, error) {
+	if s.Exe != "" {
+		return s.Exe, nil
+	}
+	if exeOverride != "" {
+		return exeOverride, nil
+	}
+	return os.Executable()
+}
+
+func lookupEnv(env []string, key string) string {
+	for i := len(env) - 1; i >= 0; i-- {
+		kv := env[i]
+		if len(kv) > len(key) && kv[len(key)] == '=' && kv[:len(key)] == key {
+			return kv[len(key)+1:]
+		}
+	}
+	return ""
+}

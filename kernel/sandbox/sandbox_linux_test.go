@@ -1,0 +1,243 @@
+//go:build linux
+
+package sandbox
+
+import (
+	"context"
+	"errors"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/kulehq/kule/kernel/runner"
+)
+
+func TestWhatTheCommandGets(t *testing.T) {
+	skipUnlessSandbox(t)
+	tests := map[string]struct {
+		spec  func(w *world) runner.Spec
+		check func(t *testing.T, w *world, r result)
+	}{
+		"reveal-read-only-with-sibling-link": {
+			spec: func(w *world) runner.Spec {
+				return runner.Spec{Reveal: []string{"../shared"}, Args: []string{"sh", "-c",
+					"cat ../shared/lib.go && cat " + filepath.Join(w.shared, "lib.go") + " && (echo x >> ../shared/lib.go && echo WROTE || echo refused)"}}
+			},
+			check: func(t *testing.T, w *world, r result) {
+				want := "package shared // revealedpackage shared // revealedrefused\n"
+				if r.stdout != want {
+					t.Fatalf("stdout %q, want %q (stderr %s)", r.stdout, want, r.stderr)
+				}
+			},
+		},
+		"path-and-sdk-folders-stay-readable": {
+			spec: func(w *world) runner.Spec {
+				bin := filepath.Join(w.home, "code", "bin")
+				os.MkdirAll(bin, 0o755)
+				os.WriteFile(filepath.Join(bin, "mytool"), []byte("#!/bin/sh\necho tool ran\n"), 0o755)
+				return runner.Spec{Env: append(append([]string(nil), w.env...), "PATH="+bin+":/usr/bin:/bin"), Args: []string{"mytool"}}
+			},
+			check: func(t *testing.T, w *world, r result) {
+				if r.stdout != "tool ran\n" {
+					t.Fatalf("stdout %q, stderr %s", r.stdout, r.stderr)
+				}
+			},
+		},
+		"per-task-caches": {
+			spec: func(w *world) runner.Spec {
+				return runner.Spec{Env: append(append([]string(nil), w.env...), "GOCACHE=/person/cache"), Args: []string{"sh", "-c",
+					"for v in CARGO_HOME npm_config_cache PIP_CACHE_DIR UV_CACHE_DIR GOCACHE GOMODCACHE NUGET_PACKAGES YARN_CACHE_FOLDER npm_config_store_dir; do eval echo $v=\\$$v; done; mkdir -p $GOCACHE && touch $GOCACHE/x && echo ok"}}
+			},
+			check: func(t *testing.T, w *world, r result) {
+				for _, line := range strings.Split(strings.TrimSpace(r.stdout), "\n") {
+					if line == "ok" {
+						continue
+					}
+					if _, v, _ := strings.Cut(line, "="); !strings.HasPrefix(v, w.task.Dir+"/cache/") {
+						t.Errorf("cache outside the task: %s", line)
+					}
+				}
+				if !strings.HasSuffix(r.stdout, "ok\n") {
+					t.Fatalf("cache not writable: %s %s", r.stdout, r.stderr)
+				}
+			},
+		},
+		"devices-by-name": {
+			spec: func(w *world) runner.Spec {
+				return runner.Spec{Args: []string{"sh", "-c", "ls /dev | tr '\\n' ' '; head -c 4 /dev/urandom | wc -c; echo x > /dev/null && echo null-ok"}}
+			},
+			check: func(t *testing.T, w *world, r result) {
+				want := "fd full null ptmx pts random shm stderr stdin stdout tty urandom zero 4\nnull-ok\n"
+				if r.stdout != want {
+					t.Fatalf("stdout %q, want %q (%s)", r.stdout, want, r.stderr)
+				}
+			},
+		},
+		"own-processes-only": {
+			spec: func(w *world) runner.Spec {
+				return runner.Spec{Args: []string{"sh", "-c", "echo $$; ls /proc | grep -c '^[0-9]'"}}
+			},
+			check: func(t *testing.T, w *world, r result) {
+				// The helper (PID 1), the shell, ls and grep: nothing else.
+				if _, n, _ := strings.Cut(r.stdout, "\n"); n != "4\n" {
+					t.Fatalf("stdout %q (%s)", r.stdout, r.stderr)
+				}
+			},
+		},
+		"allow-write": {
+			spec: func(w *world) runner.Spec {
+				d := filepath.Join(w.root, "out")
+				os.MkdirAll(d, 0o755)
+				return runner.Spec{AllowWrite: []string{d}, Args: []string{"sh", "-c", "echo hi > " + d + "/f && cat " + d + "/f"}}
+			},
+			check: func(t *testing.T, w *world, r result) {
+				if r.stdout != "hi\n" {
+					t.Fatalf("stdout %q (%s)", r.stdout, r.stderr)
+				}
+			},
+		},
+		"hide": {
+			spec: func(w *world) runner.Spec {
+				os.WriteFile(filepath.Join(w.task.Copy, ".env"), []byte(marker), 0o644)
+				return runner.Spec{Hide: []string{".env", filepath.Join(w.home, "notes.txt")}, Args: []string{"sh", "-c",
+					"cat .env " + filepath.Join(w.home, "notes.txt") + "; echo done"}}
+			},
+			check: func(t *testing.T, w *world, r result) {
+				if r.stdout != "done\n" {
+					t.Fatalf("stdout %q", r.stdout)
+				}
+			},
+		},
+		"file-size-limit": {
+			spec: func(w *world) runner.Spec {
+				return runner.Spec{FileSizeLimit: 1000, Args: []string{"sh", "-c", "head -c 5000 /dev/zero > big 2>/dev/null; wc -c < big"}}
+			},
+			check: func(t *testing.T, w *world, r result) {
+				if strings.TrimSpace(r.stdout) != "1000" {
+					t.Fatalf("a 5000-byte write under a 1000-byte limit left %q bytes", r.stdout)
+				}
+			},
+		},
+		"signal-exit-code": {
+			spec: func(w *world) runner.Spec { return runner.Spec{Args: []string{"sh", "-c", "kill -TERM $$"}} },
+			check: func(t *testing.T, w *world, r result) {
+				if r.code != 128+15 {
+					t.Fatalf("exit %d, want 143", r.code)
+				}
+			},
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			w := newWorld(t)
+			tc.check(t, w, w.run(t, w.sandbox(), tc.spec(w)))
+		})
+	}
+}
+
+func TestProxyBridge(t *testing.T) {
+	skipUnlessSandbox(t)
+	t.Parallel()
+	w := newWorld(t)
+	proxy := echoServer(t)
+	_, port, _ := net.SplitHostPort(proxy)
+	script := `printf 'hello through the bridge' | timeout 5 bash -c 'exec 3<>/dev/tcp/127.0.0.1/` + port + `; cat >&3; head -c 24 <&3'; echo; echo "$HTTP_PROXY $https_proxy $ALL_PROXY"`
+	r := w.run(t, w.sandbox(), runner.Spec{Network: runner.NetworkProxy, ProxyAddr: proxy, Args: []string{"bash", "-c", script}})
+	u := "http://127.0.0.1:" + port
+	want := "hello through the bridge\n" + u + " " + u + " " + u + "\n"
+	if r.stdout != want {
+		t.Fatalf("stdout %q, want %q (stderr %s)", r.stdout, want, r.stderr)
+	}
+	// --no-network: the same port is shut.
+	r = w.run(t, w.sandbox(), runner.Spec{Network: runner.NetworkNone, ProxyAddr: proxy, Args: []string{"bash", "-c",
+		`(exec 3<>/dev/tcp/127.0.0.1/` + port + `) 2>/dev/null && echo CONNECTED || echo refused; echo "[$HTTP_PROXY]"`}})
+	if r.stdout != "refused\n[]\n" {
+		t.Fatalf("--no-network: stdout %q", r.stdout)
+	}
+}
+
+func TestCancelKillsEverything(t *testing.T) {
+	skipUnlessSandbox(t)
+	t.Parallel()
+	w := newWorld(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() { time.Sleep(300 * time.Millisecond); cancel() }()
+	code, err := w.sandbox().Run(ctx, runner.Spec{Task: w.task, Dir: w.task.Copy, Env: w.env, Args: []string{"sh", "-c", "sleep 31339 & sleep 31339"}})
+	if err != nil || code != 128+9 {
+		t.Fatalf("code %d err %v, want 137", code, err)
+	}
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		b, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if strings.Contains(string(b), "31339") {
+			t.Fatalf("process %s outlived the cancelled command", e.Name())
+		}
+	}
+}
+
+func TestFailClosed(t *testing.T) {
+	w := newWorld(t)
+	defer func() { probeHook = nil }()
+	// A stand-in for a system without these: the probe is faked, because
+	// this machine has both and turning them off needs a reboot.
+	probeHook = func() Availability {
+		return Availability{UserNS: false, UserNSWhy: "sysctl user.max_user_namespaces is 0", LandlockABI: 0}
+	}
+	s := w.sandbox()
+	_, err := s.Run(context.Background(), runner.Spec{Task: w.task, Args: []string{"true"}, Env: w.env})
+	if !errors.Is(err, ErrUnavailable) || !strings.Contains(err.Error(), "no user namespaces") || !strings.Contains(err.Error(), "no Landlock") || !strings.Contains(err.Error(), "--accept-weaker on") {
+		t.Fatalf("err = %v", err)
+	}
+	// Accepted: it runs, and says so.
+	probeHook = func() Availability { return Availability{UserNS: true, LandlockABI: 0} }
+	var warn strings.Builder
+	s.AcceptWeaker, s.Warn = true, &warn
+	r := w.run(t, s, runner.Spec{Args: []string{"sh", "-c", "echo ran"}})
+	if r.stdout != "ran\n" || !strings.Contains(warn.String(), "WEAKER ISOLATION") || !strings.Contains(warn.String(), "no Landlock") {
+		t.Fatalf("stdout %q warn %q", r.stdout, warn.String())
+	}
+}
+
+func TestBadSpec(t *testing.T) {
+	w := newWorld(t)
+	tests := map[string]runner.Spec{
+		"dir-outside-copy":       {Dir: w.home, Args: []string{"true"}},
+		"allow-write-ssh":        {AllowWrite: []string{filepath.Join(w.home, ".ssh")}, Args: []string{"true"}},
+		"allow-write-whole-home": {AllowWrite: []string{w.home}, Args: []string{"true"}},
+		"reveal-kule-home":       {Reveal: []string{w.other}, Args: []string{"true"}},
+		"no-command":             {},
+		"bad-proxy":              {ProxyAddr: "nowhere", Args: []string{"true"}},
+	}
+	for name, spec := range tests {
+		t.Run(name, func(t *testing.T) {
+			spec.Task = w.task
+			if _, err := w.sandbox().Run(context.Background(), spec); err == nil {
+				t.Fatal("ran")
+			}
+		})
+	}
+	_ = strconv.Itoa
+}
+
+// Kule's home under /tmp (as in tests elsewhere): the task's own /tmp
+// replaces /tmp, and the copy must still be there, writable.
+func TestKuleHomeUnderTmp(t *testing.T) {
+	skipUnlessSandbox(t)
+	t.Parallel()
+	w := newWorldAt(t, t.TempDir())
+	r := w.run(t, w.sandbox(), runner.Spec{Args: []string{"sh", "-c", "cat main.go; echo x > made; ls /tmp | wc -l; cat " + filepath.Join(w.home, ".ssh", "id_ed25519")}})
+	if !strings.HasPrefix(r.stdout, "package main // the copy") {
+		t.Fatalf("stdout %q stderr %s", r.stdout, r.stderr)
+	}
+	if strings.Contains(r.stdout, marker) {
+		t.Fatalf("credential read: %s", r.stdout)
+	}
+	if _, err := os.Stat(filepath.Join(w.task.Copy, "made")); err != nil {
+		t.Fatal(err)
+	}
+}
