@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"io"
 	"net/http"
 	"net/http/cookiejar"
@@ -10,6 +11,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/kulehq/kule/kernel/daemon/client"
 )
 
 func TestNameAndColor(t *testing.T) {
@@ -68,5 +71,45 @@ func appMust(t *testing.T, err error) {
 	t.Helper()
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestAppCommandsRunInTheSandbox makes a task and runs commands through the
+// daemon `kule app` started: the copy changes, the real folder cannot.
+func TestAppCommandsRunInTheSandbox(t *testing.T) {
+	c := cli{t: t, home: filepath.Join(t.TempDir(), "home")}
+	c.must("app", "--print-url")
+	t.Cleanup(func() {
+		b, err := os.ReadFile(filepath.Join(c.home, "kuled.lock"))
+		if pid, err2 := strconv.Atoi(strings.TrimSpace(string(b))); err == nil && err2 == nil && pid > 1 {
+			syscall.Kill(pid, syscall.SIGTERM)
+		}
+	})
+	folder := t.TempDir()
+	appMust(t, os.WriteFile(filepath.Join(folder, "a.txt"), []byte("a\n"), 0o644))
+	cl := client.New(c.home)
+	ctx := context.Background()
+	var made struct {
+		Task struct{ ID string }
+	}
+	appMust(t, cl.Do(ctx, "POST", "/api/tasks", map[string]string{"folder": folder}, &made))
+	var step struct {
+		Code   int
+		Error  string
+		Output string
+	}
+	appMust(t, cl.Do(ctx, "POST", "/api/tasks/"+made.Task.ID+"/exec", map[string]string{"command": "echo b > b.txt && echo escaped > " + filepath.Join(folder, "escape.txt") + "; true"}, &step))
+	if step.Error != "" {
+		t.Fatalf("exec through the daemon: %+v", step)
+	}
+	if _, err := os.Stat(filepath.Join(folder, "escape.txt")); err == nil {
+		t.Fatalf("a command run from the app wrote the real folder: %+v", step)
+	}
+	var st struct {
+		Changes []struct{ Path string }
+	}
+	appMust(t, cl.Do(ctx, "GET", "/api/tasks/"+made.Task.ID, nil, &st))
+	if len(st.Changes) != 1 || st.Changes[0].Path != "b.txt" {
+		t.Fatalf("changes after the app's command: %+v (output %q)", st.Changes, step.Output)
 	}
 }

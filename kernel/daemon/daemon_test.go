@@ -20,6 +20,8 @@ import (
 
 	"github.com/kulehq/kule/kernel"
 	"github.com/kulehq/kule/kernel/daemon/client"
+	"github.com/kulehq/kule/kernel/runner"
+	"github.com/kulehq/kule/kernel/task"
 )
 
 // TestMain doubles as the helper processes: a daemon to kill, and a client
@@ -449,5 +451,20 @@ func TestEventsStream(t *testing.T) {
 	}
 	if !strings.Contains(got, "event: connection") {
 		t.Fatalf("event lacks its type: %q", got)
+	}
+}
+
+func TestRunnerForRefusalRunsNothing(t *testing.T) {
+	t.Parallel()
+	refuse := errors.New("sandbox: no user namespaces here")
+	d := startDaemon(t, Config{RunnerFor: func(*task.Task, *runner.Spec) (runner.Runner, error) { return nil, refuse }})
+	rep, err := d.k.NewTask(sampleFolder(t))
+	must(t, err)
+	_, err = d.Exec(context.Background(), rep.Task, []string{"/bin/sh", "-c", "echo x > made.txt"}, "echo")
+	if !errors.Is(err, refuse) {
+		t.Fatalf("exec with a refusing runner: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(rep.Task.Paths.Copy, "made.txt")); err == nil {
+		t.Fatal("the command ran although its runner was refused")
 	}
 }
