@@ -319,6 +319,18 @@ func TestAppKeyboardAndSettings(t *testing.T) {
 		chromedp.KeyEvent(kb.Tab, chromedp.KeyModifiers(chromedp.ModifierCtrl)),
 		chromedp.WaitVisible(chromedp.CSS(`#task-list li[aria-selected="true"][data-id="`+ids[1]+`"]`)))
 
+	step(t, ctx, shot, "Shift+Enter adds a line, Enter runs both",
+		chromedp.Click(chromedp.CSS(`#cmd`)),
+		chromedp.SendKeys(chromedp.CSS(`#cmd`), "echo one"),
+		chromedp.KeyEvent("\r", chromedp.KeyModifiers(chromedp.ModifierShift)),
+		chromedp.SendKeys(chromedp.CSS(`#cmd`), "echo two"),
+		chromedp.KeyEvent("\r"),
+		void(chromedp.Poll[bool](`document.querySelector('#output').textContent.includes('[exit 0')`)))
+	out := value(t, ctx, shot, "read the output", chromedp.Text(chromedp.CSS(`#output`)))
+	left := value(t, ctx, shot, "read the command line", chromedp.Value(chromedp.CSS(`#cmd`)))
+	if !strings.Contains(out, "one\ntwo") || left != "" {
+		t.Fatalf("two lines gave output %q, command line left %q", out, left)
+	}
 	step(t, ctx, shot, "rebind the palette to Mod+P in Settings",
 		chromedp.Click(chromedp.CSS(`#btn-settings`)),
 		chromedp.WaitVisible(chromedp.CSS(`#keys-body button[data-cmd="palette.open"]`)),
