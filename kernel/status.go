@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 
 	"github.com/kulehq/kule/kernel/effects"
 	"github.com/kulehq/kule/kernel/gitstate"
@@ -153,7 +154,10 @@ func (k *Kernel) Exec(ctx context.Context, t *task.Task, opt ExecOptions) (int, 
 		spec.Env = withEnv(spec.Env, "HOME", t.Paths.Home)
 		spec.Env = withEnv(spec.Env, "XDG_CONFIG_HOME", filepath.Join(t.Paths.Home, ".config"))
 	}
-	var sup *limits.Supervisor
+	var (
+		supMu sync.Mutex // Started may be called from the runner's goroutine
+		sup   *limits.Supervisor
+	)
 	lim := opt.Limits
 	if lim != (limits.Limits{}) {
 		spec.FileSizeLimit = lim.Disk
@@ -161,7 +165,9 @@ func (k *Kernel) Exec(ctx context.Context, t *task.Task, opt ExecOptions) (int, 
 		base := t.DiskBase
 		started := spec.Started
 		spec.Started = func(pid int) {
+			supMu.Lock()
 			sup = limits.Start(ctx, lim, limits.Watch{Root: pid, DiskPaths: paths, DiskBase: base})
+			supMu.Unlock()
 			if started != nil {
 				started(pid)
 			}
@@ -177,6 +183,8 @@ func (k *Kernel) Exec(ctx context.Context, t *task.Task, opt ExecOptions) (int, 
 	if st != nil {
 		st.Network = netLines
 	}
+	supMu.Lock()
+	defer supMu.Unlock()
 	if sup != nil {
 		sup.Wait()
 		if lerr := sup.Err(); lerr != nil {

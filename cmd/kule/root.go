@@ -42,6 +42,7 @@ func rootCommand() *cobra.Command {
 		agentsCommand(),
 		runCommand(),
 		stepsCommand(),
+		daemonCommand(), appCommand(), nameCommand(), colorCommand(),
 	)
 	return root
 }

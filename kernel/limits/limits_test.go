@@ -9,6 +9,8 @@ import (
 	"time"
 )
 
+// start runs script; one goroutine reaps it, and the test's cleanup kills
+// whatever is left and waits for that reaper.
 func start(t *testing.T, dir string, script string) *exec.Cmd {
 	t.Helper()
 	cmd := exec.Command("sh", "-c", script)
@@ -16,7 +18,9 @@ func start(t *testing.T, dir string, script string) *exec.Cmd {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	reaped := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(reaped) }()
+	t.Cleanup(func() { _ = cmd.Process.Kill(); <-reaped })
 	return cmd
 }
 
@@ -26,7 +30,6 @@ func supervise(t *testing.T, cmd *exec.Cmd, lim Limits, w Watch) (Reason, Usage)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	s := Start(ctx, lim, w)
-	go func() { _ = cmd.Wait() }()
 	r := s.Wait()
 	return r, s.Usage()
 }

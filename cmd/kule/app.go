@@ -1,0 +1,145 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"slices"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/kulehq/kule/kernel"
+	"github.com/kulehq/kule/kernel/daemon"
+	"github.com/kulehq/kule/kernel/daemon/client"
+	"github.com/kulehq/kule/kernel/runner"
+	"github.com/kulehq/kule/kernel/task"
+)
+
+func daemonCommand() *cobra.Command {
+	var idle time.Duration
+	var addr string
+	c := &cobra.Command{
+		Use:   "daemon",
+		Short: "Serve the tasks, their questions and the control room app (one per KULE_HOME)",
+		Long: `Runs Kule's daemon in the foreground: it listens on $KULE_HOME/kuled.sock
+and on a loopback port for the app, and exits after --idle with nothing to do.
+kule app starts it for you.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			k, err := openKernel()
+			if err != nil {
+				return err
+			}
+			d, err := daemon.Start(daemon.Config{Kernel: k, Idle: idle, HTTPAddr: addr,
+				// The app's commands run in the sandbox, as `kule exec` does.
+				RunnerFor: func(t *task.Task, spec *runner.Spec) (runner.Runner, error) {
+					return (&sandboxFlags{}).runnerFor(t, spec)
+				}})
+			if err != nil {
+				return err
+			}
+			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			fmt.Fprintf(cmd.OutOrStdout(), "kule daemon · %s · app at http://%s\n", k.Store.Root, d.Addr())
+			return d.Serve(ctx)
+		},
+	}
+	c.Flags().DurationVar(&idle, "idle", daemon.DefaultIdle, "exit after this long with no request, stream or run (negative: never)")
+	c.Flags().StringVar(&addr, "listen", "127.0.0.1:0", "loopback address of the app's port")
+	return c
+}
+
+func appCommand() *cobra.Command {
+	var printURL bool
+	c := &cobra.Command{
+		Use:   "app",
+		Short: "Open the control room in a browser (starting the daemon if none runs)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			root, err := task.DefaultRoot()
+			if err != nil {
+				return err
+			}
+			if _, err := task.Open(root); err != nil {
+				return err
+			}
+			exe, err := os.Executable()
+			if err != nil {
+				return fmt.Errorf("app: %w", err)
+			}
+			ctx := cmd.Context()
+			if err := client.StartDaemon(ctx, root, exe); err != nil {
+				return fmt.Errorf("app: %w", err)
+			}
+			url, err := client.New(root).AppURL(ctx)
+			if err != nil {
+				return fmt.Errorf("app: %w", err)
+			}
+			out := cmd.OutOrStdout()
+			if printURL {
+				fmt.Fprintln(out, url)
+				return nil
+			}
+			if p, err := exec.LookPath("xdg-open"); err == nil && (os.Getenv("DISPLAY") != "" || os.Getenv("WAYLAND_DISPLAY") != "") {
+				if err := exec.Command(p, url).Start(); err == nil {
+					fmt.Fprintln(out, "opened the control room in your browser")
+					return nil
+				}
+			}
+			fmt.Fprintf(out, "open this address in a browser on this machine (it carries this start's token):\n%s\n", url)
+			return nil
+		},
+	}
+	c.Flags().BoolVar(&printURL, "print-url", false, "print the address instead of opening a browser")
+	return c
+}
+
+func nameCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:   "name TASK NAME",
+		Short: "Name a task (an empty NAME clears it)",
+		Args:  cobra.MinimumNArgs(2),
+		RunE: withTask(func(k *kernel.Kernel, t *task.Task, cmd *cobra.Command, args []string) error {
+			return editTask(k, t, func(t *task.Task) { t.Name = strings.Join(strings.Fields(strings.Join(args[1:], " ")), " ") })
+		}),
+	}
+}
+
+func colorCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:     "color TASK COLOUR",
+		Aliases: []string{"colour"},
+		Short:   "Give a task a colour: " + strings.Join(daemon.Colours[1:], ", ") + ", or none",
+		Args:    cobra.ExactArgs(2),
+		RunE: withTask(func(k *kernel.Kernel, t *task.Task, cmd *cobra.Command, args []string) error {
+			c := strings.ToLower(args[1])
+			if c == "none" {
+				c = ""
+			}
+			if !slices.Contains(daemon.Colours, c) {
+				return fmt.Errorf("color: %q is not a colour Kule knows; pick one of %s, or none", args[1], strings.Join(daemon.Colours[1:], ", "))
+			}
+			return editTask(k, t, func(t *task.Task) { t.Colour = c })
+		}),
+	}
+}
+
+// editTask changes task.json under the task's lock.
+func editTask(k *kernel.Kernel, t *task.Task, fn func(*task.Task)) error {
+	l, err := task.LockFile(t.Paths.Lock)
+	if err != nil {
+		return err
+	}
+	defer l.Unlock()
+	fresh, err := k.Store.Load(t.ID)
+	if err != nil {
+		return err
+	}
+	fn(fresh)
+	return k.Store.Save(fresh)
+}

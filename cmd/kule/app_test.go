@@ -1,0 +1,115 @@
+package main
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"net/http/cookiejar"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/kulehq/kule/kernel/daemon/client"
+)
+
+func TestNameAndColor(t *testing.T) {
+	c := cli{t: t, home: filepath.Join(t.TempDir(), "home")}
+	folder := t.TempDir()
+	appMust(t, os.WriteFile(filepath.Join(folder, "a.txt"), []byte("a\n"), 0o644))
+	id := strings.Fields(c.must("new", folder))[1]
+	c.must("name", id, "Quarterly", "notes")
+	c.must("color", id, "teal")
+	if out, err := c.kule("", "color", id, "mauve"); err == nil || !strings.Contains(out, "not a colour") {
+		t.Fatalf("kule color mauve: %v %s", err, out)
+	}
+	b, err := os.ReadFile(filepath.Join(c.home, "tasks", id, "task.json"))
+	appMust(t, err)
+	if !strings.Contains(string(b), `"name": "Quarterly notes"`) || !strings.Contains(string(b), `"colour": "teal"`) {
+		t.Fatalf("task.json: %s", b)
+	}
+	c.must("color", id, "none")
+	b, _ = os.ReadFile(filepath.Join(c.home, "tasks", id, "task.json"))
+	if strings.Contains(string(b), "colour") {
+		t.Fatalf("colour none kept a colour: %s", b)
+	}
+}
+
+// TestAppStartsOneDaemon runs `kule app --print-url` twice: the first starts
+// the daemon, the second finds it; the address opens the app.
+func TestAppStartsOneDaemon(t *testing.T) {
+	c := cli{t: t, home: filepath.Join(t.TempDir(), "home")}
+	url := strings.TrimSpace(c.must("app", "--print-url"))
+	t.Cleanup(func() {
+		b, err := os.ReadFile(filepath.Join(c.home, "kuled.lock"))
+		if pid, err2 := strconv.Atoi(strings.TrimSpace(string(b))); err == nil && err2 == nil && pid > 1 {
+			syscall.Kill(pid, syscall.SIGTERM)
+		}
+	})
+	if !strings.HasPrefix(url, "http://127.0.0.1:") || !strings.Contains(url, "/?token=") {
+		t.Fatalf("address %q", url)
+	}
+	if again := strings.TrimSpace(c.must("app", "--print-url")); again != url {
+		t.Fatalf("a second kule app gave %q, want the running daemon's %q", again, url)
+	}
+	jar, _ := cookiejar.New(nil)
+	resp, err := (&http.Client{Jar: jar}).Get(url)
+	appMust(t, err)
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || !strings.Contains(string(body), "Needs you") {
+		t.Fatalf("opening the address: %d %.200s", resp.StatusCode, body)
+	}
+	if out, err := c.kule("", "daemon"); err == nil || !strings.Contains(out, "already runs") {
+		t.Fatalf("a second daemon: %v %s", err, out)
+	}
+}
+
+func appMust(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestAppCommandsRunInTheSandbox makes a task and runs commands through the
+// daemon `kule app` started: the copy changes, the real folder cannot.
+func TestAppCommandsRunInTheSandbox(t *testing.T) {
+	c := cli{t: t, home: filepath.Join(t.TempDir(), "home")}
+	c.must("app", "--print-url")
+	t.Cleanup(func() {
+		b, err := os.ReadFile(filepath.Join(c.home, "kuled.lock"))
+		if pid, err2 := strconv.Atoi(strings.TrimSpace(string(b))); err == nil && err2 == nil && pid > 1 {
+			syscall.Kill(pid, syscall.SIGTERM)
+		}
+	})
+	folder := t.TempDir()
+	appMust(t, os.WriteFile(filepath.Join(folder, "a.txt"), []byte("a\n"), 0o644))
+	cl := client.New(c.home)
+	ctx := context.Background()
+	var made struct {
+		Task struct{ ID string }
+	}
+	appMust(t, cl.Do(ctx, "POST", "/api/tasks", map[string]string{"folder": folder}, &made))
+	var step struct {
+		Code   int
+		Error  string
+		Output string
+	}
+	appMust(t, cl.Do(ctx, "POST", "/api/tasks/"+made.Task.ID+"/exec", map[string]string{"command": "echo b > b.txt && echo escaped > " + filepath.Join(folder, "escape.txt") + "; true"}, &step))
+	if step.Error != "" {
+		t.Fatalf("exec through the daemon: %+v", step)
+	}
+	if _, err := os.Stat(filepath.Join(folder, "escape.txt")); err == nil {
+		t.Fatalf("a command run from the app wrote the real folder: %+v", step)
+	}
+	var st struct {
+		Changes []struct{ Path string }
+	}
+	appMust(t, cl.Do(ctx, "GET", "/api/tasks/"+made.Task.ID, nil, &st))
+	if len(st.Changes) != 1 || st.Changes[0].Path != "b.txt" {
+		t.Fatalf("changes after the app's command: %+v (output %q)", st.Changes, step.Output)
+	}
+}

@@ -1,0 +1,266 @@
+// Package daemon is `kule daemon`: one per Kule home, it owns the tasks, the
+// runs and the questions they wait on, and serves a JSON API with a live
+// event stream over $KULE_HOME/kuled.sock (0600, peer uid checked) and over a
+// loopback HTTP port that carries the control room web app (embedded; no
+// network at run time), guarded by a per-start token, Host and Origin checks.
+//
+// The policy, the semantic review and the remembered rules plug in through
+// the small interfaces of hooks.go; the proxy and the ACP permission path post
+// to the Questions queue.
+package daemon
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/kulehq/kule/kernel"
+	"github.com/kulehq/kule/kernel/runner"
+	"github.com/kulehq/kule/kernel/task"
+)
+
+// DefaultIdle is how long the daemon waits with nothing to do before exiting.
+const DefaultIdle = 10 * time.Minute
+
+// Config builds a Daemon.
+type Config struct {
+	Kernel   *kernel.Kernel
+	Idle     time.Duration // 0 = DefaultIdle; negative = never
+	HTTPAddr string        // "" = 127.0.0.1:0
+	Policy   Policy        // nil = PassAll
+	Reviewer Reviewer      // nil = NoNames
+	Rules    Rules         // nil = MemoryRules
+	// RunnerFor picks how one command of the app runs in t (the sandbox, as
+	// `kule exec` does) and may fill spec's isolation fields; nil uses the
+	// kernel's Runner.
+	RunnerFor func(t *task.Task, spec *runner.Spec) (runner.Runner, error)
+	Log      *slog.Logger
+}
+
+// Daemon is a running kule daemon.
+type Daemon struct {
+	cfg    Config
+	k      *kernel.Kernel
+	home   string
+	Bus    *Bus
+	Q      *Queue
+	token  string
+	lockF  *os.File
+	sockL  net.Listener
+	httpL  net.Listener
+	srvs   []*http.Server
+	log    *slog.Logger
+	active atomic.Int64 // requests in flight, streams open, runs going
+	last   atomic.Int64 // unix nanos of the last activity
+	done   chan struct{}
+	once   sync.Once
+	runs   *runs
+	watch  *watcher
+}
+
+// SocketPath is where the daemon of home listens.
+func SocketPath(home string) string { return filepath.Join(home, "kuled.sock") }
+
+// LockPath is the lock that keeps one daemon per home.
+func LockPath(home string) string { return filepath.Join(home, "kuled.lock") }
+
+// Start takes the home's daemon lock, opens the questions, and listens on the
+// socket and the loopback port. It fails with ErrDaemonRunning when another
+// daemon holds the lock. Serve runs it.
+func Start(cfg Config) (*Daemon, error) {
+	if cfg.Kernel == nil {
+		return nil, errors.New("daemon: no kernel")
+	}
+	if cfg.Idle == 0 {
+		cfg.Idle = DefaultIdle
+	}
+	if cfg.Policy == nil {
+		cfg.Policy = PassAll{}
+	}
+	if cfg.Reviewer == nil {
+		cfg.Reviewer = NoNames{}
+	}
+	if cfg.Log == nil {
+		cfg.Log = slog.New(slog.NewTextHandler(os.Stderr, nil))
+	}
+	home := cfg.Kernel.Store.Root
+	d := &Daemon{cfg: cfg, k: cfg.Kernel, home: home, Bus: NewBus(), log: cfg.Log, done: make(chan struct{})}
+	lf, err := os.OpenFile(LockPath(home), os.O_RDWR|os.O_CREATE|unix.O_CLOEXEC, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("daemon: %w", err)
+	}
+	if err := unix.Flock(int(lf.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+		lf.Close()
+		if errors.Is(err, unix.EWOULDBLOCK) {
+			return nil, fmt.Errorf("daemon: %w (%s); `kule app` opens it", ErrDaemonRunning, home)
+		}
+		return nil, fmt.Errorf("daemon: lock %s: %w", LockPath(home), err)
+	}
+	d.lockF = lf
+	ok := false
+	defer func() {
+		if !ok {
+			d.closeAll()
+		}
+	}()
+	fmt.Fprintf(lf, "%d\n", os.Getpid())
+	q, err := OpenQueue(filepath.Join(home, "questions.json"), d.Bus, cfg.Rules)
+	if err != nil {
+		return nil, err
+	}
+	d.Q = q
+	var tok [24]byte
+	if _, err := rand.Read(tok[:]); err != nil {
+		return nil, err
+	}
+	d.token = hex.EncodeToString(tok[:])
+	d.runs = newRuns()
+
+	// The socket: we hold the lock, so a socket file left there is stale.
+	sock := SocketPath(home)
+	_ = os.Remove(sock)
+	old := unix.Umask(0o177)
+	sl, err := net.Listen("unix", sock)
+	unix.Umask(old)
+	if err != nil {
+		return nil, fmt.Errorf("daemon: listen on %s: %w", sock, err)
+	}
+	if err := os.Chmod(sock, 0o600); err != nil {
+		sl.Close()
+		return nil, fmt.Errorf("daemon: %w", err)
+	}
+	d.sockL = &peerListener{Listener: sl, uid: os.Getuid(), log: d.log}
+	addr := cfg.HTTPAddr
+	if addr == "" {
+		addr = "127.0.0.1:0"
+	}
+	hl, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("daemon: listen on %s: %w", addr, err)
+	}
+	d.httpL = hl
+	d.touch()
+	ok = true
+	return d, nil
+}
+
+// Token is this start's secret for the HTTP port.
+func (d *Daemon) Token() string { return d.token }
+
+// Addr is the loopback address of the HTTP port.
+func (d *Daemon) Addr() string { return d.httpL.Addr().String() }
+
+// URL is the address that opens the app (it carries the token once).
+func (d *Daemon) URL() string { return "http://" + d.Addr() + "/?token=" + d.token }
+
+// Kernel is the kernel the daemon serves.
+func (d *Daemon) Kernel() *kernel.Kernel { return d.k }
+
+// Done is closed when the daemon has stopped.
+func (d *Daemon) Done() <-chan struct{} { return d.done }
+
+func (d *Daemon) touch() { d.last.Store(time.Now().UnixNano()) }
+
+// busy marks activity that keeps the daemon up until the returned func runs.
+func (d *Daemon) busy() func() {
+	d.active.Add(1)
+	d.touch()
+	return func() { d.touch(); d.active.Add(-1) }
+}
+
+// Serve serves until ctx ends, Shutdown is called, or the daemon has been
+// idle (no request, stream or run) for Config.Idle.
+func (d *Daemon) Serve(ctx context.Context) error {
+	api := d.apiHandler()
+	sockSrv := &http.Server{Handler: d.track(d.socketOnly(api)), ReadHeaderTimeout: 10 * time.Second}
+	webSrv := &http.Server{Handler: d.track(d.guard(d.webHandler(api))), ReadHeaderTimeout: 10 * time.Second}
+	d.srvs = []*http.Server{sockSrv, webSrv}
+	errc := make(chan error, 2)
+	go func() { errc <- sockSrv.Serve(d.sockL) }()
+	go func() { errc <- webSrv.Serve(d.httpL) }()
+	d.watch = newWatcher(d)
+	go d.watch.run(ctx, d.done)
+	d.log.Info("daemon started", "home", d.home, "socket", SocketPath(d.home), "http", d.Addr())
+	var tick <-chan time.Time
+	if d.cfg.Idle > 0 {
+		every := d.cfg.Idle / 10
+		if every > 5*time.Second {
+			every = 5 * time.Second
+		}
+		t := time.NewTicker(every)
+		defer t.Stop()
+		tick = t.C
+	}
+	var err error
+loop:
+	for {
+		select {
+		case <-ctx.Done():
+			break loop
+		case <-d.done:
+			break loop
+		case e := <-errc:
+			if !errors.Is(e, http.ErrServerClosed) {
+				err = fmt.Errorf("daemon: %w", e)
+			}
+			break loop
+		case <-tick:
+			if d.active.Load() == 0 && time.Since(time.Unix(0, d.last.Load())) >= d.cfg.Idle {
+				d.log.Info("daemon idle, exiting", "idle", d.cfg.Idle)
+				break loop
+			}
+		}
+	}
+	d.Shutdown()
+	return err
+}
+
+// Shutdown stops serving; waiting questions stay on disk.
+func (d *Daemon) Shutdown() {
+	d.once.Do(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+		defer cancel()
+		d.runs.cancelAll()
+		for _, s := range d.srvs {
+			_ = s.Shutdown(ctx)
+		}
+		d.closeAll()
+		close(d.done)
+	})
+}
+
+func (d *Daemon) closeAll() {
+	if d.Q != nil {
+		d.Q.Close()
+	}
+	if d.sockL != nil {
+		d.sockL.Close()
+		_ = os.Remove(SocketPath(d.home))
+	}
+	if d.httpL != nil {
+		d.httpL.Close()
+	}
+	if d.lockF != nil {
+		d.lockF.Close()
+	}
+}
+
+// track counts a request as activity for as long as it runs.
+func (d *Daemon) track(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		defer d.busy()()
+		h.ServeHTTP(w, r)
+	})
+}

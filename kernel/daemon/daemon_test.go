@@ -1,0 +1,470 @@
+package daemon
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/kulehq/kule/kernel"
+	"github.com/kulehq/kule/kernel/daemon/client"
+	"github.com/kulehq/kule/kernel/runner"
+	"github.com/kulehq/kule/kernel/task"
+)
+
+// TestMain doubles as the helper processes: a daemon to kill, and a client
+// run under another uid.
+func TestMain(m *testing.M) {
+	switch os.Getenv("GO_WANT_HELPER_PROCESS") {
+	case "daemon":
+		k, err := kernel.New(kernel.Config{Home: os.Getenv("KULE_HOME")})
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(2)
+		}
+		d, err := Start(Config{Kernel: k, Idle: -1, Log: slog.New(slog.NewTextHandler(os.Stderr, nil))})
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(2)
+		}
+		d.Serve(context.Background())
+		os.Exit(0)
+	case "dial":
+		// Exit 0: the daemon answered; 3: refused (at connect or by closing).
+		c := client.New(os.Getenv("KULE_HOME"))
+		var out map[string]any
+		err := c.Do(context.Background(), "GET", "/api/health", nil, &out)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "refused:", err)
+			os.Exit(3)
+		}
+		fmt.Println("answered", out["pid"])
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+func TestSecondDaemonOnTheSameHomeRefuses(t *testing.T) {
+	t.Parallel()
+	d := startDaemon(t, Config{})
+	_, err := Start(Config{Kernel: d.k, Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if !errors.Is(err, ErrDaemonRunning) {
+		t.Fatalf("second daemon: got %v, want ErrDaemonRunning", err)
+	}
+	// The first still serves on its socket.
+	if !client.New(d.home).Running(context.Background()) {
+		t.Fatal("the first daemon stopped answering after a second one tried to start")
+	}
+	st, err := os.Stat(SocketPath(d.home))
+	must(t, err)
+	if st.Mode().Perm() != 0o600 || st.Mode().Type() != fs.ModeSocket {
+		t.Fatalf("socket mode %v, want a 0600 socket", st.Mode())
+	}
+}
+
+// TestOtherUserIsRefused runs a client as uid 65534 against the socket: with
+// the socket's 0600 mode the kernel refuses it; with the mode opened up to
+// 0666 (as if a person had loosened it), SO_PEERCRED still refuses it.
+func TestOtherUserIsRefused(t *testing.T) {
+	if os.Getuid() != 0 {
+		if os.Getenv("CI") != "" {
+			t.Fatal("this test needs root to start a process as another user, and CI runs as root")
+		}
+		t.Skip("needs root to start a client as uid 65534")
+	}
+	d := startDaemon(t, Config{})
+	// Let the other user reach the socket's directory and run our binary.
+	for p := d.home; p != "/" && p != os.TempDir(); p = filepath.Dir(p) {
+		must(t, os.Chmod(p, 0o711))
+	}
+	binDir, err := os.MkdirTemp("", "kule-peer-")
+	must(t, err)
+	t.Cleanup(func() { os.RemoveAll(binDir) })
+	must(t, os.Chmod(binDir, 0o755))
+	self, err := os.Executable()
+	must(t, err)
+	bin := filepath.Join(binDir, "dial.test")
+	b, err := os.ReadFile(self)
+	must(t, err)
+	must(t, os.WriteFile(bin, b, 0o755))
+
+	dial := func(uid uint32) (int, string) {
+		cmd := exec.Command(bin)
+		cmd.Env = []string{"GO_WANT_HELPER_PROCESS=dial", "KULE_HOME=" + d.home}
+		cmd.Dir = "/"
+		if uid != 0 {
+			cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uid, Gid: uid}}
+		}
+		out, err := cmd.CombinedOutput()
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			return ee.ExitCode(), string(out)
+		}
+		if err != nil {
+			t.Fatalf("dial helper: %v: %s", err, out)
+		}
+		return 0, string(out)
+	}
+	if code, out := dial(0); code != 0 {
+		t.Fatalf("the daemon's own user was refused: %s", out)
+	}
+	tests := map[string]os.FileMode{"socket 0600": 0o600, "socket loosened to 0666": 0o666}
+	for name, mode := range tests {
+		t.Run(name, func(t *testing.T) {
+			must(t, os.Chmod(SocketPath(d.home), mode))
+			code, out := dial(65534)
+			if code != 3 {
+				t.Fatalf("uid 65534 got through (exit %d): %s", code, out)
+			}
+			// With the mode loosened the kernel lets it connect: the refusal
+			// must then be the daemon's own peer check, not a permission error.
+			if denied := strings.Contains(out, "permission denied"); denied != (mode == 0o600) {
+				t.Fatalf("uid 65534 refused the wrong way for mode %v: %s", mode, out)
+			}
+			t.Logf("refused: %s", strings.TrimSpace(out))
+		})
+	}
+	must(t, os.Chmod(SocketPath(d.home), 0o600))
+}
+
+func TestIdleDaemonExits(t *testing.T) {
+	t.Parallel()
+	k := newKernel(t)
+	d, err := Start(Config{Kernel: k, Idle: 200 * time.Millisecond, Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	must(t, err)
+	done := make(chan error, 1)
+	go func() { done <- d.Serve(context.Background()) }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(30 * time.Second):
+		d.Shutdown()
+		t.Fatal("an idle daemon did not exit")
+	}
+	if _, err := os.Stat(SocketPath(k.Store.Root)); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("socket left behind after idle exit: %v", err)
+	}
+	// Its lock is free: a new daemon starts.
+	d2, err := Start(Config{Kernel: k, Idle: -1, Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	must(t, err)
+	d2.Shutdown()
+}
+
+func TestOpenStreamKeepsDaemonUp(t *testing.T) {
+	t.Parallel()
+	k := newKernel(t)
+	d := startDaemon(t, Config{Kernel: k, Idle: 150 * time.Millisecond})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, "GET", "http://"+d.Addr()+"/api/events", nil)
+	req.Header.Set("Authorization", "Bearer "+d.Token())
+	resp, err := http.DefaultClient.Do(req)
+	must(t, err)
+	defer resp.Body.Close()
+	time.Sleep(600 * time.Millisecond) // several idle periods with the stream open
+	select {
+	case <-d.Done():
+		t.Fatal("the daemon exited while the app's event stream was open")
+	default:
+	}
+	cancel()
+	select {
+	case <-d.Done():
+	case <-time.After(30 * time.Second):
+		t.Fatal("the daemon did not exit once the stream closed")
+	}
+}
+
+// TestKillAndRestartLosesNothing kills a daemon with SIGKILL while a
+// question waits and checks the next daemon has the task and the question,
+// with its deadline, and that it can be answered.
+func TestKillAndRestartLosesNothing(t *testing.T) {
+	t.Parallel()
+	home := filepath.Join(t.TempDir(), "home")
+	must(t, os.MkdirAll(home, 0o700))
+	folder := sampleFolder(t)
+	start := func() *exec.Cmd {
+		cmd := exec.Command(os.Args[0])
+		cmd.Env = append(os.Environ(), "GO_WANT_HELPER_PROCESS=daemon", "KULE_HOME="+home)
+		must(t, cmd.Start())
+		c := client.New(home)
+		for i := 0; !c.Running(context.Background()); i++ {
+			if i > 500 {
+				cmd.Process.Kill()
+				t.Fatal("helper daemon does not answer")
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		return cmd
+	}
+	ctx := context.Background()
+	c := client.New(home)
+	first := start()
+	var made struct{ Task TaskView }
+	must(t, c.Do(ctx, "POST", "/api/tasks", map[string]string{"folder": folder}, &made))
+	var step Step
+	must(t, c.Do(ctx, "POST", "/api/tasks/"+made.Task.ID+"/exec", ExecRequest{Command: "echo more >> README.md"}, &step))
+	var q Question
+	must(t, c.Do(ctx, "POST", "/api/questions", Question{Task: made.Task.ID, Kind: "connection", Title: "Connect to example.org:443?", Subject: "example.org:443"}, &q))
+
+	must(t, first.Process.Signal(syscall.SIGKILL))
+	first.Wait()
+	second := start()
+	defer func() { second.Process.Kill(); second.Wait() }()
+
+	var tasks []TaskView
+	must(t, c.Do(ctx, "GET", "/api/tasks", nil, &tasks))
+	if len(tasks) != 1 || tasks[0].ID != made.Task.ID || tasks[0].Changes != 1 || tasks[0].Waiting != 1 {
+		t.Fatalf("after restart tasks = %+v, want task %s with 1 change and 1 waiting question", tasks, made.Task.ID)
+	}
+	var qs []Question
+	must(t, c.Do(ctx, "GET", "/api/questions", nil, &qs))
+	if len(qs) != 1 || qs[0].ID != q.ID || qs[0].State != Waiting || !qs[0].Deadline.Equal(q.Deadline) {
+		t.Fatalf("after restart questions = %+v, want %s waiting with deadline %v", qs, q.ID, q.Deadline)
+	}
+	// The asker comes back with the same question: it is the same one.
+	var again Question
+	must(t, c.Do(ctx, "POST", "/api/questions", Question{Task: made.Task.ID, Kind: "connection", Title: "Connect to example.org:443?", Subject: "example.org:443"}, &again))
+	if again.ID != q.ID {
+		t.Fatalf("a repeated question after restart made a new one (%s, want %s)", again.ID, q.ID)
+	}
+	var ans Question
+	must(t, c.Do(ctx, "POST", "/api/questions/"+q.ID+"/answer", Decision{Approve: true}, &ans))
+	if ans.State != Approved || ans.By != "person" {
+		t.Fatalf("answer = %+v", ans)
+	}
+}
+
+// TestHTTPGuard attacks the app port: no token, a wrong one, another origin,
+// another Host (DNS rebinding), a cross-site fetch.
+func TestHTTPGuard(t *testing.T) {
+	t.Parallel()
+	d := startDaemon(t, Config{})
+	base := "http://" + d.Addr()
+	good := &http.Cookie{Name: cookieName, Value: d.Token()}
+	noRedirect := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	tests := map[string]struct {
+		path   string
+		cookie *http.Cookie
+		header map[string]string
+		host   string
+		want   int
+	}{
+		"api without token":          {path: "/api/tasks", want: 401},
+		"app page without token":     {path: "/", want: 401},
+		"script without token":       {path: "/app.js", want: 401},
+		"api with a wrong token":     {path: "/api/tasks", cookie: &http.Cookie{Name: cookieName, Value: strings.Repeat("0", 48)}, want: 401},
+		"url with a wrong token":     {path: "/?token=" + strings.Repeat("a", 48), want: 401},
+		"api with the token":         {path: "/api/tasks", cookie: good, want: 200},
+		"bearer token":               {path: "/api/tasks", header: map[string]string{"Authorization": "Bearer " + d.Token()}, want: 200},
+		"same origin":                {path: "/api/tasks", cookie: good, header: map[string]string{"Origin": base}, want: 200},
+		"foreign origin":             {path: "/api/tasks", cookie: good, header: map[string]string{"Origin": "http://evil.example"}, want: 403},
+		"foreign origin same host":   {path: "/api/tasks", cookie: good, header: map[string]string{"Origin": "http://127.0.0.1:1"}, want: 403},
+		"null origin":                {path: "/api/tasks", cookie: good, header: map[string]string{"Origin": "null"}, want: 403},
+		"cross-site fetch":           {path: "/api/tasks", cookie: good, header: map[string]string{"Sec-Fetch-Site": "cross-site"}, want: 403},
+		"rebinding host":             {path: "/api/tasks", cookie: good, host: "evil.example:" + strings.Split(d.Addr(), ":")[1], want: 421},
+		"questions posted over http": {path: "/api/questions", cookie: good, want: 200}, // GET lists; POST is refused below
+		"app address over http":      {path: "/api/app", cookie: good, want: 400},
+		"token in url sets cookie":   {path: "/?token=" + d.Token(), want: 303},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			req, _ := http.NewRequest("GET", base+tc.path, nil)
+			if tc.cookie != nil {
+				req.AddCookie(tc.cookie)
+			}
+			for k, v := range tc.header {
+				req.Header.Set(k, v)
+			}
+			if tc.host != "" {
+				req.Host = tc.host
+			}
+			resp, err := noRedirect.Do(req)
+			must(t, err)
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != tc.want {
+				t.Fatalf("status %d, want %d: %s", resp.StatusCode, tc.want, body)
+			}
+			if tc.want == 303 {
+				sc := resp.Cookies()
+				if len(sc) != 1 || sc[0].Value != d.Token() || !sc[0].HttpOnly || sc[0].SameSite != http.SameSiteStrictMode {
+					t.Fatalf("cookie = %+v, want the token, HttpOnly, SameSite=Strict", sc)
+				}
+				if loc := resp.Header.Get("Location"); strings.Contains(loc, "token") {
+					t.Fatalf("redirect keeps the token in the address: %s", loc)
+				}
+			}
+		})
+	}
+	// A question cannot be posted over the HTTP port, even with the token.
+	req, _ := http.NewRequest("POST", base+"/api/questions", strings.NewReader(`{"task":"x","kind":"k","title":"t"}`))
+	req.AddCookie(good)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	must(t, err)
+	resp.Body.Close()
+	if resp.StatusCode != 400 {
+		t.Fatalf("question posted over http: %d", resp.StatusCode)
+	}
+	// A change sent as a form or text/plain (what another page can send
+	// without a preflight) is refused even with the token.
+	for _, ct := range []string{"text/plain", "application/x-www-form-urlencoded", "multipart/form-data; boundary=x", ""} {
+		req, _ := http.NewRequest("POST", base+"/api/tasks", strings.NewReader(`{"folder":"/tmp"}`))
+		req.AddCookie(good)
+		if ct != "" {
+			req.Header.Set("Content-Type", ct)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		must(t, err)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusUnsupportedMediaType {
+			t.Fatalf("POST as %q: %d, want 415", ct, resp.StatusCode)
+		}
+	}
+}
+
+func TestCommitFollowsVerdicts(t *testing.T) {
+	t.Parallel()
+	pol := StaticPolicy{ByPath: map[string]Ruling{
+		"go.mod":   {Verdict: Ask, Rule: "manifests-and-lockfiles", Reason: "a manifest change needs a person"},
+		"*.secret": {Verdict: Deny, Rule: "no-secrets"},
+	}}
+	d := startDaemon(t, Config{Policy: pol, Reviewer: StaticReviewer{"README.md": {"# Project"}}})
+	ctx := context.Background()
+	c := client.New(d.home)
+	var made struct{ Task TaskView }
+	must(t, c.Do(ctx, "POST", "/api/tasks", map[string]string{"folder": sampleFolder(t)}, &made))
+	id := made.Task.ID
+	var step Step
+	must(t, c.Do(ctx, "POST", "/api/tasks/"+id+"/exec", ExecRequest{Command: "echo more >> README.md; echo 'module x' > go.mod; echo k > a.secret"}, &step))
+	if step.Code != 0 {
+		t.Fatalf("exec: %+v", step)
+	}
+	var st struct{ Changes []ChangeView }
+	must(t, c.Do(ctx, "GET", "/api/tasks/"+id, nil, &st))
+	got := map[string]string{}
+	for _, cv := range st.Changes {
+		got[cv.Path] = string(cv.Verdict) + " " + strings.Join(cv.Names, ",")
+	}
+	want := map[string]string{"README.md": "pass # Project", "go.mod": "ask ", "a.secret": "deny "}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("verdicts and names = %v, want %v", got, want)
+	}
+	var res struct {
+		Applied []string
+		Left    []string
+	}
+	must(t, c.Do(ctx, "POST", "/api/tasks/"+id+"/commit", CommitRequest{}, &res))
+	if len(res.Applied) != 1 || !strings.Contains(res.Applied[0], "README.md") {
+		t.Fatalf("plain commit applied %v, want README.md only", res.Applied)
+	}
+	must(t, c.Do(ctx, "POST", "/api/tasks/"+id+"/commit", CommitRequest{ApproveAll: true}, &res))
+	if len(res.Applied) != 1 || !strings.Contains(res.Applied[0], "go.mod") {
+		t.Fatalf("approve and commit applied %v, want go.mod only", res.Applied)
+	}
+	if _, err := os.Stat(filepath.Join(made.Task.Folder, "a.secret")); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("a denied file reached the folder: %v", err)
+	}
+	var hist struct{ Entries []struct{ Kind string } }
+	must(t, c.Do(ctx, "GET", "/api/tasks/"+id+"/history", nil, &hist))
+	var kinds []string
+	for _, e := range hist.Entries {
+		kinds = append(kinds, e.Kind)
+	}
+	if strings.Join(kinds, ",") != "commit,commit,approval" {
+		t.Fatalf("history kinds %v, want commit,commit,approval", kinds)
+	}
+}
+
+func TestReorderKeepsOrderInTaskJSON(t *testing.T) {
+	t.Parallel()
+	k := newKernel(t)
+	var ids []string
+	for range 3 {
+		rep, err := k.NewTask(sampleFolder(t))
+		must(t, err)
+		ids = append(ids, rep.Task.ID)
+		time.Sleep(2 * time.Millisecond) // distinct creation times
+	}
+	must(t, Reorder(k.Store, ids[2], -1))
+	must(t, Reorder(k.Store, ids[2], -5)) // clamps at the top
+	must(t, Reorder(k.Store, ids[0], 1))
+	ts, err := k.Store.List()
+	must(t, err)
+	var got []string
+	for _, t := range ts {
+		got = append(got, t.ID)
+	}
+	want := []string{ids[2], ids[1], ids[0]}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("order %v, want %v", got, want)
+	}
+	b, err := os.ReadFile(filepath.Join(k.Store.TasksDir(), ids[0], "task.json"))
+	must(t, err)
+	var tj struct{ Order int }
+	must(t, json.Unmarshal(b, &tj))
+	if tj.Order != 3 {
+		t.Fatalf("task.json order %d, want 3", tj.Order)
+	}
+}
+
+func TestEventsStream(t *testing.T) {
+	t.Parallel()
+	d := startDaemon(t, Config{})
+	conn, err := net.Dial("unix", SocketPath(d.home))
+	must(t, err)
+	defer conn.Close()
+	fmt.Fprintf(conn, "GET /api/events HTTP/1.1\r\nHost: kuled\r\n\r\n")
+	buf := make([]byte, 4096)
+	conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+	n, err := conn.Read(buf) // headers and the hello comment
+	must(t, err)
+	if !strings.Contains(string(buf[:n]), "text/event-stream") {
+		t.Fatalf("not an event stream: %s", buf[:n])
+	}
+	go func() {
+		time.Sleep(50 * time.Millisecond)
+		d.Bus.Publish("connection", "abcd1234", map[string]string{"host": "example.org:443", "verdict": "ask"})
+	}()
+	var got string
+	for !strings.Contains(got, "example.org:443") {
+		n, err := conn.Read(buf)
+		if err != nil {
+			t.Fatalf("stream ended before the event: %v (%q)", err, got)
+		}
+		got += string(buf[:n])
+	}
+	if !strings.Contains(got, "event: connection") {
+		t.Fatalf("event lacks its type: %q", got)
+	}
+}
+
+func TestRunnerForRefusalRunsNothing(t *testing.T) {
+	t.Parallel()
+	refuse := errors.New("sandbox: no user namespaces here")
+	d := startDaemon(t, Config{RunnerFor: func(*task.Task, *runner.Spec) (runner.Runner, error) { return nil, refuse }})
+	rep, err := d.k.NewTask(sampleFolder(t))
+	must(t, err)
+	_, err = d.Exec(context.Background(), rep.Task, []string{"/bin/sh", "-c", "echo x > made.txt"}, "echo")
+	if !errors.Is(err, refuse) {
+		t.Fatalf("exec with a refusing runner: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(rep.Task.Paths.Copy, "made.txt")); err == nil {
+		t.Fatal("the command ran although its runner was refused")
+	}
+}
