@@ -48,6 +48,11 @@ func IsSecretEnv(kv string) bool {
 	if droppedNames[name] {
 		return true
 	}
+	// A placeholder Kule handed out opens nothing: the proxy puts the real
+	// value in at its hosts only. An agent's key variable keeps it.
+	if strings.HasPrefix(value, "kule-secret-") && !strings.ContainsAny(value, " \n") {
+		return false
+	}
 	up := strings.ToUpper(name)
 	for _, part := range secretPairs {
 		if strings.Contains(up, part) {

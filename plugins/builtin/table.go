@@ -5,7 +5,16 @@
 package builtin
 
 import (
+	"github.com/kulehq/kule/plugins/differ/csharp"
+	"github.com/kulehq/kule/plugins/differ/golang"
+	"github.com/kulehq/kule/plugins/differ/javascript"
+	jsondiffer "github.com/kulehq/kule/plugins/differ/json"
+	"github.com/kulehq/kule/plugins/differ/markdown"
+	"github.com/kulehq/kule/plugins/differ/python"
+	"github.com/kulehq/kule/plugins/differ/rust"
 	"github.com/kulehq/kule/plugins/differ/text"
+	tomldiffer "github.com/kulehq/kule/plugins/differ/toml"
+	"github.com/kulehq/kule/plugins/differ/typescript"
 	"github.com/kulehq/kule/sdk/differ"
 )
 
@@ -18,6 +27,15 @@ type Differ struct {
 // Differs are the built-in differs, in precedence order: when two accept the
 // same file, the first one in this list reads it. Add a differ with one line.
 var Differs = []Differ{
+	{Name: "differ/go", New: golang.New},
+	{Name: "differ/rust", New: rust.New},
+	{Name: "differ/typescript", New: typescript.New},
+	{Name: "differ/javascript", New: javascript.New},
+	{Name: "differ/python", New: python.New},
+	{Name: "differ/csharp", New: csharp.New},
+	{Name: "differ/markdown", New: markdown.New},
+	{Name: "differ/json", New: jsondiffer.New},
+	{Name: "differ/toml", New: tomldiffer.New},
 	{Name: "differ/text", New: text.New},
 }
 
