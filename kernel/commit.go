@@ -33,6 +33,11 @@ type CommitOptions struct {
 	// Select, when set, decides effect by effect what goes in (the policy's
 	// seam); what it leaves out stays in the copy.
 	Select func(effects.Effect) bool
+	// Merge, when set, merges a file both the task and the folder changed
+	// since the base, three ways (kernel/review.Merge through the differs).
+	// conflicts non-empty means the file cannot merge; then the commit
+	// refuses as changed underneath, naming them.
+	Merge func(path string, base, ours, theirs []byte) (merged []byte, conflicts, notes []string)
 	// Git is what a person approved of the repositories' changes (git.go).
 	Git GitApproval
 }
@@ -42,6 +47,7 @@ type CommitReport struct {
 	Applied    []effects.Effect
 	Left       []effects.Effect // stayed in the copy: ignored or not selected
 	Checkpoint int              // the checkpoint that undo uses; 0 when nothing was applied
+	Merged     []string         // files merged three ways with the folder's changes, and how
 
 	// Git is the repositories' changes the commit applied (git.go).
 	Git []*gitstate.Effects
@@ -50,7 +56,8 @@ type CommitReport struct {
 // UnderneathError names the paths the person (or another task) changed in
 // the folder since this task's base was taken.
 type UnderneathError struct {
-	Paths []string
+	Paths     []string
+	Conflicts []string // for files both sides changed: what could not merge
 }
 
 func (e *UnderneathError) Error() string {
@@ -58,7 +65,11 @@ func (e *UnderneathError) Error() string {
 	for i, p := range e.Paths {
 		q[i] = effects.Quote(p)
 	}
-	return fmt.Sprintf("commit: %v: %s — nothing was applied; the folder and the copy are as they were (look at those paths, then `kule rollback` to take the folder's version, or keep editing the copy)", ErrChangedUnderneath, strings.Join(q, ", "))
+	what := strings.Join(q, ", ")
+	if len(e.Conflicts) > 0 {
+		what += " (" + strings.Join(e.Conflicts, "; ") + ")"
+	}
+	return fmt.Sprintf("commit: %v: %s — nothing was applied; the folder and the copy are as they were (look at those paths, then `kule rollback` to take the folder's version, or keep editing the copy)", ErrChangedUnderneath, what)
 }
 
 func (e *UnderneathError) Unwrap() error { return ErrChangedUnderneath }
@@ -111,7 +122,32 @@ func (k *Kernel) Commit(t *task.Task, opt CommitOptions) (*CommitReport, error) 
 		}
 	}
 	if bad := k.underneath(t, st.manifest, chosen); len(bad) > 0 {
-		return nil, &UnderneathError{Paths: bad}
+		merged, conflicts, ok := k.mergeUnderneath(t, st, chosen, bad, opt.Merge)
+		if !ok {
+			return nil, &UnderneathError{Paths: bad, Conflicts: conflicts}
+		}
+		// The merged files are now changes against the folder's version:
+		// judge and check again from the start.
+		again, err := k.status(t)
+		if err != nil {
+			return nil, err
+		}
+		st, chosen = again, nil
+		rep.Left = nil
+		for _, e := range st.Effects {
+			if (e.Ignored && !opt.IncludeIgnored) || (opt.Select != nil && !opt.Select(e) && merged[e.Path] == "") {
+				rep.Left = append(rep.Left, e)
+				continue
+			}
+			chosen = append(chosen, e)
+		}
+		if bad := k.underneath(t, st.manifest, chosen); len(bad) > 0 {
+			return nil, &UnderneathError{Paths: bad}
+		}
+		for p, how := range merged {
+			rep.Merged = append(rep.Merged, effects.Quote(p)+": "+how)
+		}
+		sort.Strings(rep.Merged)
 	}
 	cp, err := checkpoint.Open(t.Paths.Checkpoints)
 	if err != nil {
@@ -491,4 +527,84 @@ func summaryLines(es []effects.Effect) []string {
 		out = append(out, e.String())
 	}
 	return out
+}
+
+// mergeUnderneath merges, three ways, every file that both the task and the
+// folder changed since the base, when that is all that is in the way. A
+// merged file is written into the copy and the folder's version becomes its
+// base, so the commit then applies the merge as an ordinary change. It
+// reports whether everything in the way merged.
+func (k *Kernel) mergeUnderneath(t *task.Task, st *Status, chosen []effects.Effect, bad []string, merge func(string, []byte, []byte, []byte) ([]byte, []string, []string)) (map[string]string, []string, bool) {
+	if merge == nil {
+		return nil, nil, false
+	}
+	modified := map[string]bool{}
+	for _, e := range chosen {
+		if e.Kind == effects.Modify && e.NewType == effects.TypeFile {
+			modified[e.Path] = true
+		}
+	}
+	base := baseOf(t)
+	type result struct {
+		merged []byte
+		how    string
+	}
+	results := map[string]result{}
+	var conflicts []string
+	for _, p := range bad {
+		e, ok := st.manifest.Get(p)
+		fi, err := walk.Lstat(t.Folder, p)
+		if !modified[p] || !ok || err != nil || fi.Type != effects.TypeFile {
+			return nil, nil, false // not a file both sides edited: refuse
+		}
+		r, err := base.Open(e)
+		if err != nil {
+			conflicts = append(conflicts, effects.Quote(p)+": the base does not keep it, so it cannot merge")
+			continue
+		}
+		old, err := io.ReadAll(r)
+		r.Close()
+		ours, err2 := os.ReadFile(filepath.Join(t.Paths.Copy, p))
+		theirs, err3 := os.ReadFile(filepath.Join(t.Folder, p))
+		if err != nil || err2 != nil || err3 != nil {
+			return nil, nil, false
+		}
+		merged, cs, notes := merge(p, old, ours, theirs)
+		if len(cs) > 0 || merged == nil {
+			for _, c := range cs {
+				conflicts = append(conflicts, effects.Quote(p)+" "+c)
+			}
+			continue
+		}
+		how := "merged with the folder's changes"
+		if len(notes) > 0 {
+			how += " (" + strings.Join(notes, "; ") + ")"
+		}
+		results[p] = result{merged, how}
+	}
+	if len(conflicts) > 0 {
+		return nil, conflicts, false
+	}
+	out := map[string]string{}
+	var paths []string
+	for p := range results {
+		paths = append(paths, p)
+	}
+	// Take the folder's version as the base first, then write the merge:
+	// its new metadata is what makes the next scan see the change.
+	if err := k.resyncBase(t, paths); err != nil {
+		return nil, []string{err.Error()}, false
+	}
+	for p, r := range results {
+		dst := filepath.Join(t.Paths.Copy, p)
+		info, err := os.Lstat(dst)
+		if err != nil {
+			return nil, []string{err.Error()}, false
+		}
+		if err := task.WriteFileAtomic(dst, r.merged, info.Mode().Perm()); err != nil {
+			return nil, []string{err.Error()}, false
+		}
+		out[p] = r.how
+	}
+	return out, nil, true
 }

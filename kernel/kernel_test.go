@@ -17,6 +17,7 @@ import (
 
 	"github.com/kulehq/kule/kernel"
 	"github.com/kulehq/kule/kernel/effects"
+	"github.com/kulehq/kule/kernel/review"
 	"github.com/kulehq/kule/kernel/runner"
 	"github.com/kulehq/kule/kernel/task"
 )
@@ -594,5 +595,59 @@ func TestTaskIDPrefixes(t *testing.T) {
 			return
 		}
 		seen[o.ID[0]] = o.ID
+	}
+}
+
+// Two tasks change different functions of one file: the second commit merges
+// three ways instead of refusing; the same function on both sides refuses.
+func TestSecondCommitMergesDisjointChanges(t *testing.T) {
+	t.Parallel()
+	src := "package p\n\nfunc A() int {\n\treturn 1\n}\n\nfunc B() int {\n\treturn 2\n}\n"
+	f := newFixture(t, map[string]string{"p.go": src})
+	a, b := f.newTask(), f.newTask()
+	f.sh(a, `sed -i 's/return 1/return 10/' p.go`)
+	f.sh(b, `sed -i 's/return 2/return 20/' p.go`)
+	lineMerge := func(path string, base, ours, theirs []byte) ([]byte, []string, []string) {
+		r := review.Merge(context.Background(), nil, path, base, ours, theirs)
+		return r.Merged, r.Conflicts, r.Notes
+	}
+	if _, err := f.k.Commit(a, kernel.CommitOptions{Merge: lineMerge}); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := f.k.Commit(b, kernel.CommitOptions{Merge: lineMerge})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Merged) != 1 {
+		t.Fatalf("merged = %v, want p.go", rep.Merged)
+	}
+	got, _ := os.ReadFile(filepath.Join(f.folder, "p.go"))
+	if !strings.Contains(string(got), "return 10") || !strings.Contains(string(got), "return 20") {
+		t.Fatalf("p.go after both commits:\n%s", got)
+	}
+	// Undo of the merged commit gives back task a's version.
+	if _, err := f.k.Undo(b); err != nil {
+		t.Fatal(err)
+	}
+	got, _ = os.ReadFile(filepath.Join(f.folder, "p.go"))
+	if !strings.Contains(string(got), "return 10") || strings.Contains(string(got), "return 20") {
+		t.Fatalf("p.go after undo:\n%s", got)
+	}
+
+	c := f.newTask()
+	d := f.newTask()
+	f.sh(c, `sed -i 's/return 10/return 100/' p.go`)
+	f.sh(d, `sed -i 's/return 10/return 1000/' p.go`)
+	if _, err := f.k.Commit(c, kernel.CommitOptions{Merge: lineMerge}); err != nil {
+		t.Fatal(err)
+	}
+	before, _ := os.ReadFile(filepath.Join(f.folder, "p.go"))
+	_, err = f.k.Commit(d, kernel.CommitOptions{Merge: lineMerge})
+	var ue *kernel.UnderneathError
+	if !errors.As(err, &ue) || len(ue.Conflicts) == 0 {
+		t.Fatalf("commit of a change to the same lines = %v, want a conflict", err)
+	}
+	if after, _ := os.ReadFile(filepath.Join(f.folder, "p.go")); string(after) != string(before) {
+		t.Fatalf("a conflicting commit changed p.go")
 	}
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/kulehq/kule/kernel/effects"
 	"github.com/kulehq/kule/kernel/history"
 	"github.com/kulehq/kule/kernel/relpath"
+	"github.com/kulehq/kule/kernel/review"
 	"github.com/kulehq/kule/kernel/task"
 	"github.com/kulehq/kule/kernel/walk"
 )
@@ -340,7 +341,15 @@ func commitCommand() *cobra.Command {
 			// --approve covers what of git waits too; a changed hook never
 			// goes in (the policy denies hooks), and stays in the copy.
 			gitOK := kernel.GitApproval{Rewrites: approve, StagedDiffers: approve, Config: approve}
-			rep, err := k.Commit(t, kernel.CommitOptions{IncludeIgnored: includeIgnored, Select: pc.selects, Git: gitOK})
+			// Files the folder changed too are merged three ways, entity by
+			// entity where a differ reads them.
+			host := pluginHost(k.Store.Root)
+			defer host.Close()
+			merge := func(path string, base, ours, theirs []byte) ([]byte, []string, []string) {
+				r := review.Merge(cmd.Context(), review.FromHost(host), path, base, ours, theirs)
+				return r.Merged, r.Conflicts, r.Notes
+			}
+			rep, err := k.Commit(t, kernel.CommitOptions{IncludeIgnored: includeIgnored, Select: pc.selects, Git: gitOK, Merge: merge})
 			if err != nil {
 				return err
 			}
@@ -363,6 +372,9 @@ func commitCommand() *cobra.Command {
 				fmt.Fprintf(out, "committed to %s — %s\n", t.Folder, effects.Summary(rep.Applied))
 				for _, e := range rep.Applied {
 					fmt.Fprintln(out, "  "+effectLine(e))
+				}
+				for _, m := range rep.Merged {
+					fmt.Fprintln(out, "  merged "+m)
 				}
 				fmt.Fprintf(out, "checkpoint %d kept · kule undo %s takes it back\n", rep.Checkpoint, t.ID)
 			}
