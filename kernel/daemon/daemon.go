@@ -46,7 +46,7 @@ type Config struct {
 	// `kule exec` does) and may fill spec's isolation fields; nil uses the
 	// kernel's Runner.
 	RunnerFor func(t *task.Task, spec *runner.Spec) (runner.Runner, error)
-	Log      *slog.Logger
+	Log       *slog.Logger
 }
 
 // Daemon is a running kule daemon.

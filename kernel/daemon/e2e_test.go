@@ -338,7 +338,9 @@ func TestAppKeyboardAndSettings(t *testing.T) {
 		chromedp.KeyEvent("p", chromedp.KeyModifiers(chromedp.ModifierCtrl)),
 		void(chromedp.Poll[bool](`document.querySelector('#keys-body button[data-cmd="palette.open"]').textContent.includes('P')`)),
 		chromedp.Click(chromedp.CSS(`input[name=theme][value=contrast]`)))
-	waitFor(t, "shortcuts.json", func() bool { return strings.Contains(readFile(filepath.Join(d.home, "shortcuts.json")), `"palette.open": "Mod+P"`) })
+	waitFor(t, "shortcuts.json", func() bool {
+		return strings.Contains(readFile(filepath.Join(d.home, "shortcuts.json")), `"palette.open": "Mod+P"`)
+	})
 	theme := value(t, ctx, shot, "theme", chromedp.Evaluate[string](`document.documentElement.dataset.theme`))
 	if theme != "contrast" {
 		t.Fatalf("theme %q, want contrast", theme)
