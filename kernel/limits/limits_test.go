@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -15,12 +16,16 @@ func start(t *testing.T, dir string, script string) *exec.Cmd {
 	t.Helper()
 	cmd := exec.Command("sh", "-c", script)
 	cmd.Dir = dir
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // so cleanup ends its children too
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
 	reaped := make(chan struct{})
 	go func() { _ = cmd.Wait(); close(reaped) }()
-	t.Cleanup(func() { _ = cmd.Process.Kill(); <-reaped })
+	t.Cleanup(func() {
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		<-reaped
+	})
 	return cmd
 }
 
