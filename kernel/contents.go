@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 
 	"github.com/kulehq/kule/kernel/effects"
+	"github.com/kulehq/kule/kernel/manifest"
 	"github.com/kulehq/kule/kernel/scan"
 	"github.com/kulehq/kule/kernel/task"
 
@@ -110,7 +111,20 @@ func (k *Kernel) FolderStatus(t *task.Task) (*Status, error) {
 	if err != nil {
 		return nil, err
 	}
-	res, err := scan.Scan(t.Folder, st.manifest, baseOf(t), scan.Options{Ignore: st.ignore})
+	return k.FolderStatusOf(st)
+}
+
+// FolderStatusOf is FolderStatus for a task whose status is at hand.
+func (k *Kernel) FolderStatusOf(st *Status) (*Status, error) {
+	t := st.Task
+	// The folder's own stat cache: the base recorded the folder's metadata
+	// at the sync, so files nobody touched there are not read either.
+	fm := &manifest.Manifest{Backend: st.manifest.Backend, Entries: make([]manifest.Entry, len(st.manifest.Entries))}
+	for i, e := range st.manifest.Entries {
+		e.Size, e.MTime, e.CTime, e.Ino, e.Mode = e.Folder.Size, e.Folder.MTime, e.Folder.CTime, e.Folder.Ino, e.Folder.Mode
+		fm.Entries[i] = e
+	}
+	res, err := scan.Scan(t.Folder, fm, baseOf(t), scan.Options{Ignore: st.ignore})
 	if err != nil {
 		return nil, fmt.Errorf("folder status %s: %w", t.ID, err)
 	}

@@ -184,8 +184,7 @@ func (k *Kernel) NewTask(folder string) (*NewReport, error) {
 			}
 		}
 	}
-	t := &task.Task{ID: id, Folder: real, Created: time.Now().UTC(), Backend: res.Manifest.Backend, Paths: paths,
-		DiskBase: limits.DiskUsage(paths.Copy, paths.Tmp, paths.Home)}
+	t := &task.Task{ID: id, Folder: real, Created: time.Now().UTC(), Backend: res.Manifest.Backend, Paths: paths}
 	if err := saveGitBase(t); err != nil { // .git is judged by meaning: see git.go
 		return nil, fmt.Errorf("new: judge the folder's git repositories: %w (nothing was made)", err)
 	}

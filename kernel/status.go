@@ -161,6 +161,14 @@ func (k *Kernel) Exec(ctx context.Context, t *task.Task, opt ExecOptions) (int, 
 	lim := opt.Limits
 	if lim != (limits.Limits{}) {
 		spec.FileSizeLimit = lim.Disk
+		if lim.Disk > 0 && t.DiskBase == 0 {
+			// Measured once, at the first run with a disk limit (a walk of
+			// the whole copy is not worth paying when the task is made).
+			t.DiskBase = limits.DiskUsage(t.Paths.Copy, t.Paths.Tmp, t.Paths.Home)
+			if err := k.Store.Save(t); err != nil {
+				return -1, nil, err
+			}
+		}
 		paths := []string{t.Paths.Copy, t.Paths.Tmp, t.Paths.Home}
 		base := t.DiskBase
 		started := spec.Started

@@ -5,6 +5,7 @@ package main
 import (
 	"fmt"
 	"os"
+	"runtime/pprof"
 
 	"github.com/kulehq/kule/kernel/sandbox"
 )
@@ -24,6 +25,12 @@ func main() {
 func run(args []string) int {
 	if len(args) > 0 && args[0] == "__sandbox" { // also when a test binary stands in for kule
 		return sandbox.HelperMain()
+	}
+	if p := os.Getenv("KULE_CPUPROFILE"); p != "" { // for finding what a slow command spends its time on
+		if f, err := os.Create(p); err == nil {
+			_ = pprof.StartCPUProfile(f)
+			defer pprof.StopCPUProfile()
+		}
 	}
 	root := rootCommand()
 	root.SetArgs(args)

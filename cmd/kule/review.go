@@ -80,7 +80,7 @@ func reviewNames(ctx context.Context, k *kernel.Kernel, st *kernel.Status) names
 			}
 		}
 	}
-	if fst, err := k.FolderStatus(st.Task); err == nil {
+	if fst, err := k.FolderStatusOf(st); err == nil {
 		ms := review.Meet(rv, review.Compute(ctx, ds, changesOf(fst)))
 		if len(ms) > 0 {
 			v.Meets = append(v.Meets, meetView{ByHand: true, Meetings: ms, Line: "you changed them too, by hand in the folder: " + review.MeetList(ms)})

@@ -24,7 +24,9 @@ for d in range(dirs):
         with open(os.path.join(p, f"f{f:03d}.txt"), "w") as fh:
             fh.write(("line %d of %d/%d\n" % (random.randint(0, 1 << 30), d, f)) * random.randint(1, 40))
 PY
-(cd "$work/tree" && git init -q && git add -A && git -c user.email=b@b -c user.name=b commit -qm tree)
+# gc.auto=0: a background gc would pack objects while cp and kule copy them;
+# pack once, as a real repository is.
+(cd "$work/tree" && git init -q && git config gc.auto 0 && git add -A && git -c user.email=b@b -c user.name=b commit -qm tree && git gc -q)
 
 now() { date +%s.%N; }
 median() { sort -n | awk '{a[NR]=$1} END {print (NR%2) ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}'; }
