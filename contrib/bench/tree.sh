@@ -49,7 +49,7 @@ for i in $(seq "$RUNS"); do
   s=$(now); git -C "$work/tree" status --porcelain >/dev/null; e=$(now); git_t+=("$(echo "$e - $s" | bc)")
   s=$(now); "$KULE" status "$id" >/dev/null; e=$(now); st_t+=("$(echo "$e - $s" | bc)")
 done
-"$KULE" status "$id" | head -n 1
+"$KULE" status "$id" > "$work/status.txt"; sed -n 2p "$work/status.txt"
 
 m_new=$(printf '%s\n' "${new_t[@]}" | median); m_cp=$(printf '%s\n' "${cp_t[@]}" | median)
 m_st=$(printf '%s\n' "${st_t[@]}" | median); m_git=$(printf '%s\n' "${git_t[@]}" | median)
