@@ -60,6 +60,9 @@ func changesOf(st *kernel.Status) []review.Change {
 // reviewNames reviews st by name through the plugin host and finds where it
 // meets the other tasks on its folder and the person's edits since base.
 func reviewNames(ctx context.Context, k *kernel.Kernel, st *kernel.Status) namesView {
+	if len(st.Effects) == 0 {
+		return namesView{} // nothing to name, and nothing that can meet
+	}
 	h := pluginHost(k.Store.Root)
 	defer h.Close()
 	ds := review.FromHost(h)
