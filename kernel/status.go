@@ -81,6 +81,18 @@ func (k *Kernel) Status(t *task.Task) (*Status, error) {
 }
 
 func (k *Kernel) status(t *task.Task) (*Status, error) {
+	// The repositories are judged while the files are compared: the two
+	// read different parts of the copy, and each is a walk's worth of work.
+	type gitResult struct {
+		base *gitstate.Base
+		effs []*gitstate.Effects
+		err  error
+	}
+	gitDone := make(chan gitResult, 1)
+	go func() {
+		gb, effs, err := gitStatus(t)
+		gitDone <- gitResult{gb, effs, err}
+	}()
 	m, err := manifest.Load(manifestPath(t.Paths))
 	if err != nil {
 		return nil, fmt.Errorf("status %s: %w (the task's base is damaged; the folder itself is untouched — `kule rollback` cannot help here, make a new task)", t.ID, err)
@@ -93,7 +105,8 @@ func (k *Kernel) status(t *task.Task) (*Status, error) {
 		}
 		return nil, fmt.Errorf("status %s: %w", t.ID, err)
 	}
-	gb, git, err := gitStatus(t)
+	gr := <-gitDone
+	gb, git, err := gr.base, gr.effs, gr.err
 	if err != nil {
 		return nil, fmt.Errorf("status %s: git: %w", t.ID, err)
 	}
