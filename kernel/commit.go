@@ -15,6 +15,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/kulehq/kule/kernel/apply"
+	"github.com/kulehq/kule/kernel/atomicfile"
 	"github.com/kulehq/kule/kernel/checkpoint"
 	"github.com/kulehq/kule/kernel/clone"
 	"github.com/kulehq/kule/kernel/crashpoint"
@@ -601,7 +602,7 @@ func (k *Kernel) mergeUnderneath(t *task.Task, st *Status, chosen []effects.Effe
 		if err != nil {
 			return nil, []string{err.Error()}, false
 		}
-		if err := task.WriteFileAtomic(dst, r.merged, info.Mode().Perm()); err != nil {
+		if err := atomicfile.Write(dst, r.merged, info.Mode().Perm()); err != nil {
 			return nil, []string{err.Error()}, false
 		}
 		out[p] = r.how

@@ -12,7 +12,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/kulehq/kule/kernel/task"
+	"github.com/kulehq/kule/kernel/atomicfile"
 )
 
 // Question states.
@@ -448,7 +448,7 @@ func (q *Queue) saveLocked() error {
 	if err != nil {
 		return err
 	}
-	if err := task.WriteFileAtomic(q.path, append(b, '\n'), 0o600); err != nil {
+	if err := atomicfile.Write(q.path, append(b, '\n'), 0o600); err != nil {
 		return fmt.Errorf("questions: save: %w", err)
 	}
 	return nil

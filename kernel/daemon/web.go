@@ -12,7 +12,7 @@ import (
 	"regexp"
 	"strings"
 
-	"github.com/kulehq/kule/kernel/task"
+	"github.com/kulehq/kule/kernel/atomicfile"
 )
 
 //go:embed web
@@ -108,7 +108,7 @@ func (d *Daemon) putShortcuts(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	b, _ := json.MarshalIndent(m, "", "  ")
-	if err := task.WriteFileAtomic(d.shortcutsPath(), append(b, '\n'), 0o600); err != nil {
+	if err := atomicfile.Write(d.shortcutsPath(), append(b, '\n'), 0o600); err != nil {
 		fail(w, err)
 		return
 	}

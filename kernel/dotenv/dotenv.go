@@ -31,6 +31,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/kulehq/kule/kernel/atomicfile"
 	"github.com/kulehq/kule/kernel/secrets"
 )
 
@@ -365,7 +366,7 @@ func (v *Vault) Mask(dir string) ([]string, error) {
 		if err != nil {
 			return err
 		}
-		if err := writeAtomic(p, nb, fi.Mode().Perm()); err != nil {
+		if err := atomicfile.Write(p, nb, fi.Mode().Perm()); err != nil {
 			return err
 		}
 		changed = append(changed, rel)
@@ -376,27 +377,4 @@ func (v *Vault) Mask(dir string) ([]string, error) {
 	}
 	sort.Strings(changed)
 	return changed, nil
-}
-
-func writeAtomic(path string, b []byte, mode os.FileMode) error {
-	f, err := os.CreateTemp(filepath.Dir(path), ".kule-mask-*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(f.Name())
-	if _, err := f.Write(b); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	if err := os.Chmod(f.Name(), mode); err != nil {
-		return err
-	}
-	return os.Rename(f.Name(), path)
 }

@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/kulehq/kule/kernel/atomicfile"
 )
 
 // Log appends to and reads one history file. A Log is safe for use by
@@ -163,7 +165,7 @@ func (l *Log) writeHead(seq int, hash string) error {
 	if err != nil {
 		return fmt.Errorf("history: head: %w", err)
 	}
-	if err := writeFileAtomic(HeadPath(l.path), append(b, '\n'), 0o600); err != nil {
+	if err := atomicfile.Write(HeadPath(l.path), append(b, '\n'), 0o600); err != nil {
 		return fmt.Errorf("history: write head %s: %w; the entry is in the log and the next append repairs the head", HeadPath(l.path), err)
 	}
 	return nil
@@ -360,35 +362,4 @@ func Verify(path string, pub ed25519.PublicKey) error {
 		return bad(h.Seq+1, "the log holds %d entries, more than one past the signed head (entry %d): entries were added behind Kule's back", n, h.Seq)
 	}
 	return nil
-}
-
-// writeFileAtomic writes through a temporary file in the same directory,
-// fsyncs it, renames it over path and fsyncs the directory.
-func writeFileAtomic(path string, data []byte, perm os.FileMode) error {
-	dir := filepath.Dir(path)
-	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
-	if err != nil {
-		return err
-	}
-	tmp := f.Name()
-	defer os.Remove(tmp)
-	if err := f.Chmod(perm); err != nil {
-		f.Close()
-		return err
-	}
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		return err
-	}
-	return syncDir(dir)
 }

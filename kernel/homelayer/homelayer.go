@@ -14,13 +14,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/kulehq/kule/kernel/atomicfile"
 )
 
 // Errors a caller can test for.
@@ -302,7 +303,7 @@ func Apply(layer, keptDir, rel string) error {
 	k := kept{Path: rel, Existed: existed, Time: time.Now().UTC()}
 	if existed {
 		k.Blob = hashOf(cur)
-		if err := writeAtomic(filepath.Join(keptDir, k.Blob), cur, 0o600); err != nil {
+		if err := atomicfile.Write(filepath.Join(keptDir, k.Blob), cur, 0o600); err != nil {
 			return err
 		}
 	}
@@ -316,7 +317,7 @@ func Apply(layer, keptDir, rel string) error {
 				perm = info.Mode().Perm()
 			}
 			if err = os.MkdirAll(filepath.Dir(mine), 0o700); err == nil {
-				err = writeAtomic(mine, b, perm)
+				err = atomicfile.Write(mine, b, perm)
 			}
 		}
 	}
@@ -362,7 +363,7 @@ func Undo(layer, keptDir string) (string, error) {
 		if info, err := os.Stat(mine); err == nil {
 			perm = info.Mode().Perm()
 		}
-		if err := writeAtomic(mine, old, perm); err != nil {
+		if err := atomicfile.Write(mine, old, perm); err != nil {
 			return "", err
 		}
 		snap.Files[k.Path] = hashOf(old)
@@ -379,7 +380,7 @@ func Undo(layer, keptDir string) (string, error) {
 	if rest != "" {
 		rest += "\n"
 	}
-	return k.Path, writeAtomic(log, []byte(rest), 0o600)
+	return k.Path, atomicfile.Write(log, []byte(rest), 0o600)
 }
 
 // Discard throws the task's home changes away by making the layer anew.
@@ -401,7 +402,7 @@ func Discard(layer string) error {
 
 func saveSnapshot(layer string, s *snapshot) error {
 	b, _ := json.Marshal(s)
-	return writeAtomic(filepath.Join(layer, snapshotFile), b, 0o600)
+	return atomicfile.Write(filepath.Join(layer, snapshotFile), b, 0o600)
 }
 
 func appendKept(dir string, k kept) error {
@@ -415,28 +416,4 @@ func appendKept(dir string, k kept) error {
 		return err
 	}
 	return f.Sync()
-}
-
-func writeAtomic(path string, data []byte, perm fs.FileMode) error {
-	f, err := os.CreateTemp(filepath.Dir(path), ".kule-home-*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(f.Name())
-	if _, err := io.Copy(f, strings.NewReader(string(data))); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Chmod(perm); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	return os.Rename(f.Name(), path)
 }

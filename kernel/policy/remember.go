@@ -19,6 +19,7 @@ import (
 	"github.com/cedar-policy/cedar-go/types"
 	xast "github.com/cedar-policy/cedar-go/x/exp/ast"
 
+	"github.com/kulehq/kule/kernel/atomicfile"
 	"github.com/kulehq/kule/kernel/task"
 )
 
@@ -236,7 +237,7 @@ func addRemembered(kuleHome, folder string, adds []addition) ([]Remembered, []st
 	if n == 0 {
 		return nil, notKept, nil
 	}
-	if err := task.WriteFileAtomic(RulesPath(kuleHome), []byte(text.String()), 0o600); err != nil {
+	if err := atomicfile.Write(RulesPath(kuleHome), []byte(text.String()), 0o600); err != nil {
 		return nil, nil, fmt.Errorf("policy: remember: %w (nothing was remembered)", err)
 	}
 	all, err := ReadRemembered(kuleHome)
@@ -282,13 +283,13 @@ func Forget(kuleHome string, n int) (Remembered, error) {
 		return Remembered{}, fmt.Errorf("policy: forget %d: cannot find where rule %d ends in %s; nothing was changed: %w", n, n, RulesPath(kuleHome), ErrPolicy)
 	}
 	kept := strings.Join(append(lines[:start:start], lines[end+1:]...), "")
-	if err := task.WriteFileAtomic(RulesPath(kuleHome), []byte(kept), 0o600); err != nil {
+	if err := atomicfile.Write(RulesPath(kuleHome), []byte(kept), 0o600); err != nil {
 		return Remembered{}, fmt.Errorf("policy: forget: %w (nothing was changed)", err)
 	}
 	after, err := ReadRemembered(kuleHome)
 	if err != nil || len(after) != len(rs)-1 {
 		// Put it back as it was: a half-cut file is worse than none.
-		_ = task.WriteFileAtomic(RulesPath(kuleHome), src, 0o600)
+		_ = atomicfile.Write(RulesPath(kuleHome), src, 0o600)
 		return Remembered{}, fmt.Errorf("policy: forget %d: the file would not read back; it was left as it was: %w", n, ErrPolicy)
 	}
 	return gone, nil

@@ -23,6 +23,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/kulehq/kule/kernel/atomicfile"
 )
 
 // Errors a caller can test for.
@@ -277,7 +279,7 @@ func (s *Store) Add(name, value string, hosts []string) (bool, error) {
 	}
 	b, _ := json.Marshal(sealedFile{Version: 1, Sealing: s.sealer.Kind(), Sealed: sealed})
 	_, statErr := os.Stat(s.path(name))
-	if err := writeAtomic(s.path(name), b); err != nil {
+	if err := atomicfile.Write(s.path(name), b, 0o600); err != nil {
 		return false, fmt.Errorf("secrets: keep %s: %w", name, err)
 	}
 	return statErr == nil, nil
@@ -366,7 +368,7 @@ func SealFile(s Sealer, path string, data []byte) error {
 		return err
 	}
 	b, _ := json.Marshal(sealedFile{Version: 1, Sealing: s.Kind(), Sealed: sealed})
-	return writeAtomic(path, b)
+	return atomicfile.Write(path, b, 0o600)
 }
 
 // OpenFile opens what SealFile sealed; a missing file is os.ErrNotExist.
@@ -384,27 +386,4 @@ func OpenFile(s Sealer, path string) ([]byte, error) {
 		return nil, fmt.Errorf("%w: %s", err, path)
 	}
 	return plain, nil
-}
-
-func writeAtomic(path string, b []byte) error {
-	f, err := os.CreateTemp(filepath.Dir(path), ".tmp-*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(f.Name())
-	if _, err := f.Write(b); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	if err := os.Chmod(f.Name(), 0o600); err != nil {
-		return err
-	}
-	return os.Rename(f.Name(), path)
 }

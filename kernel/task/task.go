@@ -16,6 +16,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kulehq/kule/kernel/atomicfile"
 	"github.com/kulehq/kule/kernel/limits"
 )
 
@@ -138,7 +139,7 @@ func (s *Store) Save(t *Task) error {
 	if err != nil {
 		return err
 	}
-	return WriteFileAtomic(filepath.Join(dir, "task.json"), append(b, '\n'), 0o600)
+	return atomicfile.Write(filepath.Join(dir, "task.json"), append(b, '\n'), 0o600)
 }
 
 // Load reads the task with exactly this id.

@@ -1,14 +1,17 @@
-package task
+// Package atomicfile writes a small file so that a crash leaves either the old
+// content or the new, never half of either: through a temporary file in the
+// same directory, fsynced, renamed over the target, and the directory fsynced
+// so the rename itself lasts. Every record Kule keeps (task.json, journals,
+// history heads, sealed secrets, remembered rules) is written this way.
+package atomicfile
 
 import (
 	"os"
 	"path/filepath"
 )
 
-// WriteFileAtomic writes data to path through a temporary file in the same
-// directory, fsyncs it, renames it over path and fsyncs the directory, so a
-// crash leaves either the old file or the new one, never half of either.
-func WriteFileAtomic(path string, data []byte, perm os.FileMode) error {
+// Write replaces path with data, with the permission bits perm.
+func Write(path string, data []byte, perm os.FileMode) error {
 	dir := filepath.Dir(path)
 	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
 	if err != nil {
@@ -16,11 +19,11 @@ func WriteFileAtomic(path string, data []byte, perm os.FileMode) error {
 	}
 	tmp := f.Name()
 	defer os.Remove(tmp) // a no-op once renamed
-	if _, err := f.Write(data); err != nil {
+	if err := f.Chmod(perm); err != nil {
 		f.Close()
 		return err
 	}
-	if err := f.Chmod(perm); err != nil {
+	if _, err := f.Write(data); err != nil {
 		f.Close()
 		return err
 	}
