@@ -128,5 +128,5 @@ func (k *Kernel) FolderStatusOf(st *Status) (*Status, error) {
 	if err != nil {
 		return nil, fmt.Errorf("folder status %s: %w", t.ID, err)
 	}
-	return &Status{Task: t, Effects: res.Effects, Problems: res.Problems, manifest: st.manifest, now: res.Now, ignore: st.ignore, folder: true}, nil
+	return &Status{Task: t, Effects: res.Effects, Problems: res.Problems, manifest: st.manifest, ignore: st.ignore, folder: true}, nil
 }

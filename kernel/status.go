@@ -40,7 +40,6 @@ type Status struct {
 	Home []homelayer.Change
 
 	manifest *manifest.Manifest
-	now      map[string]walk.Item
 	ignore   *ignore.Matcher
 	folder   bool // compared the real folder, not the copy (FolderStatus)
 }
@@ -111,7 +110,7 @@ func (k *Kernel) status(t *task.Task) (*Status, error) {
 		return nil, fmt.Errorf("status %s: git: %w", t.ID, err)
 	}
 	home, _ := homelayer.Changes(t.Paths.Home) // a task made before home layers has none
-	return &Status{Task: t, Effects: res.Effects, Problems: res.Problems, Git: git, gitBase: gb, Home: home, manifest: m, now: res.Now, ignore: ign}, nil
+	return &Status{Task: t, Effects: res.Effects, Problems: res.Problems, Git: git, gitBase: gb, Home: home, manifest: m, ignore: ign}, nil
 }
 
 // ignoreRules reads the .gitignore files the base knows of — from the real

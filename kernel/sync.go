@@ -1,6 +1,7 @@
 package kernel
 
 import (
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -163,8 +164,7 @@ func (k *Kernel) baseEntry(t *task.Task, base clone.Base, fi walk.Item) (manifes
 		if err != nil {
 			return e, err
 		}
-		h, _ := clone.HashReader(bytesReader(b))
-		e.Hash = h
+		e.Hash = sha256.Sum256(b)
 		if clone.KeptInBase(fi.Path, int64(len(b))) {
 			off, n, err := clone.AppendPack(base.Dir, b)
 			if err != nil {

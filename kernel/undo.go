@@ -1,12 +1,10 @@
 package kernel
 
 import (
-	"bytes"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"sort"
@@ -20,8 +18,6 @@ import (
 	"github.com/kulehq/kule/kernel/task"
 	"github.com/kulehq/kule/kernel/walk"
 )
-
-func bytesReader(b []byte) io.Reader { return bytes.NewReader(b) }
 
 // UndoReport says what an undo did.
 type UndoReport struct {

@@ -102,7 +102,8 @@ func SetFileSizeLimit(pid int, bytes int64) error {
 	return unix.Prlimit(pid, unix.RLIMIT_FSIZE, &lim, nil)
 }
 
-// Stop ends the watch.
+// Wait waits until the run is over (or the watch ends) and says which
+// limit stopped it, ReasonNone when none did.
 func (s *Supervisor) Wait() Reason {
 	<-s.done
 	s.mu.Lock()

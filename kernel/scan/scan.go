@@ -22,9 +22,6 @@ import (
 type Result struct {
 	Effects  []effects.Effect
 	Problems []walk.Problem
-	// Now holds the copy's current metadata for every path an effect
-	// touches (including the entries below a whole-directory effect).
-	Now map[string]walk.Item
 }
 
 // IsGitPath reports whether rel lies in a repository's git directory (or is
@@ -47,7 +44,7 @@ func Scan(copyDir string, m *manifest.Manifest, base clone.Base, opt Options) (*
 	if err != nil {
 		return nil, err
 	}
-	s := &scanner{copyDir: copyDir, base: base, res: &Result{Problems: w.Problems, Now: map[string]walk.Item{}}}
+	s := &scanner{copyDir: copyDir, base: base, res: &Result{Problems: w.Problems}}
 	var old []manifest.Entry
 	for _, e := range m.Entries {
 		if !IsGitPath(e.Path) {
@@ -100,7 +97,6 @@ func (s *scanner) deleted(o *manifest.Entry) {
 }
 
 func (s *scanner) added(it walk.Item) {
-	s.res.Now[it.Path] = it
 	e := effects.Effect{Kind: effects.Add, Path: it.Path, NewType: it.Type, NewMode: it.FileMode(), Size: it.Size}
 	if it.Type == effects.TypeLink {
 		e.Kind = effects.Link
@@ -120,7 +116,6 @@ func unchanged(o *manifest.Entry, it walk.Item) bool {
 
 func (s *scanner) both(o *manifest.Entry, it walk.Item) {
 	if o.Type != it.Type {
-		s.res.Now[it.Path] = it
 		e := effects.Effect{Kind: effects.Type, Path: it.Path, OldType: o.Type, NewType: it.Type, OldMode: o.FileMode(), NewMode: it.FileMode(), Size: it.Size}
 		if it.Type == effects.TypeLink {
 			e.Target, _ = os.Readlink(filepath.Join(s.copyDir, it.Path))
@@ -167,7 +162,6 @@ func (s *scanner) both(o *manifest.Entry, it walk.Item) {
 		}
 		base.Kind = effects.Mode
 	}
-	s.res.Now[it.Path] = it
 	s.emit(base)
 }
 
