@@ -10,7 +10,9 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/spf13/cobra"
 
+	"github.com/kulehq/kule/kernel/config"
 	"github.com/kulehq/kule/kernel/pluginhost"
+	"github.com/kulehq/kule/kernel/sandbox"
 	"github.com/kulehq/kule/kernel/task"
 	"github.com/kulehq/kule/plugins/builtin"
 	sdkplugin "github.com/kulehq/kule/sdk/plugin"
@@ -20,6 +22,9 @@ import (
 // of its built-in plugins to a kernel that started it. It never returns
 // while the plugin serves; it is not a command a person runs.
 func servePlugin(args []string) int {
+	if len(args) == 2 && args[0] == pluginhost.ConfineArg {
+		return pluginhost.ConfineMain(args[1]) // inside the sandbox, before the plugin
+	}
 	if len(args) != 1 {
 		fmt.Fprintln(os.Stderr, "kule __plugin: want one argument, <kind>/<name>")
 		return 2
@@ -43,14 +48,23 @@ func kernelLogger() hclog.Logger {
 	return hclog.New(&hclog.LoggerOptions{Name: "kule", Level: level, Output: os.Stderr})
 }
 
-// pluginHost is the plugin host on home with the built-in plugins.
+// pluginHost is the plugin host on home with the built-in plugins. Every
+// plugin starts in the sandbox; with isolation missing none starts, unless
+// the person accepted weaker isolation (kule isolation --accept-weaker on).
 func pluginHost(home string) *pluginhost.Host {
 	var bs []pluginhost.Builtin
 	for _, b := range builtin.Differs {
 		kind, name, _ := strings.Cut(b.Name, "/")
 		bs = append(bs, pluginhost.Builtin{Kind: kind, Name: name, Accepts: b.New().Accepts})
 	}
-	return pluginhost.New(home, pluginhost.Options{Builtins: bs, Logger: kernelLogger()})
+	sb := &sandbox.Sandbox{}
+	if cfg, err := config.Load(home); err == nil {
+		sb.AcceptWeaker = cfg.Sandbox.AcceptWeaker
+	}
+	if os.Getenv("KULE_AS_CLI") == "1" {
+		sb.HelperEnv = []string{"KULE_AS_CLI=1"} // a test binary stands in for kule
+	}
+	return pluginhost.New(home, pluginhost.Options{Builtins: bs, Logger: kernelLogger(), Sandbox: sb})
 }
 
 func openPluginHost() (*pluginhost.Host, error) {
