@@ -148,6 +148,7 @@ func pluginsShowCommand() *cobra.Command {
 				for _, b := range h.Builtins() {
 					if b.Name == name {
 						fmt.Fprintf(out, "%s: built-in %s, part of the kule binary (runs as `kule __plugin %s/%s`, trusted as kule itself)\n", name, b.Kind, b.Kind, name)
+						fmt.Fprintf(out, "sandbox:     %s\n", pluginhost.Profiles[b.Kind].Says)
 						return nil
 					}
 				}
@@ -176,6 +177,9 @@ func showStatus(out io.Writer, h *pluginhost.Host, st pluginhost.Status) {
 		perms = strings.Join(m.Permissions, ", ")
 	}
 	fmt.Fprintf(out, "asks for:    %s\n", perms)
+	if p, ok := pluginhost.Profiles[m.Kind]; ok {
+		fmt.Fprintf(out, "sandbox:     %s\n", p.Says)
+	}
 	if a := st.Approval; a != nil {
 		fmt.Fprintf(out, "approved:    version %s, sha256 %s, on %s\n", a.Version, a.SHA256, a.ApprovedAt.Format("2006-01-02 15:04 MST"))
 	}
