@@ -21,13 +21,13 @@ func isLead(n *sitter.Node) bool {
 }
 
 // declOf looks through export and ambient (declare) wrappers.
-func declOf(n *sitter.Node) *sitter.Node {
+func declOf(w *treesit.Walker, n *sitter.Node) *sitter.Node {
 	switch n.Kind() {
 	case "export_statement":
-		if d := n.ChildByFieldName("declaration"); d != nil {
-			return declOf(d)
+		if d := w.Child(n, "declaration"); d != nil {
+			return declOf(w, d)
 		}
-		if v := n.ChildByFieldName("value"); v != nil {
+		if v := w.Child(n, "value"); v != nil {
 			return v
 		}
 		return nil
@@ -35,7 +35,7 @@ func declOf(n *sitter.Node) *sitter.Node {
 		if n.NamedChildCount() > 0 {
 			for _, c := range treesit.Children(n) {
 				if c.Kind() != "comment" {
-					return declOf(c)
+					return declOf(w, c)
 				}
 			}
 		}
@@ -54,13 +54,13 @@ func declOf(n *sitter.Node) *sitter.Node {
 // the namespace prefix ("NS.").
 func statements(w *treesit.Walker, body *sitter.Node, ns, parent string) {
 	kids := treesit.Children(body)
-	count := overloads(w, kids, func(n *sitter.Node) *sitter.Node { return declOf(n) })
+	count := overloads(w, kids, func(n *sitter.Node) *sitter.Node { return declOf(w, n) })
 	for i, n := range kids {
 		if n.Kind() == "ERROR" {
 			statements(w, n, ns, parent)
 			continue
 		}
-		d := declOf(n)
+		d := declOf(w, n)
 		if d == nil {
 			continue
 		}
@@ -79,7 +79,7 @@ func statements(w *treesit.Walker, body *sitter.Node, ns, parent string) {
 			w.Add("function", ns+name, start, end, parent)
 		case "class_declaration", "abstract_class_declaration", "class":
 			got := w.Add("class", ns+name, start, end, parent)
-			if b := d.ChildByFieldName("body"); b != nil {
+			if b := w.Child(d, "body"); b != nil {
 				members(w, b, ns+name, got)
 			}
 		case "interface_declaration":
@@ -90,7 +90,7 @@ func statements(w *treesit.Walker, body *sitter.Node, ns, parent string) {
 			w.Add("enum", ns+name, start, end, parent)
 		case "internal_module", "module":
 			got := w.Add("namespace", ns+strings.Trim(name, `"'`), start, end, parent)
-			if b := d.ChildByFieldName("body"); b != nil {
+			if b := w.Child(d, "body"); b != nil {
 				statements(w, b, ns+strings.Trim(name, `"'`)+".", got)
 			}
 		case "lexical_declaration", "variable_declaration":
@@ -178,7 +178,7 @@ func overloads(w *treesit.Walker, kids []*sitter.Node, decl func(*sitter.Node) *
 // signature renders parameter types, "(string, number)"; an untyped
 // parameter shows its name.
 func signature(w *treesit.Walker, fn *sitter.Node) string {
-	params := fn.ChildByFieldName("parameters")
+	params := w.Child(fn, "parameters")
 	if params == nil {
 		return "()"
 	}
@@ -187,11 +187,11 @@ func signature(w *treesit.Walker, fn *sitter.Node) string {
 		if p.Kind() == "comment" {
 			continue
 		}
-		if t := p.ChildByFieldName("type"); t != nil {
+		if t := w.Child(p, "type"); t != nil {
 			parts = append(parts, strings.TrimSpace(strings.TrimPrefix(w.Text(t), ":")))
 			continue
 		}
-		if pat := p.ChildByFieldName("pattern"); pat != nil {
+		if pat := w.Child(p, "pattern"); pat != nil {
 			parts = append(parts, w.Text(pat))
 			continue
 		}
