@@ -48,6 +48,14 @@ func block(w *treesit.Walker, body *sitter.Node, class, parent string) {
 		}
 		start := w.Lead(kids, i, isLead)
 		d := definition(w, n)
+		if n.Kind() == "type_alias_statement" { // type Pair[K, V] = tuple[K, V]
+			name, _, _ := strings.Cut(w.Field(n, "left"), "[")
+			if class != "" {
+				name = class + "." + name
+			}
+			w.Add("type", name, start, n.EndByte(), parent)
+			continue
+		}
 		if d == nil {
 			if class == "" || parent != "" {
 				assignment(w, n, start, class, parent)

@@ -147,6 +147,16 @@ func members(w *treesit.Walker, body *sitter.Node, class, parent string) {
 			if name == "" {
 				name = w.Field(n, "property")
 			}
+			if name == "accessor" {
+				// `accessor x = 1` (auto-accessors) is newer than the
+				// grammar: it reads "accessor" as the name and x as an error.
+				for _, c := range treesit.Children(n) {
+					if c.Kind() == "ERROR" && c.NamedChildCount() == 1 {
+						name = w.Text(c.NamedChild(0))
+						break
+					}
+				}
+			}
 			w.Add("field", class+"."+name, start, n.EndByte(), parent)
 		case "class_static_block":
 			w.Add("static", class, start, n.EndByte(), parent)
