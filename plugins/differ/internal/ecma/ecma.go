@@ -133,11 +133,8 @@ func members(w *treesit.Walker, body *sitter.Node, class, parent string) {
 		switch n.Kind() {
 		case "method_definition", "method_signature", "abstract_method_signature":
 			kind := "method"
-			switch {
-			case hasToken(n, "get"):
-				kind = "get"
-			case hasToken(n, "set"):
-				kind = "set"
+			if tok := accessorToken(n); tok != "" {
+				kind = tok
 			}
 			if kind == "method" && count[name] > 1 {
 				name += signature(w, n)
@@ -177,7 +174,7 @@ func overloads(w *treesit.Walker, kids []*sitter.Node, decl func(*sitter.Node) *
 		switch d.Kind() {
 		case "function_declaration", "function_signature", "generator_function_declaration",
 			"method_definition", "method_signature", "abstract_method_signature":
-			if !hasToken(d, "get") && !hasToken(d, "set") {
+			if accessorToken(d) == "" {
 				count[w.Field(d, "name")]++
 			}
 		}
@@ -212,6 +209,26 @@ func signature(w *treesit.Walker, fn *sitter.Node) string {
 
 // hasToken says whether n has an anonymous child token tok ("get",
 // "static", "default", "const").
+// accessorToken is "get" or "set" for an accessor, "" for other methods:
+// one pass over the children where two hasToken calls took two.
+func accessorToken(n *sitter.Node) string {
+	c := n.ChildCount()
+	for i := range c {
+		ch := n.Child(i)
+		if ch == nil {
+			continue
+		}
+		k := ch.Kind()
+		if !ch.IsNamed() && (k == "get" || k == "set") {
+			return k
+		}
+		if k == "statement_block" || k == "class_body" || k == "formal_parameters" {
+			break
+		}
+	}
+	return ""
+}
+
 func hasToken(n *sitter.Node, tok string) bool {
 	c := n.ChildCount()
 	for i := range c {
@@ -219,10 +236,11 @@ func hasToken(n *sitter.Node, tok string) bool {
 		if ch == nil {
 			continue
 		}
-		if !ch.IsNamed() && ch.Kind() == tok {
+		k := ch.Kind()
+		if k == tok && !ch.IsNamed() {
 			return true
 		}
-		if ch.Kind() == "statement_block" || ch.Kind() == "class_body" || ch.Kind() == "formal_parameters" {
+		if k == "statement_block" || k == "class_body" || k == "formal_parameters" {
 			break
 		}
 	}
