@@ -25,6 +25,8 @@ import (
 // confined further by ConfineMain. Each also runs unsandboxed where that
 // proves the attempt would have worked there (the test can fail).
 
+func sandboxOK() bool { return len(sandbox.Probe().Missing()) == 0 }
+
 func needSandbox(t testing.TB) {
 	t.Helper()
 	if m := sandbox.Probe().Missing(); len(m) > 0 {
