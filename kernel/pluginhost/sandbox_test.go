@@ -47,6 +47,7 @@ func sandboxedHost(t testing.TB, home string, builtins ...Builtin) *Host {
 		Logger:       hclog.New(&hclog.LoggerOptions{Name: "kule", Output: io.Discard}),
 		Sandbox:      &sandbox.Sandbox{Home: home},
 	})
+	t.Cleanup(func() { removeTree(h.pluginsDir()) })
 	t.Cleanup(h.Close)
 	return h
 }
