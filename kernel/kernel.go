@@ -16,6 +16,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hashicorp/go-hclog"
+
 	"github.com/kulehq/kule/kernel/apply"
 	"github.com/kulehq/kule/kernel/clone"
 	"github.com/kulehq/kule/kernel/effects"
@@ -23,6 +25,8 @@ import (
 	"github.com/kulehq/kule/kernel/homelayer"
 	"github.com/kulehq/kule/kernel/limits"
 	"github.com/kulehq/kule/kernel/manifest"
+	"github.com/kulehq/kule/kernel/pluginhost"
+	"github.com/kulehq/kule/kernel/review"
 	"github.com/kulehq/kule/kernel/runner"
 	"github.com/kulehq/kule/kernel/task"
 	"github.com/kulehq/kule/kernel/walk"
@@ -35,6 +39,9 @@ var (
 	ErrNothingToUndo     = errors.New("nothing to undo")
 	ErrUndoBlocked       = errors.New("the folder no longer holds what that commit wrote")
 	ErrInsideKuleHome    = errors.New("the folder is inside Kule's home")
+	// ErrCopyChanged: the copy changed between judging and applying (a
+	// command still writing to it); nothing was applied.
+	ErrCopyChanged = apply.ErrSourceChanged
 )
 
 // Config builds a Kernel.
@@ -42,6 +49,15 @@ type Config struct {
 	Home    string        // $KULE_HOME
 	Runner  runner.Runner // how exec starts commands; runner.Direct when nil
 	Backend string        // force a workspace backend ("reflink" or "copy"); "" picks
+
+	// Plugins are the built-in plugins the plugin host may start (cmd/kule
+	// hands over plugins/builtin's table: the kernel never imports plugins).
+	Plugins []pluginhost.Builtin
+	// Logger is the kernel's log; plugins log under their names in it.
+	Logger hclog.Logger
+	// Differs, when set, reads file formats instead of the plugin host
+	// (tests give review.InProcess).
+	Differs review.Differs
 }
 
 // Kernel is Kule's core.
@@ -50,6 +66,7 @@ type Kernel struct {
 	Runner  runner.Runner
 	backend string
 	key     ed25519.PrivateKey
+	cfg     Config
 }
 
 // New opens the Kule home.
@@ -66,7 +83,7 @@ func New(cfg Config) (*Kernel, error) {
 	if b == "" {
 		b = os.Getenv("KULE_BACKEND")
 	}
-	return &Kernel{Store: s, Runner: r, backend: b}, nil
+	return &Kernel{Store: s, Runner: r, backend: b, cfg: cfg}, nil
 }
 
 func (k *Kernel) signingKey() (ed25519.PrivateKey, error) {

@@ -93,7 +93,7 @@ func snapshot(t *testing.T, root string) []string {
 }
 
 var commitSteps = []string{
-	"commit.checkpoint-saved", "commit.journal-written", "commit.staging", "commit.staged-files",
+	"commit.judged", "commit.planned", "commit.checkpoint-saved", "commit.journal-written", "commit.staging", "commit.staged-files",
 	"commit.staged", "commit.applying", "commit.renamed", "commit.applied",
 	"commit.history-appended", "commit.finished",
 }

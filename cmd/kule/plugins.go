@@ -43,14 +43,19 @@ func kernelLogger() hclog.Logger {
 	return hclog.New(&hclog.LoggerOptions{Name: "kule", Level: level, Output: os.Stderr})
 }
 
-// pluginHost is the plugin host on home with the built-in plugins.
-func pluginHost(home string) *pluginhost.Host {
+// builtinPlugins is plugins/builtin's table as the plugin host takes it.
+func builtinPlugins() []pluginhost.Builtin {
 	var bs []pluginhost.Builtin
 	for _, b := range builtin.Differs {
 		kind, name, _ := strings.Cut(b.Name, "/")
 		bs = append(bs, pluginhost.Builtin{Kind: kind, Name: name, Accepts: b.New().Accepts})
 	}
-	return pluginhost.New(home, pluginhost.Options{Builtins: bs, Logger: kernelLogger()})
+	return bs
+}
+
+// pluginHost is the plugin host on home with the built-in plugins.
+func pluginHost(home string) *pluginhost.Host {
+	return pluginhost.New(home, pluginhost.Options{Builtins: builtinPlugins(), Logger: kernelLogger()})
 }
 
 func openPluginHost() (*pluginhost.Host, error) {

@@ -41,6 +41,9 @@ import (
 var (
 	ErrJournalDamaged = errors.New("journal is damaged")
 	ErrConflict       = errors.New("the folder does not hold what the journal expects")
+	// ErrSourceChanged: content to stage no longer is what was planned (the
+	// task's copy changed while the change was being applied).
+	ErrSourceChanged = errors.New("the content changed after it was judged")
 )
 
 // OpKind is one kind of change to the folder.
@@ -65,6 +68,7 @@ type TreeEntry struct {
 	Src    string // where its content comes from (the caller's Opener reads it)
 	UID    int    // -1 leaves ownership to the process
 	GID    int
+	Want   [32]byte // when set, the sha256 the staged content must have
 }
 
 // Op is one change. Fields tagged `json:"-"` are inputs to staging only: a
@@ -89,6 +93,9 @@ type Op struct {
 
 	// Hash is the sha256 of the content staged for a file (filled by Run).
 	Hash [32]byte `json:"-"`
+	// Want, when set, is the sha256 the staged content must have: staging
+	// fails with ErrSourceChanged otherwise, and nothing is applied.
+	Want [32]byte `json:"-"`
 }
 
 // Phases of a journal.
@@ -262,7 +269,7 @@ type stagedName struct {
 func stageOne(dfd int, name string, op *Op, open Opener, staged *[]stagedName, dir string) error {
 	switch op.Type {
 	case effects.TypeFile:
-		h, err := stageFile(dfd, name, op.Src, op.Mode, op.MTime, op.UID, op.GID, open)
+		h, err := stageFile(dfd, name, op.Src, op.Mode, op.MTime, op.UID, op.GID, op.Want, open)
 		if err != nil {
 			return err
 		}
@@ -283,7 +290,7 @@ func stageOne(dfd int, name string, op *Op, open Opener, staged *[]stagedName, d
 	return nil
 }
 
-func stageFile(dfd int, name, src string, mode uint32, mtime int64, uid, gid int, open Opener) ([32]byte, error) {
+func stageFile(dfd int, name, src string, mode uint32, mtime int64, uid, gid int, want [32]byte, open Opener) ([32]byte, error) {
 	var sum [32]byte
 	if err := crashpoint.Fault("stage.write"); err != nil {
 		return sum, err
@@ -303,6 +310,10 @@ func stageFile(dfd int, name, src string, mode uint32, mtime int64, uid, gid int
 	if _, err := io.CopyBuffer(io.MultiWriter(f, h), r, make([]byte, 256<<10)); err != nil {
 		return sum, err
 	}
+	copy(sum[:], h.Sum(nil))
+	if want != ([32]byte{}) && sum != want {
+		return sum, fmt.Errorf("%w (%s)", ErrSourceChanged, src)
+	}
 	if uid >= 0 && os.Geteuid() == 0 {
 		_ = unix.Fchown(fd, uid, gid)
 	}
@@ -315,7 +326,6 @@ func stageFile(dfd int, name, src string, mode uint32, mtime int64, uid, gid int
 			return sum, err
 		}
 	}
-	copy(sum[:], h.Sum(nil))
 	return sum, f.Close()
 }
 
@@ -363,7 +373,7 @@ func stageTree(dfd int, name string, op *Op, open Opener, staged *[]stagedName, 
 			}
 			*staged = append(*staged, stagedName{dir: relpath.Join(relRoot, te.Rel)})
 		case effects.TypeFile:
-			_, err = stageFile(pfd, base, te.Src, te.Mode, te.MTime, te.UID, te.GID, open)
+			_, err = stageFile(pfd, base, te.Src, te.Mode, te.MTime, te.UID, te.GID, te.Want, open)
 			*staged = append(*staged, stagedName{relpath.Join(relRoot, relpath.Dir(te.Rel)), base, true})
 		case effects.TypeLink:
 			err = stageLink(pfd, base, te.Target, te.MTime, te.UID, te.GID)
