@@ -94,6 +94,8 @@ type journalData struct {
 	Paths      []relpath.Path `json:"paths"` // top paths the change touched, for the base update
 	Counts     effects.Counts `json:"counts"`
 	Summary    []string       `json:"summary,omitempty"`
+	// Git is set when the change wrote into the folder's repositories.
+	Git *gitJournal `json:"git,omitempty"`
 }
 
 // Commit applies the task's changes to the folder (ARCHITECTURE.md §4).
@@ -174,14 +176,30 @@ func (k *Kernel) Commit(t *task.Task, opt CommitOptions) (*CommitReport, error) 
 	// What was judged is what goes in: each file is staged only if it
 	// still holds the content planned here, from the judged status.
 	p.pin(ops)
+	// The repositories' writes join the files' in one journal (git.go).
+	var gitUndo *gitstate.UndoSet
+	var gitJ *gitJournal
+	if len(git) > 0 {
+		gops, undo, err := gitOps(t, st.gitBase, git, opt.Git)
+		if err != nil {
+			return nil, fmt.Errorf("commit: %w (no file and no ref, index entry, hook or config of the folder was changed)", err)
+		}
+		ops, gitUndo, gitJ = append(ops, gops...), undo, &gitJournal{Hooks: opt.Git.Hooks, Config: opt.Git.Config}
+	}
 	crashpoint.Hit("commit.planned")
 	jid := apply.NewID()
 	rec := &checkpoint.Record{Time: time.Now().UTC(), Commit: jid, Items: items}
 	if err := cp.Save(rec); err != nil {
 		return nil, fmt.Errorf("commit: keep a checkpoint: %w (nothing was applied)", err)
 	}
+	if gitUndo != nil && len(gitUndo.Repos) > 0 {
+		if err := saveGitUndo(t, rec.ID, gitUndo); err != nil {
+			_ = cp.MarkUndone(rec.ID)
+			return nil, fmt.Errorf("commit: keep the repositories' undo: %w (nothing was applied)", err)
+		}
+	}
 	crashpoint.Hit("commit.checkpoint-saved")
-	data := journalData{Kind: "commit", Checkpoint: rec.ID, Paths: topPaths(chosen), Counts: effects.Count(chosen), Summary: append(summaryLines(chosen), gitLines(git)...)}
+	data := journalData{Kind: "commit", Checkpoint: rec.ID, Paths: topPaths(chosen), Counts: effects.Count(chosen), Summary: append(summaryLines(chosen), gitLines(git)...), Git: gitJ}
 	raw, _ := json.Marshal(data)
 	j := &apply.Journal{ID: jid, Kind: "commit", Ops: ops, Data: raw}
 	if err := apply.Run(t.Folder, t.Paths.Journal, j, k.opener(t, cp), func(j *apply.Journal) error { return k.finish(t, j) }); err != nil {
@@ -189,11 +207,6 @@ func (k *Kernel) Commit(t *task.Task, opt CommitOptions) (*CommitReport, error) 
 			_ = cp.MarkUndone(rec.ID) // never applied: nothing for undo to take back
 		}
 		return nil, err
-	}
-	if len(git) > 0 {
-		if err := commitGit(t, st.gitBase, git, opt.Git, rec.ID); err != nil {
-			return nil, fmt.Errorf("commit: the files were committed but the git repository changes were not: %w — run `kule commit` again to apply them (what was applied is kept for undo)", err)
-		}
 	}
 	rep.Applied, rep.Checkpoint, rep.Git = chosen, rec.ID, git
 	return rep, nil

@@ -9,6 +9,7 @@ package kernel
 
 import (
 	"crypto/ed25519"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -19,6 +20,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/kulehq/kule/kernel/apply"
+	"github.com/kulehq/kule/kernel/checkpoint"
 	"github.com/kulehq/kule/kernel/clone"
 	"github.com/kulehq/kule/kernel/effects"
 	"github.com/kulehq/kule/kernel/history"
@@ -249,9 +251,22 @@ func (k *Kernel) recover(t *task.Task) error {
 		return err
 	}
 	defer fl.Unlock()
-	_, _, err = apply.Recover(t.Folder, t.Paths.Journal, func(j *apply.Journal) error { return k.finish(t, j) })
+	j, forward, err := apply.Recover(t.Folder, t.Paths.Journal, func(j *apply.Journal) error { return k.finish(t, j) })
 	if err != nil {
 		return fmt.Errorf("recover task %s: %w", t.ID, err)
+	}
+	if j != nil && !forward && j.Kind == "commit" {
+		// Rolled back: the commit never happened, so undo must not take
+		// its checkpoint back.
+		var d journalData
+		if json.Unmarshal(j.Data, &d) == nil && d.Checkpoint > 0 {
+			cp, err := checkpoint.Open(t.Paths.Checkpoints)
+			if err != nil {
+				return err
+			}
+			defer cp.Close()
+			return cp.MarkUndone(d.Checkpoint)
+		}
 	}
 	return nil
 }

@@ -47,6 +47,15 @@ func (k *Kernel) finish(t *task.Task, j *apply.Journal) error {
 		if err := k.syncCopy(t, paths); err != nil {
 			return err
 		}
+		if d.Git != nil {
+			if err := finishGitUndo(t, d.Checkpoint); err != nil {
+				return err
+			}
+		}
+	} else if d.Git != nil {
+		if err := finishGitCommit(t, d.Git); err != nil {
+			return err
+		}
 	}
 	if err := k.appendHistoryOnce(t, j.ID, d); err != nil {
 		return err
