@@ -1,7 +1,9 @@
 package kernel
 
 import (
+	"bytes"
 	"context"
+	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -168,7 +170,7 @@ func (k *Kernel) Commit(t *task.Task, opt CommitOptions) (*CommitReport, error) 
 		return nil, err
 	}
 	defer cp.Close()
-	p := &planner{t: t, cp: cp, ignored: !opt.IncludeIgnored, st: st, judged: rep.Judgement}
+	p := &planner{t: t, cp: cp, ignored: !opt.IncludeIgnored, st: st, judged: rep.Judgement, env: k.envVault(t)}
 	ops, items, err := p.plan(chosen)
 	if err != nil {
 		return nil, fmt.Errorf("commit: %w (nothing was applied)", err)
@@ -202,13 +204,16 @@ func (k *Kernel) Commit(t *task.Task, opt CommitOptions) (*CommitReport, error) 
 	data := journalData{Kind: "commit", Checkpoint: rec.ID, Paths: topPaths(chosen), Counts: effects.Count(chosen), Summary: append(summaryLines(chosen), gitLines(git)...), Git: gitJ}
 	raw, _ := json.Marshal(data)
 	j := &apply.Journal{ID: jid, Kind: "commit", Ops: ops, Data: raw}
-	if err := apply.Run(t.Folder, t.Paths.Journal, j, k.opener(t, cp), func(j *apply.Journal) error { return k.finish(t, j) }); err != nil {
+	if err := apply.Run(t.Folder, t.Paths.Journal, j, k.opener(t, cp, p.env), func(j *apply.Journal) error { return k.finish(t, j) }); err != nil {
 		if _, statErr := os.Stat(t.Paths.Journal); errors.Is(statErr, os.ErrNotExist) {
 			_ = cp.MarkUndone(rec.ID) // never applied: nothing for undo to take back
 		}
 		return nil, err
 	}
 	rep.Applied, rep.Checkpoint, rep.Git = chosen, rec.ID, git
+	if _, err := k.maskEnv(t); err != nil {
+		return rep, fmt.Errorf("commit: the change went in (checkpoint %d; kule undo takes it back), but %w — the next command masks them first or does not run", rec.ID, err)
+	}
 	return rep, nil
 }
 
@@ -243,13 +248,23 @@ func (k *Kernel) choose(t *task.Task, st *Status, opt CommitOptions, rep *Commit
 	return chosen, nil
 }
 
-// opener reads staged content: "copy:<rel>" from the task's copy,
+// opener reads staged content: "copy:<rel>" from the task's copy (a
+// settings file with its real values in place of placeholders),
 // "blob:<id>" from the checkpoint store.
-func (k *Kernel) opener(t *task.Task, cp *checkpoint.Store) apply.Opener {
+func (k *Kernel) opener(t *task.Task, cp *checkpoint.Store, ev *envVault) apply.Opener {
 	return func(src string) (io.ReadCloser, error) {
 		switch {
 		case strings.HasPrefix(src, "copy:"):
-			return os.OpenFile(filepath.Join(t.Paths.Copy, src[len("copy:"):]), os.O_RDONLY|unix.O_NOFOLLOW, 0)
+			rel := src[len("copy:"):]
+			if ev != nil && isSettingsFile(rel) {
+				// The folder gets the real values, never placeholders.
+				b, err := ev.readCopy(rel)
+				if err != nil {
+					return nil, err
+				}
+				return io.NopCloser(bytes.NewReader(b)), nil
+			}
+			return os.OpenFile(filepath.Join(t.Paths.Copy, rel), os.O_RDONLY|unix.O_NOFOLLOW, 0)
 		case strings.HasPrefix(src, "blob:"):
 			return cp.Open(src[len("blob:"):])
 		}
@@ -371,6 +386,7 @@ type planner struct {
 	at      map[string]int      // path → index in items: effects overlap (a move out of a deleted directory)
 	want    map[string][32]byte // the copy's content hash of each file, as planned
 	judged  *Judgement          // when set, what appeared below a new directory since is left out
+	env     *envVault           // settings files are applied unmasked
 }
 
 // pin makes each staged file carry the content hash planned for it, so that
@@ -581,7 +597,14 @@ func (p *planner) state(root, rel string, keep bool) (checkpoint.State, error) {
 			s.Blob, s.Hash, err = p.cp.PutFile(abs)
 		} else {
 			var h [32]byte
-			h, err = clone.HashFile(abs)
+			if root == p.t.Paths.Copy && isSettingsFile(rel) {
+				var b []byte
+				if b, err = p.env.readCopy(rel); err == nil {
+					h = sha256.Sum256(b) // what the folder will hold
+				}
+			} else {
+				h, err = clone.HashFile(abs)
+			}
 			s.Hash = hex.EncodeToString(h[:])
 			if err == nil {
 				if p.want == nil {
@@ -660,7 +683,7 @@ func (k *Kernel) mergeUnderneath(t *task.Task, st *Status, chosen []effects.Effe
 		}
 		old, err := io.ReadAll(r)
 		r.Close()
-		ours, err2 := os.ReadFile(filepath.Join(t.Paths.Copy, p))
+		ours, err2 := k.envVault(t).readCopy(p)
 		theirs, err3 := os.ReadFile(filepath.Join(t.Folder, p))
 		if err != nil || err2 != nil || err3 != nil {
 			return nil, nil, false

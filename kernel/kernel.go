@@ -207,6 +207,9 @@ func (k *Kernel) NewTask(folder string) (*NewReport, error) {
 	if err := saveGitBase(t); err != nil { // .git is judged by meaning: see git.go
 		return nil, fmt.Errorf("new: judge the folder's git repositories: %w (nothing was made)", err)
 	}
+	if _, err := k.maskEnv(t); err != nil { // .env values the agent never sees: see envmask.go
+		return nil, fmt.Errorf("new: %w (nothing was made)", err)
+	}
 	if err := k.Store.Save(t); err != nil {
 		return nil, fmt.Errorf("new: %w", err)
 	}

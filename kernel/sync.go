@@ -285,5 +285,8 @@ func (k *Kernel) Rollback(t *task.Task) (int, error) {
 	if err := k.resyncBase(t, paths); err != nil {
 		return 0, fmt.Errorf("rollback: %w (the folder is untouched; run rollback again)", err)
 	}
+	if _, err := k.maskEnv(t); err != nil {
+		return len(st.Effects), fmt.Errorf("rollback: the copy matches the folder again, but %w — the next command masks them first or does not run", err)
+	}
 	return len(st.Effects), nil
 }

@@ -84,10 +84,14 @@ func (k *Kernel) Undo(t *task.Task) (*UndoReport, error) {
 	}
 	raw, _ := json.Marshal(data)
 	j := &apply.Journal{Kind: "undo", Ops: ops, Data: raw}
-	if err := apply.Run(t.Folder, t.Paths.Journal, j, k.opener(t, cp), func(j *apply.Journal) error { return k.finish(t, j) }); err != nil {
+	if err := apply.Run(t.Folder, t.Paths.Journal, j, k.opener(t, cp, nil), func(j *apply.Journal) error { return k.finish(t, j) }); err != nil {
 		return nil, err
 	}
-	return &UndoReport{Checkpoint: rec.ID, Paths: len(rec.Items)}, nil
+	rep := &UndoReport{Checkpoint: rec.ID, Paths: len(rec.Items)}
+	if _, err := k.maskEnv(t); err != nil {
+		return rep, fmt.Errorf("undo: checkpoint %d was taken back, but %w — the next command masks them first or does not run", rec.ID, err)
+	}
+	return rep, nil
 }
 
 // latestCommitted is the newest checkpoint not undone whose commit reached

@@ -390,3 +390,53 @@ func TestCrashDuringGitUndoLeavesFilesAndRepositoryOldOrNew(t *testing.T) {
 		})
 	}
 }
+
+// A SIGKILL at every step of committing an agent's edit to a masked .env:
+// the folder's .env is its old bytes or the edit with the real values, never
+// a placeholder, and the copy never shows the real value.
+func TestCrashDuringCommitOfAMaskedEnv(t *testing.T) {
+	const secret = "sk_live_4eC39HqLyjWDarjtT1zdp7dc"
+	old := "STRIPE_KEY=" + secret + "\nDEBUG=true\n"
+	for _, step := range commitSteps {
+		t.Run(step, func(t *testing.T) {
+			t.Parallel()
+			dir := t.TempDir()
+			folder := filepath.Join(dir, "folder")
+			if err := os.MkdirAll(folder, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(folder, ".env"), []byte(old), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			c := cli{t: t, home: filepath.Join(dir, "home")}
+			c.must("new", folder)
+			id := strings.Fields(c.must("list"))[0]
+			copyEnv := filepath.Join(c.home, "tasks", id, "copy", ".env")
+			c.must("exec", id, "--", "sh", "-c", "echo FEATURE=on >> .env")
+			out, err := c.kule(step, "commit", id)
+			if !killed(err) {
+				t.Fatalf("commit was not killed at %s: %v\n%s", step, err, out)
+			}
+			c.must("status", id)
+			got, _ := os.ReadFile(filepath.Join(folder, ".env"))
+			switch string(got) {
+			case old:
+				c.must("commit", id)
+			case old + "FEATURE=on\n":
+			default:
+				t.Fatalf("after a crash at %s the folder's .env is %q", step, got)
+			}
+			if got, _ := os.ReadFile(filepath.Join(folder, ".env")); string(got) != old+"FEATURE=on\n" {
+				t.Fatalf("the folder's .env after the commit = %q", got)
+			}
+			if b, _ := os.ReadFile(copyEnv); strings.Contains(string(b), secret) || !strings.Contains(string(b), "FEATURE=on") {
+				t.Fatalf("the copy's .env = %q", b)
+			}
+			if out := c.must("status", id); !strings.Contains(out, "0 file changes") {
+				t.Fatalf("status after the commit:\n%s", out)
+			}
+			noLeftovers(t, folder)
+			c.must("history", id, "--verify")
+		})
+	}
+}
