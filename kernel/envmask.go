@@ -142,6 +142,7 @@ func (k *Kernel) maskEnv(t *task.Task) ([]string, error) {
 		it     walk.Item
 	}
 	var jobs []job
+	dirty := false
 	ev := k.envVault(t)
 	for _, rel := range cands {
 		it, err := walk.Lstat(t.Paths.Copy, rel)
@@ -153,6 +154,14 @@ func (k *Kernel) maskEnv(t *task.Task) ([]string, error) {
 			return nil, fmt.Errorf("%w: read %s: %v", ErrMaskFailed, effects.Quote(rel), err)
 		}
 		if !dotenv.NeedsMask(b) {
+			// Masked already. A command that rewrote it unchanged moved
+			// its metadata: where it still means what the base holds, the
+			// stat cache takes it again, so it is no effect.
+			if e, ok := m.Get(rel); ok && e.Item != it && dotenv.HasPlaceholder(b) {
+				if real, err := ev.unmask(rel, b); err == nil && baseHolds(baseOf(t), e, real) {
+					e.Item, dirty = it, true
+				}
+			}
 			continue
 		}
 		v, err := ev.open()
@@ -163,6 +172,11 @@ func (k *Kernel) maskEnv(t *task.Task) ([]string, error) {
 		jobs = append(jobs, job{rel, nb, it})
 	}
 	if len(jobs) == 0 {
+		if dirty {
+			if err := manifest.Save(manifestPath(t.Paths), m); err != nil {
+				return nil, fmt.Errorf("%w: %v", ErrMaskFailed, err)
+			}
+		}
 		return nil, nil
 	}
 	// The real values are sealed away before any of them leaves the copy.

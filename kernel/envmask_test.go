@@ -183,4 +183,14 @@ func TestDotenvIsMaskedBeforeEveryCommand(t *testing.T) {
 	if err != nil || len(changed) != 0 {
 		t.Fatalf("MaskEnv on a masked copy = %v, %v; want nothing to do", changed, err)
 	}
+	// A command that rewrites the masked file unchanged: a change until the
+	// next command, which sees it means what the folder holds.
+	st = f.sh(tk, "cp .env .env.tmp && rm .env && mv .env.tmp .env")
+	if got := lines(st.Effects); !cmp.Equal(got, []string{"~ .env"}) {
+		t.Fatalf("after rewriting .env: %v", got)
+	}
+	st = f.sh(tk, "true")
+	if len(st.Effects) != 0 {
+		t.Fatalf("the rewritten masked .env is still a change: %v", lines(st.Effects))
+	}
 }
