@@ -59,6 +59,8 @@ func pathOf(s string) relpath.Path { return relpath.Path(s) }
 func FuzzReadJournal(f *testing.F) {
 	good, _ := json.Marshal(&Journal{ID: "abc", Kind: "commit", Phase: PhaseStaged, Ops: []Op{{Kind: Move, Path: "b", From: "a"}}})
 	f.Add(good)
+	locked, _ := json.Marshal(&Journal{ID: "abd", Kind: "commit", Phase: PhaseStaged, Ops: []Op{{Kind: Lock, Path: ".git/refs/heads/main", Tmp: ".kule-abd-0.tmp", Mine: sumOf("x"), Expect: sumOf("y")}, {Kind: Lock, Path: ".git/index", Remove: true}}})
+	f.Add(locked)
 	f.Add([]byte(`{"ops":[{"path":{"base64":"/w=="}}]}`))
 	f.Add([]byte("{"))
 	f.Fuzz(func(t *testing.T, data []byte) {
