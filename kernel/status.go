@@ -193,6 +193,9 @@ func (k *Kernel) Exec(ctx context.Context, t *task.Task, opt ExecOptions) (int, 
 			}
 		}
 	}
+	if _, err := k.maskEnv(t); err != nil { // see envmask.go
+		return -1, nil, fmt.Errorf("exec: %w (the command did not run)", err)
+	}
 	stopProxy, err := k.withProxy(ctx, t, &spec)
 	if err != nil {
 		return -1, nil, err

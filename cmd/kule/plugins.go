@@ -48,15 +48,20 @@ func kernelLogger() hclog.Logger {
 	return hclog.New(&hclog.LoggerOptions{Name: "kule", Level: level, Output: os.Stderr})
 }
 
-// pluginHost is the plugin host on home with the built-in plugins. Every
-// plugin starts in the sandbox; with isolation missing none starts, unless
-// the person accepted weaker isolation (kule isolation --accept-weaker on).
-func pluginHost(home string) *pluginhost.Host {
+// builtinPlugins is plugins/builtin's table as the plugin host takes it.
+func builtinPlugins() []pluginhost.Builtin {
 	var bs []pluginhost.Builtin
 	for _, b := range builtin.Differs {
 		kind, name, _ := strings.Cut(b.Name, "/")
 		bs = append(bs, pluginhost.Builtin{Kind: kind, Name: name, Accepts: b.New().Accepts})
 	}
+	return bs
+}
+
+// pluginSandbox is the sandbox every plugin starts in; with isolation
+// missing none starts, unless the person accepted weaker isolation (kule
+// isolation --accept-weaker on).
+func pluginSandbox(home string) *sandbox.Sandbox {
 	sb := &sandbox.Sandbox{}
 	if cfg, err := config.Load(home); err == nil {
 		sb.AcceptWeaker = cfg.Sandbox.AcceptWeaker
@@ -64,7 +69,12 @@ func pluginHost(home string) *pluginhost.Host {
 	if os.Getenv("KULE_AS_CLI") == "1" {
 		sb.HelperEnv = []string{"KULE_AS_CLI=1"} // a test binary stands in for kule
 	}
-	return pluginhost.New(home, pluginhost.Options{Builtins: bs, Logger: kernelLogger(), Sandbox: sb})
+	return sb
+}
+
+// pluginHost is the plugin host on home with the built-in plugins.
+func pluginHost(home string) *pluginhost.Host {
+	return pluginhost.New(home, pluginhost.Options{Builtins: builtinPlugins(), Logger: kernelLogger(), Sandbox: pluginSandbox(home)})
 }
 
 func openPluginHost() (*pluginhost.Host, error) {
