@@ -2,9 +2,11 @@ package limits
 
 import (
 	"context"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -137,4 +139,93 @@ func FuzzParseBytes(f *testing.F) {
 			t.Fatalf("ParseBytes(%q) = %d", s, n)
 		}
 	})
+}
+
+// All of a task's runs together: the first run's time is kept with the
+// task, the second is stopped when the two reach the limit, and a third is
+// refused before it starts.
+func TestTaskTimeCountsEveryRunOfTheTask(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	lim := Limits{TaskTime: 3 * time.Second}
+	run := func(script string) error {
+		r, err := Supervise(context.Background(), lim, Task{Dir: dir}, nil)
+		if err != nil {
+			return err
+		}
+		cmd := start(t, dir, script)
+		r.Started(cmd.Process.Pid)
+		return r.Wait()
+	}
+	if err := run("sleep 1"); err != nil {
+		t.Fatalf("a first run within the task's time was stopped: %v", err)
+	}
+	used, err := LoadTaskTime(TaskTimeFile(dir))
+	if err != nil || used < time.Second {
+		t.Fatalf("after a one-second run the task kept %s (%v)", used, err)
+	}
+	err = run("sleep 120")
+	if !errors.Is(err, ErrStopped) || !strings.Contains(err.Error(), "task-time") {
+		t.Fatalf("the second run was not stopped by the task's time: %v", err)
+	}
+	if used, _ := LoadTaskTime(TaskTimeFile(dir)); used < lim.TaskTime {
+		t.Fatalf("the task kept %s after being stopped at %s", used, lim.TaskTime)
+	}
+	err = run("true")
+	if !errors.Is(err, ErrTaskTimeSpent) || !strings.Contains(err.Error(), "--task-time") {
+		t.Fatalf("a run started with the task's time used up: %v", err)
+	}
+}
+
+func TestDamagedTaskTimeRefusesTheRun(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	if err := os.WriteFile(TaskTimeFile(dir), []byte("{half"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Supervise(context.Background(), Limits{TaskTime: time.Hour}, Task{Dir: dir}, nil); err == nil || !strings.Contains(err.Error(), "damaged") {
+		t.Fatalf("a damaged task-time file let the run start: %v", err)
+	}
+	if b, _ := os.ReadFile(TaskTimeFile(dir)); string(b) != "{half" {
+		t.Fatalf("the damaged file was changed: %q", b)
+	}
+}
+
+func TestAQuestionWaitingIsNeverIdle(t *testing.T) {
+	t.Parallel()
+	c := NewClock()
+	release := c.Hold()
+	cmd := start(t, t.TempDir(), "sleep 2")
+	r, _ := supervise(t, cmd, Limits{Idle: 300 * time.Millisecond}, Watch{Activity: c.Last})
+	if r != ReasonNone {
+		t.Fatalf("a run waiting on the person was stopped as %q", r)
+	}
+	release()
+	cmd = start(t, t.TempDir(), "sleep 120")
+	if r, _ := supervise(t, cmd, Limits{Idle: 300 * time.Millisecond}, Watch{Activity: c.Last}); r != ReasonIdle {
+		t.Fatalf("after the answer an idle run went on (%q)", r)
+	}
+}
+
+func TestTaskLimitsOverTheHomes(t *testing.T) {
+	t.Parallel()
+	home := Limits{CPU: 2, Memory: 1 << 30, Idle: time.Minute, GPU: GPUOff}
+	task := Limits{Memory: 2 << 30, TaskTime: time.Hour, GPU: GPUOn}
+	got := task.Over(home)
+	want := Limits{CPU: 2, Memory: 2 << 30, Idle: time.Minute, TaskTime: time.Hour, GPU: GPUOn}
+	if got != want {
+		t.Fatalf("Over = %+v, want %+v", got, want)
+	}
+	for _, c := range []struct {
+		gpu     string
+		sandbox bool
+		want    bool
+	}{{"", false, false}, {"", true, true}, {GPUOff, false, true}, {GPUOn, true, false}} {
+		if got := (Limits{GPU: c.gpu}).NoGPU(c.sandbox); got != c.want {
+			t.Errorf("GPU %q with the sandbox's no_gpu %v: NoGPU = %v", c.gpu, c.sandbox, got)
+		}
+	}
+	if (Limits{GPU: GPUOff}).Supervised() {
+		t.Error("a GPU setting alone needs no supervisor")
+	}
 }
