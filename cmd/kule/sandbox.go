@@ -72,7 +72,7 @@ func (f *sandboxFlags) runnerFor(t *task.Task, spec *runner.Spec) (runner.Runner
 		}
 		spec.Env = env
 	}
-	s := &sandbox.Sandbox{AcceptWeaker: cfg.Sandbox.AcceptWeaker, Devices: cfg.Sandbox.Devices, NoGPU: cfg.Sandbox.NoGPU}
+	s := &sandbox.Sandbox{AcceptWeaker: cfg.Sandbox.AcceptWeaker, Devices: cfg.Sandbox.Devices, NoGPU: t.Limits.Over(cfg.Limits).NoGPU(cfg.Sandbox.NoGPU)}
 	if os.Getenv("KULE_AS_CLI") == "1" {
 		// A test binary stands in for kule (cmd/kule's TestMain): the
 		// re-executed helper must reach run() too.
