@@ -32,6 +32,7 @@ import (
 	"github.com/kulehq/kule/kernel"
 	"github.com/kulehq/kule/kernel/acp"
 	"github.com/kulehq/kule/kernel/agents"
+	"github.com/kulehq/kule/kernel/budget"
 	"github.com/kulehq/kule/kernel/effects"
 	"github.com/kulehq/kule/kernel/proxy"
 	"github.com/kulehq/kule/kernel/runner"
@@ -61,6 +62,9 @@ type Options struct {
 	// OnUsage is told every line written to usage.jsonl (a usage_update or
 	// the prompt's usage), for budgets and costs.
 	OnUsage func(acp.Usage)
+	// OnBudget is told when the run reaches 80% and 100% of its task's or
+	// the daily budget (the text also comes as an EventNotice).
+	OnBudget func(budget.Notice)
 
 	// Sandbox is how the agent is isolated (the sandbox by default).
 	Sandbox kernel.SandboxOptions
@@ -277,26 +281,33 @@ func Start(ctx context.Context, k *kernel.Kernel, t *task.Task, o Options) (_ *R
 			}
 			return st.Effects, nil
 		},
-		OnEvent:    r.event,
-		Ask:        o.Ask,
-		Steps:      stepsF,
-		Usage:      usageF,
-		Stderr:     agentErr,
-		FirstStep:  len(old),
-		ClientName: "kule",
+		OnEvent: r.event,
+		Ask:     r.heldAsk(o.Ask),
+		// Stop cancels the turn and kills the agent if it has not ended
+		// within stopGrace.
+		CancelGrace: stopGrace,
+		Steps:       stepsF,
+		Usage:       usageF,
+		Stderr:      agentErr,
+		FirstStep:   len(old),
+		ClientName:  "kule",
 	}
 	spec.Args = argv
 	spec.Env = env
 	spec.Task = runner.Task{ID: t.ID, Dir: t.Paths.Dir, Copy: t.Paths.Copy, Folder: t.Folder, Tmp: t.Paths.Tmp, Home: t.Paths.Home, KuleDir: home}
 	spec.Dir = t.Paths.Copy
 	spec.ProxyAddr = r.px.Addr()
-	r.startLimits(runCtx, &spec)
+	// The turn's cancel exists before the agent does: a budget may cancel
+	// it from the first usage report on.
+	turnCtx, cancelTurn := context.WithCancel(runCtx)
+	r.cancelTurn = cancelTurn
+	if err := r.startLimits(runCtx, &spec); err != nil {
+		return nil, err
+	}
 	ao.Spec = spec
 	if r.c, err = acp.Start(ctx, ao); err != nil {
 		return nil, err
 	}
-	turnCtx, cancelTurn := context.WithCancel(runCtx)
-	r.cancelTurn = cancelTurn
 	stopWatch := context.AfterFunc(ctx, cancelTurn)
 	if err := r.open(ctx, errw); err != nil {
 		stopWatch()
@@ -370,6 +381,11 @@ func (r *Run) turn(ctx context.Context) {
 	r.res.LimitErr = r.stopLimits()
 	r.res.Status, r.res.StatusErr = r.k.Status(r.Task)
 	r.cleanup()
+	if r.res.LimitErr != nil {
+		// Stopped by a limit or the budget: the run fails with why.
+		r.err = fmt.Errorf("run: %w (steps so far are in kule steps %s; the folder is untouched)", r.res.LimitErr, r.Task.ID)
+		return
+	}
 	if perr != nil {
 		r.res.StopReason = ""
 		r.err = fmt.Errorf("run: %w (steps so far are in kule steps %s; the folder is untouched)", perr, r.Task.ID)
@@ -426,6 +442,7 @@ func (r *Run) appendFile(name string) (*os.File, error) {
 }
 
 func (r *Run) event(e acp.Event) {
+	r.touch()
 	if e.Type == acp.EventUsage && e.Usage != nil {
 		r.onUsage(*e.Usage)
 	}

@@ -49,8 +49,9 @@ func (s *Standing) Watch(notify func(Notice), stop func(error)) *Watcher {
 	return w
 }
 
-// Observe takes one usage event: ACP's usage_update (its cost is the
-// session's so far) or a turn's token counts (no cost: nothing to judge).
+// Observe takes one usage event as the agent sent it: ACP's usage_update
+// (its cost is the session's so far) or a turn's token counts (no cost:
+// nothing to judge).
 func (w *Watcher) Observe(update json.RawMessage) {
 	var u struct {
 		SessionID string          `json:"sessionId"`
@@ -59,7 +60,13 @@ func (w *Watcher) Observe(update json.RawMessage) {
 	if json.Unmarshal(update, &u) != nil {
 		return
 	}
-	c, ok, err := parseCost(u.Cost)
+	w.Cost(u.SessionID, u.Cost)
+}
+
+// Cost takes the cost of one usage line (acp.Usage's Session and Cost);
+// an empty or unreadable cost is nothing to judge.
+func (w *Watcher) Cost(session string, cost json.RawMessage) {
+	c, ok, err := parseCost(cost)
 	if err != nil || !ok {
 		return
 	}
@@ -68,7 +75,7 @@ func (w *Watcher) Observe(update json.RawMessage) {
 	if w.err != nil {
 		return
 	}
-	w.run[c.Currency] += w.m.charge(u.SessionID, c)
+	w.run[c.Currency] += w.m.charge(session, c)
 	w.judgeLocked()
 }
 

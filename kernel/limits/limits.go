@@ -154,6 +154,43 @@ type Supervisor struct {
 	reason Reason
 	done   chan struct{}
 	onTick func(time.Time) // keeps the task's time, when there is a file for it
+	extra  []int           // more roots (an agent's terminals), watched with Root's tree
+}
+
+// Add watches the tree rooted at pid too, as part of the run (a command an
+// agent's terminal started beside the agent). It is not the run's end: the
+// watch still ends with Root.
+func (s *Supervisor) Add(pid int) {
+	s.mu.Lock()
+	s.extra = append(s.extra, pid)
+	s.mu.Unlock()
+	if s.lim.Disk > 0 {
+		_ = SetFileSizeLimit(pid, s.lim.Disk)
+	}
+}
+
+// pids is Root's tree and every added tree.
+func (s *Supervisor) pids() []int {
+	out := Tree(s.w.Root)
+	if len(out) == 0 {
+		return nil
+	}
+	s.mu.Lock()
+	extra := append([]int(nil), s.extra...)
+	s.mu.Unlock()
+	seen := map[int]bool{}
+	for _, p := range out {
+		seen[p] = true
+	}
+	for _, r := range extra {
+		for _, p := range Tree(r) {
+			if !seen[p] {
+				seen[p] = true
+				out = append(out, p)
+			}
+		}
+	}
+	return out
 }
 
 // Start watches w.Root until ctx ends or the root process is gone. It sets
@@ -253,7 +290,7 @@ func (s *Supervisor) loop(ctx context.Context) {
 			return
 		case <-ticker.C:
 		}
-		pids := Tree(s.w.Root)
+		pids := s.pids()
 		if len(pids) == 0 {
 			return
 		}
@@ -318,7 +355,7 @@ func (s *Supervisor) loop(ctx context.Context) {
 				pause := min(time.Duration(over/s.lim.CPU*float64(time.Second)), 100*time.Millisecond)
 				signal(pids, syscall.SIGSTOP)
 				time.Sleep(pause)
-				signal(Tree(s.w.Root), syscall.SIGCONT)
+				signal(s.pids(), syscall.SIGCONT)
 				s.mu.Lock()
 				s.usage.Throttled += pause
 				s.mu.Unlock()

@@ -229,3 +229,21 @@ func TestTaskLimitsOverTheHomes(t *testing.T) {
 		t.Error("a GPU setting alone needs no supervisor")
 	}
 }
+
+// A command an agent's terminal starts runs beside the agent, not under
+// it: Started adds its tree to the run, so its memory counts too.
+func TestATerminalBesideTheAgentCounts(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	r, err := Supervise(context.Background(), Limits{Memory: 64 << 20}, Task{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	agent := start(t, dir, "sleep 120")
+	r.Started(agent.Process.Pid)
+	term := start(t, dir, `python3 -c 'b = bytearray(400 << 20); import time; time.sleep(60)'`)
+	r.Started(term.Process.Pid)
+	if err := r.Wait(); !errors.Is(err, ErrStopped) || !strings.Contains(err.Error(), "memory") {
+		t.Fatalf("a memory hog beside the agent: %v", err)
+	}
+}

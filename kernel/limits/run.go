@@ -56,11 +56,13 @@ func Supervise(ctx context.Context, lim Limits, t Task, activity func() time.Tim
 func (r *Run) FileSizeLimit() int64 { return r.lim.Disk }
 
 // Started begins watching the process tree rooted at pid (a runner's
-// Spec.Started). A second call is ignored.
+// Spec.Started). A later call adds its tree to the run (an agent's
+// terminal commands, started beside the agent with the same Spec).
 func (r *Run) Started(pid int) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.sup != nil {
+		r.sup.Add(pid)
 		return
 	}
 	w := r.w
