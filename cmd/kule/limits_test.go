@@ -249,3 +249,25 @@ func TestBudgetCommands(t *testing.T) {
 		t.Errorf("kule daily-budget off:\n%s", out)
 	}
 }
+
+// kule run refuses to start an agent once the task's budget is spent, and
+// says what was spent, the cap and how to raise it.
+func TestRunRefusedOnceTheBudgetIsSpent(t *testing.T) {
+	home, id := newTaskCLI(t)
+	tk := loadTask(t, home, id)
+	marker := filepath.Join(t.TempDir(), "agent-ran")
+	writeFile(t, filepath.Join(home, "agents.toml"), "[[agent]]\nname = \"touch\"\ncommand = [\"/usr/bin/touch\", "+strconvQuote(marker)+"]\n")
+	if out, err := kuleCLI(t, "agents", "approve", "touch"); err != nil {
+		t.Fatalf("approve: %v\n%s", err, out)
+	}
+	writeFile(t, filepath.Join(tk.Paths.Dir, budget.UsageFile),
+		fmt.Sprintf(`{"time":%q,"session":"s","source":"usage_update","cost":{"amount":3,"currency":"USD"}}`+"\n", time.Now().UTC().Format(time.RFC3339)))
+	mustKule(t, "budget", id, "3")
+	out, err := kuleCLI(t, "run", id, "--agent", "touch", "--no-sandbox", "hi")
+	if err == nil || !strings.Contains(out, "budget spent") || !strings.Contains(out, "$3.00 of its $3.00 budget") || !strings.Contains(out, "kule budget "+id) {
+		t.Fatalf("kule run with the budget spent: %v\n%s", err, out)
+	}
+	if _, err := os.Stat(marker); err == nil {
+		t.Fatal("the agent started")
+	}
+}
