@@ -14,7 +14,9 @@ import (
 	"github.com/google/go-cmp/cmp"
 )
 
-var t0 = time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
+// t0 is two days ago: a usage file is written now, and one last written
+// before the 24 hours is not read at all.
+var t0 = time.Now().UTC().Add(-48 * time.Hour).Truncate(time.Hour)
 
 // line is a usage.jsonl line as kernel/acp writes it.
 func update(at time.Time, session string, cost float64, cur string) string {
@@ -356,4 +358,21 @@ func FuzzParseCap(f *testing.F) {
 			t.Fatalf("ParseCap(%q) = %v", s, m)
 		}
 	})
+}
+
+// A task whose usage was last written before the window is not read.
+func TestOldUsageFilesAreNotRead(t *testing.T) {
+	t.Parallel()
+	home := t.TempDir()
+	now := t0.Add(72 * time.Hour)
+	dir := newTask(t, home, "aaaaaaaa", "{damaged")
+	old := now.Add(-25 * time.Hour)
+	os.Chtimes(filepath.Join(dir, UsageFile), old, old)
+	if _, err := RecentCharges(home, now); err != nil {
+		t.Fatal(err)
+	}
+	newTask(t, home, "bbbbbbbb", update(now.Add(-time.Hour), "s", 2, "USD"))
+	if c, err := RecentCharges(home, now); err != nil || len(c) != 1 || c[0].Amount != 2 {
+		t.Fatalf("recent charges %v %v", c, err)
+	}
 }

@@ -2,6 +2,7 @@ package budget
 
 import (
 	"fmt"
+	"os"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -64,6 +65,9 @@ func RecentCharges(home string, now time.Time) ([]Charge, error) {
 	}
 	var out []Charge
 	for _, p := range dirs {
+		if st, err := os.Stat(p); err == nil && st.ModTime().Before(now.Add(-Window)) {
+			continue // last written before the window: nothing in it counts
+		}
 		u, err := ReadUsage(p)
 		if err != nil {
 			return nil, err

@@ -370,14 +370,73 @@ func signal(pids []int, sig syscall.Signal) {
 	}
 }
 
-// Tree returns root and all its descendants, from /proc.
+// Tree returns root and all its descendants, from /proc: through each
+// thread's children list where the kernel keeps one (it reads only the
+// run's own processes), else by scanning every process's parent.
 func Tree(root int) []int {
+	if haveChildren() {
+		return treeByChildren(root)
+	}
+	return treeByScan(root)
+}
+
+var (
+	childrenOnce sync.Once
+	childrenOK   bool
+)
+
+// haveChildren: /proc/PID/task/TID/children needs CONFIG_PROC_CHILDREN.
+func haveChildren() bool {
+	childrenOnce.Do(func() {
+		pid := os.Getpid()
+		_, err := os.Stat("/proc/" + strconv.Itoa(pid) + "/task/" + strconv.Itoa(pid) + "/children")
+		childrenOK = err == nil
+	})
+	return childrenOK
+}
+
+func alive(pid int) bool {
+	_, state, ok := statOf(pid)
+	return ok && state != 'Z'
+}
+
+func treeByChildren(root int) []int {
+	if !alive(root) {
+		return nil
+	}
+	out := []int{root}
+	seen := map[int]bool{root: true}
+	for i := 0; i < len(out); i++ {
+		dir := "/proc/" + strconv.Itoa(out[i]) + "/task/"
+		tasks, err := os.ReadDir(dir)
+		if err != nil {
+			continue // gone meanwhile
+		}
+		// A child belongs to the thread that started it: read every thread's.
+		for _, t := range tasks {
+			b, err := os.ReadFile(dir + t.Name() + "/children")
+			if err != nil {
+				continue
+			}
+			for _, f := range strings.Fields(string(b)) {
+				c, err := strconv.Atoi(f)
+				if err == nil && !seen[c] && alive(c) {
+					seen[c] = true
+					out = append(out, c)
+				}
+			}
+		}
+	}
+	return out
+}
+
+func treeByScan(root int) []int {
 	ents, err := os.ReadDir("/proc")
 	if err != nil {
 		return nil
 	}
 	children := map[int][]int{}
-	alive := false
+	found := false
 	for _, e := range ents {
 		pid, err := strconv.Atoi(e.Name())
 		if err != nil {
@@ -388,11 +447,11 @@ func Tree(root int) []int {
 			continue
 		}
 		if pid == root {
-			alive = true
+			found = true
 		}
 		children[ppid] = append(children[ppid], pid)
 	}
-	if !alive {
+	if !found {
 		return nil
 	}
 	out := []int{root}

@@ -3,9 +3,11 @@ package limits
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sort"
 	"strings"
 	"syscall"
 	"testing"
@@ -245,5 +247,28 @@ func TestATerminalBesideTheAgentCounts(t *testing.T) {
 	r.Started(term.Process.Pid)
 	if err := r.Wait(); !errors.Is(err, ErrStopped) || !strings.Contains(err.Error(), "memory") {
 		t.Fatalf("a memory hog beside the agent: %v", err)
+	}
+}
+
+// The two ways of finding a run's processes agree, threads' children and
+// grandchildren included.
+func TestTreeByChildrenMatchesAScan(t *testing.T) {
+	t.Parallel()
+	if !haveChildren() {
+		t.Skip("this kernel keeps no /proc children lists (CONFIG_PROC_CHILDREN); Tree scans /proc")
+	}
+	cmd := start(t, t.TempDir(), "sh -c 'sleep 120 & sleep 120 & wait' & python3 -c 'import threading, subprocess; threading.Thread(target=lambda: subprocess.run([\"sleep\", \"120\"])).start()' & wait")
+	var byChildren, byScan []int
+	for i := 0; i < 500; i++ { // until every process has started
+		byChildren, byScan = treeByChildren(cmd.Process.Pid), treeByScan(cmd.Process.Pid)
+		if len(byScan) >= 6 && len(byChildren) == len(byScan) {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	sort.Ints(byChildren)
+	sort.Ints(byScan)
+	if len(byScan) < 6 || fmt.Sprint(byChildren) != fmt.Sprint(byScan) {
+		t.Fatalf("by children %v, by scan %v (want the same 6 or more)", byChildren, byScan)
 	}
 }
