@@ -376,3 +376,18 @@ func TestOldUsageFilesAreNotRead(t *testing.T) {
 		t.Fatalf("recent charges %v %v", c, err)
 	}
 }
+
+func FuzzLoadCap(f *testing.F) {
+	f.Add([]byte(`{"cap":{"amount":5,"currency":"USD"}}`))
+	f.Add([]byte(`{"cap":{"amount":0,"currency":"usd"}}`))
+	f.Add([]byte(`{"cap":{"amount":"5"}}`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		dir := t.TempDir()
+		if err := os.WriteFile(filepath.Join(dir, TaskFile), b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if c, err := TaskCap(dir); err == nil && c != nil && (c.Amount <= 0 || !validCurrency(c.Currency)) {
+			t.Fatalf("TaskCap(%q) = %v", b, c)
+		}
+	})
+}

@@ -272,3 +272,18 @@ func TestTreeByChildrenMatchesAScan(t *testing.T) {
 		t.Fatalf("by children %v, by scan %v (want the same 6 or more)", byChildren, byScan)
 	}
 }
+
+func FuzzLoadTaskTime(f *testing.F) {
+	f.Add([]byte(`{"used_ns":3600000000000,"updated":"2026-12-01T09:00:00Z"}`))
+	f.Add([]byte(`{"used_ns":-1}`))
+	f.Add([]byte(`{"used_ns":1e30}`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		p := filepath.Join(t.TempDir(), TaskTimeName)
+		if err := os.WriteFile(p, b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if d, err := LoadTaskTime(p); err == nil && d < 0 {
+			t.Fatalf("LoadTaskTime(%q) = %s", b, d)
+		}
+	})
+}
