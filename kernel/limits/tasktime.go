@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"math"
 	"os"
 	"path/filepath"
 	"time"
@@ -53,7 +54,11 @@ func AddTaskTime(file string, d time.Duration) error {
 	if err != nil {
 		return err
 	}
-	b, err := json.Marshal(taskTimeRecord{Used: used + d, Updated: time.Now().UTC()})
+	total := used + d
+	if total < used {
+		total = time.Duration(math.MaxInt64) // a damaged count saturates, never wraps
+	}
+	b, err := json.Marshal(taskTimeRecord{Used: total, Updated: time.Now().UTC()})
 	if err != nil {
 		return err
 	}
