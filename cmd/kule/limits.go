@@ -92,6 +92,9 @@ runs together) or idle it is stopped and says why. --gpu off leaves
 			}
 			w := cmd.OutOrStdout()
 			printLimits(w, where, *target, cfg.Sandbox.NoGPU)
+			if target.CPU > 0 {
+				fmt.Fprintln(w, "cpu is held by pausing and resuming the run's processes a tenth of a second at a time (cgroup cpu.max is not used)")
+			}
 			if len(args) == 1 {
 				t, _ := k.Resolve(args[0])
 				in := kernel.LimitsFor(t, cfg.Limits)
