@@ -153,6 +153,8 @@ type Supervisor struct {
 	usage  Usage
 	reason Reason
 	done   chan struct{}
+	finish chan struct{} // End: the caller knows the run is over
+	ended  sync.Once
 	onTick func(time.Time) // keeps the task's time, when there is a file for it
 	extra  []int           // more roots (an agent's terminals), watched with Root's tree
 }
@@ -199,7 +201,7 @@ func Start(ctx context.Context, lim Limits, w Watch) *Supervisor {
 	if w.Tick == 0 {
 		w.Tick = 100 * time.Millisecond
 	}
-	s := &Supervisor{lim: lim, w: w, done: make(chan struct{})}
+	s := &Supervisor{lim: lim, w: w, done: make(chan struct{}), finish: make(chan struct{})}
 	if lim.Disk > 0 {
 		_ = SetFileSizeLimit(w.Root, lim.Disk)
 	}
@@ -213,6 +215,10 @@ func SetFileSizeLimit(pid int, bytes int64) error {
 	lim := unix.Rlimit{Cur: uint64(bytes), Max: uint64(bytes)}
 	return unix.Prlimit(pid, unix.RLIMIT_FSIZE, &lim, nil)
 }
+
+// End ends the watch now: the caller saw the run's first process end (its
+// runner returned), so there is no tick to wait for.
+func (s *Supervisor) End() { s.ended.Do(func() { close(s.finish) }) }
 
 // Wait waits until the run is over (or the watch ends) and says which
 // limit stopped it, ReasonNone when none did.
@@ -287,6 +293,8 @@ func (s *Supervisor) loop(ctx context.Context) {
 	for {
 		select {
 		case <-ctx.Done():
+			return
+		case <-s.finish:
 			return
 		case <-ticker.C:
 		}

@@ -18,6 +18,14 @@ import (
 // whatever is left and waits for that reaper.
 func start(t *testing.T, dir string, script string) *exec.Cmd {
 	t.Helper()
+	cmd, _ := startReaped(t, dir, script)
+	return cmd
+}
+
+// startReaped is start, with a channel closed once the process ended (as
+// a runner returns once its command did).
+func startReaped(t *testing.T, dir string, script string) (*exec.Cmd, <-chan struct{}) {
+	t.Helper()
 	cmd := exec.Command("sh", "-c", script)
 	cmd.Dir = dir
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // so cleanup ends its children too
@@ -30,7 +38,7 @@ func start(t *testing.T, dir string, script string) *exec.Cmd {
 		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 		<-reaped
 	})
-	return cmd
+	return cmd, reaped
 }
 
 func supervise(t *testing.T, cmd *exec.Cmd, lim Limits, w Watch) (Reason, Usage) {
@@ -155,8 +163,9 @@ func TestTaskTimeCountsEveryRunOfTheTask(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		cmd := start(t, dir, script)
+		cmd, ended := startReaped(t, dir, script)
 		r.Started(cmd.Process.Pid)
+		<-ended // the runner returns, then the run's watch ends
 		return r.Wait()
 	}
 	if err := run("sleep 1"); err != nil {
@@ -241,10 +250,11 @@ func TestATerminalBesideTheAgentCounts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	agent := start(t, dir, "sleep 120")
+	agent, ended := startReaped(t, dir, "sleep 120")
 	r.Started(agent.Process.Pid)
 	term := start(t, dir, `python3 -c 'b = bytearray(400 << 20); import time; time.sleep(60)'`)
 	r.Started(term.Process.Pid)
+	<-ended
 	if err := r.Wait(); !errors.Is(err, ErrStopped) || !strings.Contains(err.Error(), "memory") {
 		t.Fatalf("a memory hog beside the agent: %v", err)
 	}

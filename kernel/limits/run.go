@@ -94,8 +94,8 @@ func (r *Run) Stopped() Reason {
 	return s.reason
 }
 
-// Wait waits for the watch to end (the run's processes gone, or ctx done)
-// and returns the stop by a limit as an error a person reads, or nil.
+// Wait ends the watch, once the run is over (its runner returned), and
+// returns the stop by a limit as an error a person reads, or nil.
 func (r *Run) Wait() error {
 	r.mu.Lock()
 	s := r.sup
@@ -103,6 +103,7 @@ func (r *Run) Wait() error {
 	if s == nil {
 		return nil
 	}
+	s.End()
 	s.Wait()
 	return s.Err()
 }
