@@ -125,23 +125,7 @@ func (k *Kernel) VerifyHistory(t *task.Task) error {
 // LimitsFor is what a task's runs may take: the task's own fields over the
 // home's [limits] settings.
 func LimitsFor(t *task.Task, home limits.Limits) limits.Limits {
-	l := home
-	if t.Limits.CPU != 0 {
-		l.CPU = t.Limits.CPU
-	}
-	if t.Limits.Memory != 0 {
-		l.Memory = t.Limits.Memory
-	}
-	if t.Limits.Disk != 0 {
-		l.Disk = t.Limits.Disk
-	}
-	if t.Limits.Time != 0 {
-		l.Time = t.Limits.Time
-	}
-	if t.Limits.Idle != 0 {
-		l.Idle = t.Limits.Idle
-	}
-	return l
+	return t.Limits.Over(home)
 }
 
 // NewReport is what making a task learned.

@@ -189,9 +189,11 @@ func statusCommand() *cobra.Command {
 					m["policy"] = j.Ruling.Verdicts
 				}
 				m["names"] = names
+				addBudgetJSON(m, k, t)
 				return printJSON(cmd.OutOrStdout(), m)
 			}
 			printStatus(cmd.OutOrStdout(), st, true, &names)
+			statusBudget(cmd.OutOrStdout(), k, t)
 			if perr != nil {
 				fmt.Fprintf(cmd.OutOrStdout(), "policy: cannot judge: %v\n", perr)
 			} else if len(st.Pending(false)) > 0 {
