@@ -19,8 +19,6 @@ package agentrun
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -191,9 +189,10 @@ func Start(ctx context.Context, k *kernel.Kernel, t *task.Task, o Options) (_ *R
 	}
 	_, direct := run.(runner.Direct)
 
-	// The task's proxy: the agent reaches only its profile's hosts, and
-	// each key it names reaches it as a placeholder that the proxy swaps
-	// for the key on the way to that key's hosts.
+	// The task's proxy, judged by the policy: the agent's profile hosts
+	// pass while it runs, registries as the policy says, and each key it
+	// names reaches it as a placeholder that the proxy swaps for the key
+	// on the way to that key's hosts only.
 	keyValue := r.keyLookup()
 	var keySecrets []proxy.Secret
 	for name, hosts := range p.Keys {
@@ -201,31 +200,9 @@ func Start(ctx context.Context, k *kernel.Kernel, t *task.Task, o Options) (_ *R
 			keySecrets = append(keySecrets, proxy.Secret{Name: name, Value: v, Hosts: hosts})
 		}
 	}
-	allowed := map[string]bool{}
-	for _, h := range open.Hosts {
-		allowed[h] = true
-	}
-	// The sandbox bridges the proxy's port into the agent's namespace and
-	// sets the proxy variables itself (without a token); outside it the
-	// token keeps other local processes off the proxy.
-	token := ""
-	if direct {
-		token = randomToken()
-	}
 	runCtx, endRun := context.WithCancel(context.WithoutCancel(ctx))
 	r.endRun = endRun
-	r.px, err = proxy.Start(runCtx, proxy.Config{
-		Decide: func(_ context.Context, host string, port int) proxy.Decision {
-			if port == 443 && allowed[host] {
-				return proxy.Decision{Allow: true, Rule: "profile " + p.Name}
-			}
-			return proxy.Decision{Rule: "profile " + p.Name, Reason: "not among the profile's hosts"}
-		},
-		LogPath:    filepath.Join(t.Paths.Dir, "network.jsonl"),
-		Secrets:    keySecrets,
-		BundlePath: filepath.Join(t.Paths.Tmp, "kule-ca.pem"),
-		Token:      token,
-	})
+	r.px, err = k.StartProxy(runCtx, t, kernel.ProxyOptions{Sandboxed: !direct, Agent: p.Name, AgentHosts: open.Hosts, Secrets: keySecrets})
 	if err != nil {
 		return nil, fmt.Errorf("run: the task's proxy: %w (nothing was started)", err)
 	}
@@ -244,8 +221,18 @@ func Start(ctx context.Context, k *kernel.Kernel, t *task.Task, o Options) (_ *R
 		Home: o.Home, OwnHome: ownHome, Tmp: t.Paths.Tmp,
 		Placeholder: func(k string) string { return placeholders[k] },
 	})
-	env = append(env, proxy.ProxyEnv(r.px.Addr(), token)...)
-	env = append(env, r.px.CAEnv()...)
+	if direct {
+		// Without a sandbox nothing forces the agent through the proxy;
+		// the variables make well-behaved tools use it, and the token
+		// keeps other local processes off it. The sandbox bridges the
+		// proxy into the agent's namespace and sets them itself.
+		env = append(env, proxy.ProxyEnv(r.px.Addr(), r.px.Token())...)
+	}
+	// The CA bundle and the stored secrets' placeholders, as for exec
+	// (after the sandbox's filter: they open nothing).
+	spec.TaskEnv = append(spec.TaskEnv, r.px.CAEnv()...)
+	spec.TaskEnv = append(spec.TaskEnv, r.px.SecretEnv()...)
+	spec.ProxyToken = r.px.Token()
 	for _, n := range notes {
 		fmt.Fprintln(errw, "note:", n)
 	}
@@ -448,10 +435,4 @@ func (r *Run) keyLookup() func(string) string {
 		}
 		return r.o.Getenv(name)
 	}
-}
-
-func randomToken() string {
-	var b [16]byte
-	_, _ = rand.Read(b[:])
-	return hex.EncodeToString(b[:])
 }

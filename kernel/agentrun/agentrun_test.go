@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -369,6 +370,56 @@ func TestRunInTheSandboxHidesSSH(t *testing.T) {
 	seen := f.checkTurn(t, res)
 	if strings.Contains(seen, "FAKE PRIVATE KEY") || !strings.Contains(seen, "err=true") {
 		t.Errorf("the sandboxed agent read ~/.ssh: %q", seen)
+	}
+}
+
+// The agent's network goes through the task's policy proxy: its profile's
+// hosts pass while it runs (the policy's agent-model-api rule), a host it
+// does not name waits for approval, and network.jsonl says which rule.
+func TestRunNetworkIsJudgedByThePolicy(t *testing.T) {
+	for _, sandboxed := range []bool{false, true} {
+		t.Run(map[bool]string{false: "direct", true: "sandbox"}[sandboxed], func(t *testing.T) {
+			if sandboxed {
+				needSandbox(t)
+				t.Setenv("HOME", t.TempDir())
+			}
+			f := newFixture(t, "net")
+			profile := "[[agent]]\nname = \"peer\"\ncommand = [" + quote(peerBinary(t)) + ", \"-test.run=^$\"]\n" +
+				"env = { KULE_AGENTRUN_PEER = \"net\" }\nhosts = [\"model.test\"]\n"
+			os.WriteFile(agents.PersonalPath(f.k.Store.Root), []byte(profile), 0o600)
+			f.set = f.load(t)
+			f.approve(t)
+			o := f.options("go")
+			if !sandboxed {
+				o.Runner = runner.Direct{}
+			}
+			r, err := agentrun.Start(context.Background(), f.k, f.t, o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			res, err := r.Wait()
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, _ := os.ReadFile(filepath.Join(f.t.Paths.Copy, "net.txt"))
+			if !strings.Contains(string(b), "other.test:443 HTTP/1.1 403") {
+				t.Errorf("what the agent got from the proxy:\n%s", b)
+			}
+			log := readLines(t, filepath.Join(f.t.Paths.Dir, "network.jsonl"))
+			got := map[string]string{}
+			for _, e := range log {
+				got[e["host"].(string)] = fmt.Sprint(e["verdict"], " ", e["rule"])
+			}
+			if got["model.test"] != "tunneled agent-model-api" {
+				t.Errorf("model.test in network.jsonl: %q (all: %v)", got["model.test"], log)
+			}
+			if got["other.test"] != "refused unknown-hosts" {
+				t.Errorf("other.test in network.jsonl: %q (all: %v)", got["other.test"], log)
+			}
+			if len(res.Network) == 0 {
+				t.Error("the run's result names no connection")
+			}
+		})
 	}
 }
 
