@@ -40,6 +40,9 @@ type ProxyOptions struct {
 	// Secrets are put into requests to their hosts only, beside the
 	// person's stored secrets (one of the same name is replaced).
 	Secrets []proxy.Secret
+	// Configure, when set, may change the proxy's config before it starts
+	// (tests point its upstream at a stand-in for a vendor's API).
+	Configure func(*proxy.Config)
 }
 
 // startProxy starts the task's proxy for one command of kule exec.
@@ -101,6 +104,9 @@ func (k *Kernel) StartProxy(ctx context.Context, t *task.Task, o ProxyOptions) (
 		}
 	}
 	cfg.Secrets = append(cfg.Secrets, o.Secrets...)
+	if o.Configure != nil {
+		o.Configure(&cfg)
+	}
 	return proxy.Start(ctx, cfg)
 }
 

@@ -64,6 +64,9 @@ type Options struct {
 	Sandbox kernel.SandboxOptions
 	// Runner, when set, replaces the runner Sandbox picks (tests).
 	Runner runner.Runner
+	// Proxy, when set, may change the task's proxy config before it starts
+	// (tests point its upstream at a stand-in for a vendor's API).
+	Proxy func(*proxy.Config)
 
 	// Stderr gets the lines a person reads beside the events: the install,
 	// notes on the environment, which agent runs. Nil discards them.
@@ -73,9 +76,12 @@ type Options struct {
 	AgentStderr io.Writer
 
 	// PackagesRoot is where npx agents are installed (default
-	// agents.PackagesRoot()). Getenv reads the person's environment for
-	// keys and pass_env (default os.Getenv).
+	// agents.PackagesRoot()); HomesRoot is where an own_home agent's home
+	// is kept (default agent-homes beside PackagesRoot: outside Kule's
+	// home, which the sandbox hides). Getenv reads the person's
+	// environment for keys and pass_env (default os.Getenv).
 	PackagesRoot string
+	HomesRoot    string
 	Getenv       func(string) string
 	// Home is the person's home as the agent's profile sees it (default
 	// the process's home).
@@ -168,12 +174,11 @@ func Start(ctx context.Context, k *kernel.Kernel, t *task.Task, o Options) (_ *R
 	}
 	ownHome := ""
 	if p.OwnHome != "" {
-		ownHome = filepath.Join(home, "agent-homes", p.Name)
-		if err := os.MkdirAll(ownHome, 0o700); err != nil {
-			return nil, fmt.Errorf("run: %w", err)
+		if ownHome, err = r.ownHome(root); err != nil {
+			return nil, err
 		}
 	}
-	open := agents.OpeningsOf(p, set.Profiles, o.Home, ownHome)
+	open, openNotes := agents.OpeningsOf(p, set.Profiles, o.Home, ownHome).Prepare()
 
 	// What the profile opens in the sandbox (the direct runner ignores it),
 	// then the run's own isolation options on top.
@@ -202,7 +207,7 @@ func Start(ctx context.Context, k *kernel.Kernel, t *task.Task, o Options) (_ *R
 	}
 	runCtx, endRun := context.WithCancel(context.WithoutCancel(ctx))
 	r.endRun = endRun
-	r.px, err = k.StartProxy(runCtx, t, kernel.ProxyOptions{Sandboxed: !direct, Agent: p.Name, AgentHosts: open.Hosts, Secrets: keySecrets})
+	r.px, err = k.StartProxy(runCtx, t, kernel.ProxyOptions{Sandboxed: !direct, Agent: p.Name, AgentHosts: open.Hosts, Secrets: keySecrets, Configure: o.Proxy})
 	if err != nil {
 		return nil, fmt.Errorf("run: the task's proxy: %w (nothing was started)", err)
 	}
@@ -233,7 +238,7 @@ func Start(ctx context.Context, k *kernel.Kernel, t *task.Task, o Options) (_ *R
 	spec.TaskEnv = append(spec.TaskEnv, r.px.CAEnv()...)
 	spec.TaskEnv = append(spec.TaskEnv, r.px.SecretEnv()...)
 	spec.ProxyToken = r.px.Token()
-	for _, n := range notes {
+	for _, n := range append(openNotes, notes...) {
 		fmt.Fprintln(errw, "note:", n)
 	}
 	stepsF, err := r.appendFile(acp.StepsFile)
@@ -401,6 +406,32 @@ func (r *Run) cleanup() {
 			_ = r.lock.Unlock()
 		}
 	})
+}
+
+// ownHome is the home Kule keeps for an own_home agent, made on first use.
+// One kept in Kule's home by earlier versions (which the sandbox hides) is
+// moved there.
+func (r *Run) ownHome(packagesRoot string) (string, error) {
+	root := r.o.HomesRoot
+	if root == "" {
+		root = filepath.Join(filepath.Dir(packagesRoot), "agent-homes")
+	}
+	dir := filepath.Join(root, r.Profile.Name)
+	if err := os.MkdirAll(root, 0o700); err != nil {
+		return "", fmt.Errorf("run: %w", err)
+	}
+	old := filepath.Join(r.k.Store.Root, "agent-homes", r.Profile.Name)
+	if _, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) {
+		if _, err := os.Stat(old); err == nil {
+			if err := os.Rename(old, dir); err != nil {
+				return "", fmt.Errorf("run: move %s's home from %s to %s: %w (nothing was started)", r.Profile.Name, old, dir, err)
+			}
+		}
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return "", fmt.Errorf("run: %w", err)
+	}
+	return dir, nil
 }
 
 func (r *Run) appendFile(name string) (*os.File, error) {
