@@ -199,10 +199,18 @@ func Start(ctx context.Context, k *kernel.Kernel, t *task.Task, o Options) (_ *R
 	// names reaches it as a placeholder that the proxy swaps for the key
 	// on the way to that key's hosts only.
 	keyValue := r.keyLookup()
+	var keyNames []string
+	for name := range p.Keys {
+		keyNames = append(keyNames, name)
+	}
+	kept, err := placeholders(home, p.Name, keyNames)
+	if err != nil {
+		return nil, err
+	}
 	var keySecrets []proxy.Secret
 	for name, hosts := range p.Keys {
 		if v := keyValue(name); v != "" {
-			keySecrets = append(keySecrets, proxy.Secret{Name: name, Value: v, Hosts: hosts})
+			keySecrets = append(keySecrets, proxy.Secret{Name: name, Value: v, Hosts: hosts, Placeholder: kept[name]})
 		}
 	}
 	runCtx, endRun := context.WithCancel(context.WithoutCancel(ctx))
