@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
 )
 
 // The built-in profiles and the registry copy are read from the repository
@@ -283,5 +285,39 @@ func TestOpenings(t *testing.T) {
 	own := Profile{Name: "x", OwnHome: "HOME", State: []string{".x"}}
 	if o := OpeningsOf(own, nil, "/home/p", "/k/agent-homes/x"); len(o.AllowWrite) != 1 || o.AllowWrite[0] != "/k/agent-homes/x" {
 		t.Errorf("own_home opens %v", o.AllowWrite)
+	}
+}
+
+// Prepare fits the openings to the disk: a missing state folder is made, a
+// missing file and a missing read-only path are left out, a state file is
+// opened read-only (the sandbox opens only folders for writing).
+func TestPrepareFitsOpeningsToTheDisk(t *testing.T) {
+	home := t.TempDir()
+	os.WriteFile(filepath.Join(home, ".tool.json"), []byte("{}"), 0o600)
+	os.MkdirAll(filepath.Join(home, ".tool", "cache"), 0o700)
+	o := Openings{
+		AllowWrite: []string{filepath.Join(home, ".tool", "cache"), filepath.Join(home, ".tool", "sessions"), filepath.Join(home, ".tool.json"), filepath.Join(home, ".tool", "auth.json")},
+		Reveal:     []string{filepath.Join(home, ".tool", "settings.json"), filepath.Join(home, ".tool", "cache")},
+		Hide:       []string{filepath.Join(home, ".other")},
+		Hosts:      []string{"api.example.com"},
+	}
+	got, notes := o.Prepare()
+	want := Openings{
+		AllowWrite: []string{filepath.Join(home, ".tool", "cache"), filepath.Join(home, ".tool", "sessions")},
+		Reveal:     []string{filepath.Join(home, ".tool.json"), filepath.Join(home, ".tool", "cache")},
+		Hide:       o.Hide,
+		Hosts:      o.Hosts,
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("Prepare (-want +got):\n%s", diff)
+	}
+	if st, err := os.Stat(filepath.Join(home, ".tool", "sessions")); err != nil || !st.IsDir() {
+		t.Errorf("the missing state folder was not made: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(home, ".tool", "auth.json")); err == nil {
+		t.Error("a missing state file was made")
+	}
+	if len(notes) != 1 || !strings.Contains(notes[0], ".tool.json is a file") {
+		t.Errorf("notes %q", notes)
 	}
 }
