@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -52,7 +53,7 @@ func agentsCommand() *cobra.Command {
 			return nil
 		},
 	}
-	c.AddCommand(agentsShowCommand(), agentsApproveCommand(), agentsRegistryCommand(), agentsAddCommand(), agentsInstallCommand())
+	c.AddCommand(agentsShowCommand(), agentsApproveCommand(), agentsRegistryCommand(), agentsAddCommand(), agentsInstallCommand(), agentsTryCommand())
 	return c
 }
 
@@ -273,6 +274,108 @@ func agentsInstallCommand() *cobra.Command {
 			return nil
 		},
 	}
+}
+
+// agentsTryCommand: kule agents try NAME [--apply].
+func agentsTryCommand() *cobra.Command {
+	var apply bool
+	var prompt string
+	var sf sandboxFlags // none given: a trial is never opened wider
+	c := &cobra.Command{
+		Use:   "try NAME [--apply]",
+		Short: "Run an agent once in an empty folder, opened no wider than its draft, and list the hosts it wanted",
+		Long: `Runs the agent (a profile, or a registry entry's draft) once on an empty
+folder of its own, with nothing of your home opened, no keys and no hosts,
+and lists the hosts it asked for. --apply adds the refused HTTPS hosts to its
+profile in agents.toml (drafting it from the registry if needed); the
+profile then waits for approval like any change.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			k, err := openKernel()
+			if err != nil {
+				return err
+			}
+			set, home, err := loadAgents()
+			if err != nil {
+				return err
+			}
+			out, errw := cmd.OutOrStdout(), cmd.ErrOrStderr()
+			p, gerr := set.Get(args[0])
+			fromRegistry := false
+			if gerr != nil {
+				r, err := registry()
+				if err != nil {
+					return err
+				}
+				e, ok := r.Find(args[0])
+				if !ok {
+					return gerr
+				}
+				if p, _, err = agents.Draft(e); err != nil {
+					return err
+				}
+				fromRegistry = true
+			}
+			if apply && p.Builtin {
+				return fmt.Errorf("agents try: %s is built in and is not changed; copy it into %s under another name to change it", p.Name, agents.PersonalPath(home))
+			}
+			fmt.Fprintf(errw, "trying %s once in an empty folder, opened no wider than its draft (nothing of your home, no keys, no hosts)\n", p.Name)
+			pr := &printer{w: out}
+			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			rep, err := agentrun.Try(ctx, k, agentrun.Options{Agents: set, Trial: &p, Prompt: prompt, OnEvent: pr.event, Sandbox: sf.options(), Stderr: errw})
+			pr.endLine()
+			if err != nil && rep == nil {
+				return err
+			}
+			if rep.Err != nil {
+				fmt.Fprintf(errw, "the turn failed: %v\n", rep.Err)
+			} else {
+				fmt.Fprintf(errw, "turn ended: %s\n", strings.ReplaceAll(rep.Result.StopReason, "_", " "))
+			}
+			if len(rep.Hosts) == 0 {
+				fmt.Fprintln(out, "It reached for no host.")
+			} else {
+				fmt.Fprintln(out, "Hosts it wanted to reach:")
+				for _, h := range rep.Hosts {
+					verdict := "refused"
+					if h.Passed {
+						verdict = "passed"
+					}
+					fmt.Fprintf(out, "  %-40s %s (%s)\n", fmt.Sprintf("%s:%d", h.Host, h.Port), verdict, orDash(h.Rule))
+				}
+			}
+			if runtime.GOOS == "linux" {
+				fmt.Fprintln(out, "The files it was refused cannot be listed on Linux: the sandbox hides them without a trace.")
+			}
+			wanted := rep.Wanted()
+			switch {
+			case len(wanted) == 0:
+			case !apply:
+				fmt.Fprintf(out, "kule agents try %s --apply adds %s to its profile's hosts (it then waits for approval)\n", p.Name, strings.Join(wanted, ", "))
+			case fromRegistry:
+				p.Hosts = wanted
+				if err := agents.AppendPersonal(home, p, set.Profiles); err != nil {
+					return err
+				}
+				fmt.Fprintf(out, "added %s to %s with hosts %s; it waits for approval: kule agents show %s, then kule agents approve %s\n", p.Name, agents.PersonalPath(home), strings.Join(wanted, ", "), p.Name, p.Name)
+			default:
+				added, err := agents.AddHosts(home, p.Name, wanted)
+				if err != nil {
+					return err
+				}
+				if len(added) == 0 {
+					fmt.Fprintf(out, "%s already names those hosts\n", p.Name)
+				} else {
+					fmt.Fprintf(out, "added %s to the hosts of %s; it waits for approval: kule agents show %s, then kule agents approve %s\n", strings.Join(added, ", "), p.Name, p.Name, p.Name)
+				}
+			}
+			return err
+		},
+	}
+	c.Flags().BoolVar(&apply, "apply", false, "add the refused hosts to the profile (it then waits for approval)")
+	c.Flags().StringVar(&prompt, "prompt", "Say hello in one short line.", "what to ask the agent")
+	return c
 }
 
 // runCommand: kule run TASK --agent NAME [--ask] "prompt".

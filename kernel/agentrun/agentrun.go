@@ -49,6 +49,8 @@ type Options struct {
 	Agent  string      // the profile's name
 	Prompt string
 	Fresh  bool // start a new conversation even if the task has one
+	// Trial, set by Try, is run instead of the named profile.
+	Trial *agents.Profile
 
 	// Ask puts a permission question to the person; nil answers allow_once.
 	Ask acp.AskFunc
@@ -124,7 +126,7 @@ type Result struct {
 // Start runs the agent on t with the prompt; see the package doc. ctx bounds
 // the start-up; cancelling it once the turn runs cancels the turn.
 func Start(ctx context.Context, k *kernel.Kernel, t *task.Task, o Options) (_ *Run, err error) {
-	if o.Agent == "" || o.Agents == nil {
+	if (o.Agent == "" && o.Trial == nil) || o.Agents == nil {
 		return nil, ErrNoAgent
 	}
 	errw := o.Stderr
@@ -139,12 +141,21 @@ func Start(ctx context.Context, k *kernel.Kernel, t *task.Task, o Options) (_ *R
 	}
 	home := k.Store.Root
 	set := o.Agents
-	p, err := set.Get(o.Agent)
-	if err != nil {
-		return nil, err
-	}
-	if err := agents.CheckApproved(home, p); err != nil {
-		return nil, err
+	var p agents.Profile
+	if o.Trial != nil {
+		// A trial profile opens nothing but its command (Try makes it):
+		// it needs no approval, and runs only in an empty task.
+		p = *o.Trial
+		if err := agents.Validate(p, set.Profiles); err != nil {
+			return nil, err
+		}
+	} else {
+		if p, err = set.Get(o.Agent); err != nil {
+			return nil, err
+		}
+		if err := agents.CheckApproved(home, p); err != nil {
+			return nil, err
+		}
 	}
 	root := o.PackagesRoot
 	if root == "" {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -444,4 +445,46 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	t.Fatalf("gave up waiting for %s", what)
+}
+
+// Try runs an unapproved profile once in an empty task of its own, opened
+// no wider than its command, and lists the hosts it wanted; the task is
+// gone afterwards.
+func TestTryListsTheHostsItWanted(t *testing.T) {
+	f := newFixture(t, "net")
+	p, err := f.set.Get("peer")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Hosts = []string{"model.test"} // a trial opens none of them
+	p.State = []string{".peer"}
+	o := f.options("go")
+	o.Trial = &p
+	if testing.Short() {
+		o.Runner = runner.Direct{}
+	} else {
+		needSandbox(t)
+	}
+	before, _ := f.k.Store.List()
+	rep, err := agentrun.Try(context.Background(), f.k, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Err != nil || rep.Result.StopReason != "end_turn" {
+		t.Errorf("the trial turn: %q %v", rep.Result.StopReason, rep.Err)
+	}
+	if got := rep.Wanted(); !slices.Equal(got, []string{"model.test", "other.test"}) {
+		t.Errorf("wanted %v (hosts %+v)", got, rep.Hosts)
+	}
+	for _, h := range rep.Hosts {
+		if h.Passed || h.Rule != "unknown-hosts" {
+			t.Errorf("host %+v passed or by another rule", h)
+		}
+	}
+	if after, _ := f.k.Store.List(); len(after) != len(before) {
+		t.Errorf("the trial's task was left behind: %d tasks, were %d", len(after), len(before))
+	}
+	if _, err := os.Stat(filepath.Join(f.home, ".peer")); err == nil {
+		t.Error("the trial opened the profile's state")
+	}
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -319,5 +320,52 @@ func TestPrepareFitsOpeningsToTheDisk(t *testing.T) {
 	}
 	if len(notes) != 1 || !strings.Contains(notes[0], ".tool.json is a file") {
 		t.Errorf("notes %q", notes)
+	}
+}
+
+// AddHosts changes only the hosts of the named profile and keeps the rest
+// of agents.toml, comments too; the profile then waits for approval again.
+func TestAddHostsKeepsTheFile(t *testing.T) {
+	for name, tc := range map[string]struct{ src, want string }{
+		"no hosts yet": {
+			src:  "# mine\n[[agent]]\nname = \"a\" # the first\ncommand = [\"a-agent\"]\n\n[[agent]]\nname = \"b\"\ncommand = [\"b-agent\"]\n",
+			want: "# mine\n[[agent]]\nname = \"a\" # the first\nhosts = [\"api.a.test\", \"cdn.a.test\"]\ncommand = [\"a-agent\"]\n\n[[agent]]\nname = \"b\"\ncommand = [\"b-agent\"]\n",
+		},
+		"hosts over lines": {
+			src:  "[[agent]]\nname = \"a\"\ncommand = [\"a-agent\"]\nhosts = [\n  \"api.a.test\", # its API\n]\nenv = { X = \"1\" }\n",
+			want: "[[agent]]\nname = \"a\"\ncommand = [\"a-agent\"]\nhosts = [\"api.a.test\", \"cdn.a.test\"]\nenv = { X = \"1\" }\n",
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			home := t.TempDir()
+			os.WriteFile(PersonalPath(home), []byte(tc.src), 0o600)
+			set, err := Load(os.DirFS(builtinDir), home)
+			if err != nil {
+				t.Fatal(err)
+			}
+			p, _ := set.Get("a")
+			if err := Approve(home, p, set.Profiles); err != nil {
+				t.Fatal(err)
+			}
+			added, err := AddHosts(home, "a", []string{"api.a.test", "cdn.a.test"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, _ := os.ReadFile(PersonalPath(home))
+			if diff := cmp.Diff(tc.want, string(b)); diff != "" {
+				t.Errorf("agents.toml (-want +got):\n%s", diff)
+			}
+			if name == "no hosts yet" && len(added) != 2 || name != "no hosts yet" && !slices.Equal(added, []string{"cdn.a.test"}) {
+				t.Errorf("added %v", added)
+			}
+			set, _ = Load(os.DirFS(builtinDir), home)
+			p, _ = set.Get("a")
+			if err := CheckApproved(home, p); !errors.Is(err, ErrNotApproved) {
+				t.Errorf("the changed profile is still approved: %v", err)
+			}
+		})
+	}
+	if _, err := AddHosts(t.TempDir(), "claude-code", []string{"x.test"}); !errors.Is(err, ErrNotPersonal) {
+		t.Errorf("a built-in was changed: %v", err)
 	}
 }
