@@ -10,6 +10,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -21,7 +22,9 @@ import (
 	"github.com/kulehq/kule/kernel/acp"
 	"github.com/kulehq/kule/kernel/agentrun"
 	"github.com/kulehq/kule/kernel/agents"
+	"github.com/kulehq/kule/kernel/config"
 	"github.com/kulehq/kule/kernel/effects"
+	"github.com/kulehq/kule/kernel/sandbox"
 	"github.com/kulehq/kule/kernel/task"
 	agentplug "github.com/kulehq/kule/plugins/agent"
 )
@@ -49,7 +52,14 @@ func agentsCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			printAgents(cmd.OutOrStdout(), set, agents.Check(set, home, root))
+			o := agents.CheckOptions{KuleHome: home, PackagesRoot: root}
+			if store, err := openSecrets(); err == nil {
+				o.HasKey = func(name string) bool { s, err := store.Get(name); return err == nil && s.Value != "" }
+			}
+			if cfg, err := config.Load(home); err == nil && !cfg.Sandbox.AcceptWeaker {
+				o.Isolation = sandbox.Probe().Missing()
+			}
+			printAgents(cmd.OutOrStdout(), set, agents.Check(set, o))
 			return nil
 		},
 	}
@@ -87,7 +97,12 @@ func printAgents(w io.Writer, set *agents.Set, sts []agents.Status) {
 				for k := range s.Profile.Keys {
 					ks = append(ks, k)
 				}
-				fmt.Fprintf(w, "      no key or login found: set %s, or log in to it once outside kule\n", strings.Join(ks, " or "))
+				sort.Strings(ks)
+				where := "log in to it once outside kule"
+				if s.Profile.OwnHome != "" {
+					where = "log in to it once in a kule run (it has a home of its own in kule)"
+				}
+				fmt.Fprintf(w, "      no key or login found: set %s (or kule secrets add it), or %s\n", strings.Join(ks, " or "), where)
 			}
 		}
 	}
@@ -105,7 +120,11 @@ func printAgents(w io.Writer, set *agents.Set, sts []agents.Status) {
 				fmt.Fprintf(w, "      waits for approval: kule agents show %s, then kule agents approve %s\n", s.Profile.Name, s.Profile.Name)
 			}
 			for _, m := range s.Missing {
-				fmt.Fprintf(w, "      install %s\n", m)
+				if strings.HasPrefix(m, "the sandbox") {
+					fmt.Fprintf(w, "      %s\n", m)
+				} else {
+					fmt.Fprintf(w, "      install %s\n", m)
+				}
 			}
 		}
 	}

@@ -3,6 +3,7 @@ package agents
 import (
 	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -166,7 +167,7 @@ command = ["codex-acp"]
 	if _, err := s.Get("nobody"); !errors.Is(err, ErrNoAgent) || !strings.Contains(err.Error(), "claude-code") {
 		t.Errorf("unknown agent: %v", err)
 	}
-	for _, st := range Check(s, home, t.TempDir()) {
+	for _, st := range Check(s, CheckOptions{KuleHome: home, PackagesRoot: t.TempDir()}) {
 		if st.Profile.Name == "opencode" && st.Approved {
 			t.Errorf("check says the changed profile is approved")
 		}
@@ -367,5 +368,32 @@ func TestAddHostsKeepsTheFile(t *testing.T) {
 	}
 	if _, err := AddHosts(t.TempDir(), "claude-code", []string{"x.test"}); !errors.Is(err, ErrNotPersonal) {
 		t.Errorf("a built-in was changed: %v", err)
+	}
+}
+
+// The first screen says which agents can start here and what the others
+// lack: a machine without the sandbox starts none of them, and a key in
+// Kule's secrets counts as a login.
+func TestCheckSaysWhatIsMissing(t *testing.T) {
+	home := t.TempDir()
+	s := loadBuiltins(t, home)
+	sts := Check(s, CheckOptions{KuleHome: home, PackagesRoot: t.TempDir(), Home: t.TempDir(),
+		HasKey:    func(k string) bool { return k == "GEMINI_API_KEY" },
+		Isolation: []string{"user namespaces: disabled"}})
+	for _, st := range sts {
+		if st.CanStart() {
+			t.Errorf("%s can start without the sandbox", st.Profile.Name)
+		}
+		if !strings.Contains(strings.Join(st.Missing, "; "), "the sandbox here lacks user namespaces: disabled (kule isolation says more)") {
+			t.Errorf("%s: missing %v", st.Profile.Name, st.Missing)
+		}
+		if st.Profile.Name == "gemini" && !slices.Contains(st.Auth, "GEMINI_API_KEY is in kule secrets") {
+			t.Errorf("gemini's auth: %v", st.Auth)
+		}
+	}
+	for _, st := range Check(s, CheckOptions{KuleHome: home, PackagesRoot: t.TempDir()}) {
+		if _, err := exec.LookPath("npm"); err == nil && !st.CanStart() {
+			t.Errorf("%s cannot start here: %v %v", st.Profile.Name, st.Problem, st.Missing)
+		}
 	}
 }
