@@ -129,7 +129,16 @@ func setupMounts(p *plan) error {
 			if _, err := os.Lstat(d); err != nil {
 				continue // inside an area already hidden
 			}
-			if err := unix.Mount("tmpfs", d, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, "mode=0755,size=1m,nr_inodes=4096"); err != nil {
+			flags := uintptr(unix.MS_NOSUID | unix.MS_NODEV | unix.MS_NOEXEC)
+			if !holdsLink(d, p.Links) && !holdsTree(d, trees) {
+				// Nothing is made in it (no mount point, no link):
+				// read-only from the start.
+				if err := unix.Mount("tmpfs", d, "tmpfs", flags|unix.MS_RDONLY, "mode=0755,size=4k,nr_inodes=16"); err != nil {
+					return fmt.Errorf("hide %s: %w", d, err)
+				}
+				continue
+			}
+			if err := unix.Mount("tmpfs", d, "tmpfs", flags, "mode=0755,size=1m,nr_inodes=4096"); err != nil {
 				return fmt.Errorf("hide %s: %w", d, err)
 			}
 			fd, err := unix.Open(d, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
@@ -261,6 +270,16 @@ func underTree(path string, trees []tree) bool {
 func holdsTree(dir string, trees []tree) bool {
 	for _, t := range trees {
 		if t.target != dir && within(t.target, dir) {
+			return true
+		}
+	}
+	return false
+}
+
+// holdsLink reports whether a reveal link is made inside dir.
+func holdsLink(dir string, links []link) bool {
+	for _, l := range links {
+		if within(l.Path, dir) {
 			return true
 		}
 	}

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+	"golang.org/x/term"
 
 	"github.com/kulehq/kule/kernel/runner"
 )
@@ -50,13 +51,10 @@ func (s *Sandbox) Run(ctx context.Context, spec runner.Spec) (int, error) {
 		return -1, err
 	}
 	p.Landlock = avail.LandlockABI >= 1
-	exe, err := s.exe()
+	p.Shape = planShape()
+	exe, args, err := s.helper()
 	if err != nil {
 		return -1, fmt.Errorf("%w: find the helper executable: %w", ErrSetup, err)
-	}
-	args := s.HelperArgs
-	if args == nil {
-		args = []string{"__sandbox"}
 	}
 	stage := HelperStageInit
 	if !avail.UserNS {
@@ -82,7 +80,6 @@ func (s *Sandbox) Run(ctx context.Context, spec runner.Spec) (int, error) {
 	if err != nil {
 		return -1, fmt.Errorf("%w: %w", ErrSetup, err)
 	}
-	defer planW.Close()
 	statR, statW, err := os.Pipe()
 	if err != nil {
 		planR.Close()
@@ -122,10 +119,26 @@ func (s *Sandbox) Run(ctx context.Context, spec runner.Spec) (int, error) {
 		cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Pdeathsig: syscall.SIGKILL}
 	}
 
+	if avail.UserNS {
+		if tty, ok := foregroundTerminal(spec.Stdin); ok {
+			// The command gets a pty of its own; the person's terminal
+			// passes keys through unchanged until the command ends.
+			if old, err := term.MakeRaw(tty); err == nil {
+				p.PTY = true
+				defer term.Restore(tty, old)
+			}
+		}
+	}
 	b, err := json.Marshal(p)
 	if err != nil {
 		return -1, fmt.Errorf("%w: %w", ErrSetup, err)
 	}
+	// The plan goes into the pipe while the helper starts (it fits a pipe's
+	// buffer; if Start fails, the closed pipe ends the write).
+	go func() {
+		planW.Write(b)
+		planW.Close()
+	}()
 	startErr := cmd.Start()
 	planR.Close()
 	statW.Close()
@@ -135,10 +148,6 @@ func (s *Sandbox) Run(ctx context.Context, spec runner.Spec) (int, error) {
 	if startErr != nil {
 		return -1, fmt.Errorf("%w: start the helper: %w%s; nothing ran", ErrUnavailable, startErr, startHint(startErr))
 	}
-	go func() {
-		planW.Write(b)
-		planW.Close()
-	}()
 	if spec.Started != nil {
 		spec.Started(cmd.Process.Pid) // the sandbox's PID 1: the command's tree is beneath it
 	}
@@ -173,6 +182,25 @@ func (s *Sandbox) Run(ctx context.Context, spec runner.Spec) (int, error) {
 		return code, nil
 	}
 	return code, err
+}
+
+// foregroundTerminal returns stdin's descriptor when it is a terminal whose
+// foreground is this process's group (a kule run in the background leaves
+// the terminal alone).
+func foregroundTerminal(stdin io.Reader) (int, bool) {
+	f, ok := stdin.(*os.File)
+	if !ok || f == nil {
+		return 0, false
+	}
+	fd := int(f.Fd())
+	if !isTerminal(fd) {
+		return 0, false
+	}
+	pg, err := unix.IoctlGetInt(fd, unix.TIOCGPGRP)
+	if err != nil || pg != unix.Getpgrp() {
+		return 0, false
+	}
+	return fd, true
 }
 
 func startHint(err error) string {
