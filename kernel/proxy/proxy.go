@@ -574,6 +574,10 @@ func (c countingConn) Write(b []byte) (int, error) {
 	return n, err
 }
 
+// relayBuffer is the size of the buffers an answer crosses on an
+// intercepted connection (16 TLS records).
+const relayBuffer = 256 << 10
+
 // prefixConn reads what a bufio.Reader already holds before the connection.
 type prefixConn struct {
 	net.Conn
@@ -612,6 +616,9 @@ func (p *Proxy) intercept(c net.Conn, br *bufio.Reader, bw *bufio.Writer, up net
 	cTLS := tls.Server(counted, &tls.Config{
 		NextProtos: []string{"http/1.1"}, // never h2: clients fall back to HTTP/1.1
 		MinVersion: tls.VersionTLS12,
+		// Full-size records from the first byte: the client is a program
+		// on this machine, not a browser waiting for its first paint.
+		DynamicRecordSizingDisabled: true,
 		GetCertificate: func(hello *tls.ClientHelloInfo) (*tls.Certificate, error) {
 			if hello.ServerName != "" && normHost(hello.ServerName) != host {
 				return nil, fmt.Errorf("proxy: TLS name %q differs from CONNECT host %q", hello.ServerName, host)
@@ -626,8 +633,8 @@ func (p *Proxy) intercept(c net.Conn, br *bufio.Reader, bw *bufio.Writer, up net
 	}
 	c.SetDeadline(time.Time{})
 	cbr := bufio.NewReaderSize(cTLS, 32<<10)
-	cbw := bufio.NewWriterSize(cTLS, 32<<10)
-	ubr := bufio.NewReaderSize(upTLS, 32<<10)
+	cbw := bufio.NewWriterSize(cTLS, relayBuffer)
+	ubr := bufio.NewReaderSize(upTLS, relayBuffer)
 	ubw := bufio.NewWriterSize(upTLS, 32<<10)
 	used := map[string]bool{}
 	for {
