@@ -160,7 +160,9 @@ func TestOwnTerminal(t *testing.T) {
 		`echo ready; read line; echo "got [$line]"; printf 'rows=%s\n' "$(stty size)"; exit 3`
 	r := w.fromTerminal(t, func(s *screen) {
 		if s.waitFor("ready") {
-			s.type_("hello from the keyboard\r")
+			// Ctrl-Z first: the kernel drops it (the command's group is
+			// orphaned: nothing could resume it), the command reads on.
+			s.type_("\x1ahello from the keyboard\r")
 		}
 	}, "sh", "-c", script)
 	for _, want := range []string{"/dev/pts/0\n", "stdin-is-a-tty\n", "stdout-is-a-tty\n", "got [hello from the keyboard]\n", "rows="} {
@@ -170,6 +172,20 @@ func TestOwnTerminal(t *testing.T) {
 	}
 	if r.code != 3 {
 		t.Errorf("exit code %d, want 3:\n%s", r.code, r.stdout)
+	}
+}
+
+func TestOwnTerminalCtrlC(t *testing.T) {
+	skipUnlessSandbox(t)
+	t.Parallel()
+	w := newWorld(t)
+	r := w.fromTerminal(t, func(s *screen) {
+		if s.waitFor("ready") {
+			s.type_("\x03")
+		}
+	}, "sh", "-c", "echo ready; exec sleep 1000")
+	if r.code != 128+2 {
+		t.Fatalf("exit code %d, want 130 (SIGINT from the pty):\n%s", r.code, r.stdout)
 	}
 }
 
