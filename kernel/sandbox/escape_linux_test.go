@@ -48,6 +48,8 @@ func TestEscape(t *testing.T) {
 				filepath.Join(w.other, "copy", "secret.txt"),
 				filepath.Join(w.shared, "lib.go"), // revealed: read-only
 				"/proc/self/root" + filepath.Join(w.home, "notes.txt"),
+				filepath.Join(w.home, ".ssh", "planted"),      // a hidden folder's empty cover
+				filepath.Join(w.home, "Documents", "planted"), // another, the same empty tree
 			}
 			assertHeld(t, w.attack(t, runner.Spec{Reveal: []string{w.shared}}, "write", targets...))
 			for _, p := range []string{filepath.Join(w.home, ".bashrc"), "/etc/kule-escape"} {
