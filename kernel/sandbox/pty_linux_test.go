@@ -107,6 +107,11 @@ func (w *world) fromTerminal(t *testing.T, interact func(s *screen), args ...str
 			args[i] = fmt.Sprintf("%d:%d", st.Dev, st.Ino)
 		}
 	}
+	// The size the person's terminal has when the command starts is the
+	// size of the command's own (TestOwnTerminal looks for 33 77).
+	if err := unix.IoctlSetWinsize(int(master.Fd()), unix.TIOCSWINSZ, &unix.Winsize{Row: 33, Col: 77}); err != nil {
+		t.Fatal(err)
+	}
 	before, err := unix.IoctlGetTermios(int(slave.Fd()), unix.TCGETS)
 	if err != nil {
 		t.Fatal(err)
@@ -165,7 +170,7 @@ func TestOwnTerminal(t *testing.T) {
 			s.type_("\x1ahello from the keyboard\r")
 		}
 	}, "sh", "-c", script)
-	for _, want := range []string{"/dev/pts/0\n", "stdin-is-a-tty\n", "stdout-is-a-tty\n", "got [hello from the keyboard]\n", "rows="} {
+	for _, want := range []string{"/dev/pts/0\n", "stdin-is-a-tty\n", "stdout-is-a-tty\n", "got [hello from the keyboard]\n", "rows=33 77\n"} {
 		if !strings.Contains(r.stdout, want) {
 			t.Errorf("the terminal did not show %q:\n%s", want, r.stdout)
 		}

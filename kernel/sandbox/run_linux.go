@@ -80,6 +80,7 @@ func (s *Sandbox) Run(ctx context.Context, spec runner.Spec) (int, error) {
 	if err != nil {
 		return -1, fmt.Errorf("%w: %w", ErrSetup, err)
 	}
+	defer planW.Close() // closed by the writer below too; this is for the early returns
 	statR, statW, err := os.Pipe()
 	if err != nil {
 		planR.Close()
