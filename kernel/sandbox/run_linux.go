@@ -10,6 +10,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"sync"
@@ -140,7 +141,9 @@ func (s *Sandbox) Run(ctx context.Context, spec runner.Spec) (int, error) {
 		planW.Write(b)
 		planW.Close()
 	}()
+	release := holdGC()
 	startErr := cmd.Start()
+	release()
 	planR.Close()
 	statW.Close()
 	if len(cmd.ExtraFiles) > 2 {
@@ -183,6 +186,35 @@ func (s *Sandbox) Run(ctx context.Context, spec runner.Spec) (int, error) {
 		return code, nil
 	}
 	return code, err
+}
+
+// gcHold counts the Runs between fork and exec.
+var gcHold struct {
+	sync.Mutex
+	n, old int
+}
+
+// holdGC keeps the garbage collector from running while the helper is
+// forked: Go forks a process that gets a new user namespace without vfork,
+// so until the child execs, every page the collector's marking touches in
+// kule is copied, and on a busy machine the two fight for the cores. A cycle
+// already under way finishes first (its work is owed anyway); the returned
+// func lets the collector run again once the last Run has exec'd its helper.
+func holdGC() (release func()) {
+	gcHold.Lock()
+	if gcHold.n == 0 {
+		gcHold.old = debug.SetGCPercent(-1)
+	}
+	gcHold.n++
+	gcHold.Unlock()
+	return func() {
+		gcHold.Lock()
+		gcHold.n--
+		if gcHold.n == 0 {
+			debug.SetGCPercent(gcHold.old)
+		}
+		gcHold.Unlock()
+	}
 }
 
 // foregroundTerminal returns stdin's descriptor when it is a terminal whose
