@@ -194,6 +194,23 @@ func TestOwnTerminalCtrlC(t *testing.T) {
 	}
 }
 
+func TestOwnTerminalResize(t *testing.T) {
+	skipUnlessSandbox(t)
+	t.Parallel()
+	w := newWorld(t)
+	// The command waits (up to 20 s) to see the new size; no timing is
+	// asserted, the wait only ends a broken run.
+	script := `echo ready; i=0; while [ "$(stty size)" != "40 100" ] && [ $i -lt 400 ]; do sleep 0.05; i=$((i+1)); done; echo "size $(stty size)"`
+	r := w.fromTerminal(t, func(s *screen) {
+		if s.waitFor("ready") {
+			unix.IoctlSetWinsize(int(s.master.Fd()), unix.TIOCSWINSZ, &unix.Winsize{Row: 40, Col: 100})
+		}
+	}, "sh", "-c", script)
+	if !strings.Contains(r.stdout, "size 40 100\n") {
+		t.Fatalf("the command's pty did not follow the terminal's new size:\n%s", r.stdout)
+	}
+}
+
 func TestNoTerminalWithoutOne(t *testing.T) {
 	skipUnlessSandbox(t)
 	t.Parallel()
