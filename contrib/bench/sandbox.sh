@@ -7,17 +7,26 @@
 # so that the scan stays small); `kule exec --no-sandbox T -- true` does all
 # of that without the sandbox, so the sandbox's own cost is the difference,
 # set against bubblewrap's own (bwrap minus true). `--no-network` is
-# measured too (no proxy, no bridge). Put kule-sandbox beside kule (`make
+# measured too (no proxy, no bridge), against `--no-sandbox --no-network`
+# (no proxy either: --no-sandbox alone still starts the proxy, so taking it
+# as the baseline of --no-network would subtract the proxy's start). Put kule-sandbox beside kule (`make
 # build` does) or kule re-executes itself as the helper. The Go benchmark
 # `go test -run XXX -bench BenchmarkSetup ./kernel/sandbox` measures the
 # runner alone (no scan, no task lock, no kule start).
 #
-#   KULE=bin/kule bash contrib/bench/sandbox.sh [N]
+# KULE_BEFORE=path/to/another/kule measures a second build in the same loop
+# (interleaved, same task), so a change is judged against its own before on
+# a machine whose load moves.
+#
+#   KULE=bin/kule [KULE_BEFORE=old/kule] bash contrib/bench/sandbox.sh [N]
 set -euo pipefail
 N=${1:-50}
 KULE=${KULE:-kule}
 command -v bwrap >/dev/null || { echo "bwrap not installed (apt-get install -y bubblewrap)" >&2; exit 1; }
-KULE=$(command -v "$KULE" || echo "$KULE")
+abs() { realpath "$(command -v "$1" || echo "$1")"; }
+KULE=$(abs "$KULE")
+builds=("$KULE")
+[ -n "${KULE_BEFORE:-}" ] && builds+=("$(abs "$KULE_BEFORE")")
 work=$(mktemp -d /var/tmp/kule-bench-XXXXXX)
 trap 'rm -rf "$work"' EXIT
 mkdir -p "$work/home/code/proj"
@@ -29,25 +38,41 @@ T=$("$KULE" list | grep -oE '^[0-9a-f]{8}' | head -1)
 
 now() { date +%s%N; }
 true_bin=$(command -v true)
-declare -a K KN D B P
+modes=("" "--no-network" "--no-sandbox" "--no-sandbox --no-network")
+declare -A M # M[build,mode] = the times, one word each
+declare -a B P
 for ((i = 0; i < N; i++)); do
-  t0=$(now); "$KULE" exec "$T" -- true >/dev/null 2>&1
-  t1=$(now); "$KULE" exec "$T" --no-network -- true >/dev/null 2>&1
-  t2=$(now); "$KULE" exec "$T" --no-sandbox -- true >/dev/null 2>&1
-  t3=$(now); bwrap --unshare-all --ro-bind / / true
-  t4=$(now); "$true_bin"
-  t5=$(now)
-  K+=($((t1 - t0))); KN+=($((t2 - t1))); D+=($((t3 - t2))); B+=($((t4 - t3))); P+=($((t5 - t4)))
+  for ((b = 0; b < ${#builds[@]}; b++)); do
+    for ((m = 0; m < ${#modes[@]}; m++)); do
+      # shellcheck disable=SC2086 # the mode is words
+      t0=$(now); "${builds[b]}" exec "$T" ${modes[m]} -- true >/dev/null 2>&1; t1=$(now)
+      M[$b,$m]+="$((t1 - t0)) "
+    done
+  done
+  t0=$(now); bwrap --unshare-all --ro-bind / / true
+  t1=$(now); "$true_bin"
+  t2=$(now)
+  B+=($((t1 - t0))); P+=($((t2 - t1)))
 done
 median() { printf '%s\n' "$@" | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
-k=$(median "${K[@]}"); kn=$(median "${KN[@]}"); d=$(median "${D[@]}"); b=$(median "${B[@]}"); p=$(median "${P[@]}")
-awk -v k="$k" -v kn="$kn" -v d="$d" -v b="$b" -v p="$p" -v n="$N" -v host="$(uname -n), $(nproc) cores, load $(cut -d" " -f1 /proc/loadavg)" 'BEGIN {
-  printf "median of %d runs on %s\n", n, host
-  printf "  true alone:                                 %8.2f ms\n", p / 1e6
-  printf "  bwrap --unshare-all --ro-bind / /:          %8.2f ms\n", b / 1e6
-  printf "  kule exec T -- true (with its scan):        %8.2f ms\n", k / 1e6
-  printf "  kule exec T --no-network -- true:           %8.2f ms\n", kn / 1e6
-  printf "  kule exec T --no-sandbox -- true:           %8.2f ms\n", d / 1e6
-  printf "  kule exec / bwrap: %.2f   kule exec / true: %.2f   bwrap / true: %.2f\n", k / b, k / p, b / p
-  printf "  own cost: sandbox %.2f ms (--no-network %.2f ms), bwrap %.2f ms: sandbox / bwrap %.2f (--no-network %.2f)\n", (k - d) / 1e6, (kn - d) / 1e6, (b - p) / 1e6, (k - d) / (b - p), (kn - d) / (b - p)
+b=$(median "${B[@]}"); p=$(median "${P[@]}")
+printf 'median of %d runs on %s, %s cores, load %s\n' "$N" "$(uname -n)" "$(nproc)" "$(cut -d" " -f1 /proc/loadavg)"
+awk -v b="$b" -v p="$p" 'BEGIN {
+  printf "  true alone:                                    %8.2f ms\n", p / 1e6
+  printf "  bwrap --unshare-all --ro-bind / /:             %8.2f ms\n", b / 1e6
 }'
+for ((i = 0; i < ${#builds[@]}; i++)); do
+  # shellcheck disable=SC2086
+  k=$(median ${M[$i,0]}); kn=$(median ${M[$i,1]}); d=$(median ${M[$i,2]}); dn=$(median ${M[$i,3]})
+  awk -v k="$k" -v kn="$kn" -v d="$d" -v dn="$dn" -v b="$b" -v p="$p" -v name="${builds[i]}" 'BEGIN {
+    printf "  %s\n", name
+    printf "    kule exec T -- true (with its scan):         %8.2f ms\n", k / 1e6
+    printf "    kule exec T --no-network -- true:            %8.2f ms\n", kn / 1e6
+    printf "    kule exec T --no-sandbox -- true:            %8.2f ms\n", d / 1e6
+    printf "    kule exec T --no-sandbox --no-network -- true: %6.2f ms\n", dn / 1e6
+    printf "    kule exec / bwrap: %.2f   kule exec / true: %.2f   bwrap / true: %.2f\n", k / b, k / p, b / p
+    printf "    the proxy without a sandbox (--no-sandbox minus --no-sandbox --no-network): %.2f ms\n", (d - dn) / 1e6
+    printf "    own cost: sandbox %.2f ms (--no-network %.2f ms), bwrap %.2f ms: sandbox / bwrap %.2f (--no-network %.2f)\n", (k - d) / 1e6, (kn - dn) / 1e6, (b - p) / 1e6, (k - d) / (b - p), (kn - dn) / (b - p)
+    printf "    (--no-network against --no-sandbox with its proxy, as measured before: %.2f ms, %.2f)\n", (kn - d) / 1e6, (kn - d) / (b - p)
+  }'
+done

@@ -9,9 +9,11 @@ import (
 	"crypto/x509/pkix"
 	"encoding/pem"
 	"fmt"
+	"io"
 	"math/big"
 	"net"
 	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 	"sync"
@@ -26,8 +28,13 @@ type authority struct {
 	cert    *x509.Certificate
 	certPEM []byte
 	key     *ecdsa.PrivateKey
-	leafKey *ecdsa.PrivateKey // one key for every leaf of this run
 	hosts   map[string]bool
+
+	// leafKey is one key for every leaf of this run, made at the first
+	// leaf: most runs look into no host and never need it.
+	leafOnce sync.Once
+	leafKey  *ecdsa.PrivateKey
+	leafErr  error
 
 	mu    sync.Mutex
 	cache map[string]*tls.Certificate
@@ -35,10 +42,6 @@ type authority struct {
 
 func newAuthority(hosts []string, now time.Time) (*authority, error) {
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return nil, fmt.Errorf("proxy: make run authority: %w", err)
-	}
-	leafKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		return nil, fmt.Errorf("proxy: make run authority: %w", err)
 	}
@@ -82,7 +85,6 @@ func newAuthority(hosts []string, now time.Time) (*authority, error) {
 		cert:    cert,
 		certPEM: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
 		key:     key,
-		leafKey: leafKey,
 		hosts:   hs,
 		cache:   map[string]*tls.Certificate{},
 	}, nil
@@ -117,6 +119,12 @@ func (a *authority) leaf(host string) (*tls.Certificate, error) {
 // sign issues a server certificate for name without checking the list; only
 // leaf (and tests that try to make the authority overreach) call it.
 func (a *authority) sign(name string, now time.Time) (*tls.Certificate, error) {
+	a.leafOnce.Do(func() {
+		a.leafKey, a.leafErr = ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	})
+	if a.leafErr != nil {
+		return nil, fmt.Errorf("proxy: certificate for %s: %w", name, a.leafErr)
+	}
 	tmpl := &x509.Certificate{
 		SerialNumber: serial(),
 		Subject:      pkix.Name{CommonName: name},
@@ -147,18 +155,62 @@ var systemBundlePaths = []string{
 	"/etc/ssl/cert.pem",                                 // Alpine, macOS
 }
 
-// systemRootsPEM reads the system's root bundle.
-func systemRootsPEM() ([]byte, error) {
+// openSystemRoots opens the system's root bundle (the first non-empty one).
+func openSystemRoots() (*os.File, error) {
 	paths := systemBundlePaths
 	if f := os.Getenv("SSL_CERT_FILE"); f != "" {
 		paths = append([]string{f}, paths...)
 	}
 	for _, p := range paths {
-		if b, err := os.ReadFile(p); err == nil && len(b) > 0 {
-			return b, nil
+		f, err := os.Open(p)
+		if err != nil {
+			continue
 		}
+		if st, err := f.Stat(); err == nil && st.Mode().IsRegular() && st.Size() > 0 {
+			return f, nil
+		}
+		f.Close()
 	}
 	return nil, fmt.Errorf("%w (looked in %s; install ca-certificates)", ErrNoSystemRoots, strings.Join(paths, ", "))
+}
+
+// writeBundle writes the CA bundle: the system's roots (roots, or the
+// system's bundle file when roots is nil), then the run authority. The
+// system's file is copied by the kernel (copy_file_range): its ~200 KB never
+// pass through this process's heap, which would otherwise cost every run a
+// garbage collection cycle just before the sandbox forks.
+func writeBundle(path string, roots []byte, caPEM []byte) (err error) {
+	var src *os.File
+	if roots == nil {
+		if src, err = openSystemRoots(); err != nil {
+			return err
+		}
+		defer src.Close()
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return fmt.Errorf("proxy: write CA bundle: %w", err)
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
+		return fmt.Errorf("proxy: write CA bundle: %w", err)
+	}
+	defer func() {
+		if cerr := f.Close(); err == nil && cerr != nil {
+			err = fmt.Errorf("proxy: write CA bundle: %w", cerr)
+		}
+	}()
+	if src != nil {
+		_, err = io.Copy(f, src)
+	} else {
+		_, err = f.Write(roots)
+	}
+	if err == nil {
+		_, err = f.Write(append([]byte{'\n'}, caPEM...))
+	}
+	if err != nil {
+		return fmt.Errorf("proxy: write CA bundle: %w", err)
+	}
+	return nil
 }
 
 func normHost(h string) string {

@@ -190,18 +190,8 @@ func Start(ctx context.Context, cfg Config) (*Proxy, error) {
 			return nil, err
 		}
 		p.ca = ca
-		roots := cfg.SystemRootsPEM
-		if roots == nil {
-			if roots, err = systemRootsPEM(); err != nil {
-				return nil, err
-			}
-		}
-		bundle := append(append(append([]byte{}, roots...), '\n'), ca.certPEM...)
-		if err := os.MkdirAll(filepath.Dir(cfg.BundlePath), 0o755); err != nil {
-			return nil, fmt.Errorf("proxy: write CA bundle: %w", err)
-		}
-		if err := os.WriteFile(cfg.BundlePath, bundle, 0o644); err != nil {
-			return nil, fmt.Errorf("proxy: write CA bundle: %w", err)
+		if err := writeBundle(cfg.BundlePath, cfg.SystemRootsPEM, ca.certPEM); err != nil {
+			return nil, err
 		}
 		p.bundle = cfg.BundlePath
 		if cfg.BundlePathSeen != "" {
