@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sync"
 
 	"github.com/kulehq/kule/kernel/config"
 	"github.com/kulehq/kule/kernel/policy"
@@ -45,19 +46,47 @@ type ProxyOptions struct {
 	Configure func(*proxy.Config)
 }
 
-// startProxy starts the task's proxy for one command of kule exec.
-func (k *Kernel) startProxy(ctx context.Context, t *task.Task, sandboxed bool) (*proxy.Proxy, error) {
-	return k.StartProxy(ctx, t, ProxyOptions{Sandboxed: sandboxed})
-}
-
 // StartProxy starts the task's proxy for one run: every connection judged by
 // the policy (net.connect) and logged in network.jsonl, the person's secrets
 // put into requests to their hosts only, publishing to registries refused.
 func (k *Kernel) StartProxy(ctx context.Context, t *task.Task, o ProxyOptions) (*proxy.Proxy, error) {
-	eng, err := k.LoadPolicy(t.Folder)
+	p, ready, err := k.startProxy(ctx, t, o)
 	if err != nil {
 		return nil, err
 	}
+	if err := ready(); err != nil {
+		p.Close()
+		return nil, err
+	}
+	return p, nil
+}
+
+// startProxy starts the proxy while the policy loads beside it: ready waits
+// for the policy and returns its error. Until then a connection's decision
+// waits too, and one made without a policy is refused.
+func (k *Kernel) startProxy(ctx context.Context, t *task.Task, o ProxyOptions) (*proxy.Proxy, func() error, error) {
+	type loaded struct {
+		eng *policy.Engine
+		err error
+	}
+	policyCh := make(chan loaded, 1)
+	go func() {
+		eng, err := k.LoadPolicy(t.Folder)
+		policyCh <- loaded{eng, err}
+	}()
+	ready := sync.OnceValues(func() (*policy.Engine, error) {
+		l := <-policyCh
+		return l.eng, l.err
+	})
+	p, err := k.startProxyWith(ctx, t, o, ready)
+	if err != nil {
+		ready() // the load ends before this returns, whatever it found
+		return nil, nil, err
+	}
+	return p, func() error { _, err := ready(); return err }, nil
+}
+
+func (k *Kernel) startProxyWith(ctx context.Context, t *task.Task, o ProxyOptions, engine func() (*policy.Engine, error)) (*proxy.Proxy, error) {
 	info := TaskInfo(t)
 	if o.Agent != "" {
 		info.Agent, info.AgentRunning, info.ModelHosts = o.Agent, true, o.AgentHosts
@@ -68,6 +97,10 @@ func (k *Kernel) StartProxy(ctx context.Context, t *task.Task, o ProxyOptions) (
 	}
 	cfg := proxy.ForTask(t.Paths.Dir, t.Paths.Tmp, seen)
 	cfg.Decide = func(_ context.Context, host string, port int) proxy.Decision {
+		eng, err := engine()
+		if err != nil {
+			return proxy.Decision{Reason: "the policy could not be read: " + err.Error()}
+		}
 		r := eng.Judge(info, []policy.Request{policy.NetRequest(host, port)})
 		if len(r.Verdicts) == 0 {
 			return proxy.Decision{Reason: "no verdict"}
@@ -118,9 +151,21 @@ func (k *Kernel) withProxy(ctx context.Context, t *task.Task, spec *runner.Spec)
 		return func() []string { return nil }, nil
 	}
 	_, direct := k.Runner.(runner.Direct)
-	p, err := k.startProxy(ctx, t, !direct)
+	p, ready, err := k.startProxy(ctx, t, ProxyOptions{Sandboxed: !direct})
 	if err != nil {
 		return nil, fmt.Errorf("exec: start the task's proxy: %w (nothing ran)", err)
+	}
+	// The policy loads while the sandbox sets up; the command starts only
+	// once it has.
+	before := spec.Ready
+	spec.Ready = func() error {
+		if err := ready(); err != nil {
+			return fmt.Errorf("exec: start the task's proxy: %w (nothing ran)", err)
+		}
+		if before != nil {
+			return before()
+		}
+		return nil
 	}
 	spec.ProxyAddr = p.Addr()
 	spec.ProxyToken = p.Token()

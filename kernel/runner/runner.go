@@ -63,6 +63,11 @@ type Spec struct {
 	// Started, when set, is told the pid of the command (or of the
 	// sandbox's first process) as soon as it runs: limits watch from there.
 	Started func(pid int)
+	// Ready, when set, is waited for before the command itself may start:
+	// work the run needs (the proxy's policy) goes on while a sandbox sets
+	// up. An error stops the run before the command starts: Run returns it
+	// and nothing ran. Every Runner must call it.
+	Ready func() error
 }
 
 // Runner starts a command and waits for it. The exit code is the command's own
@@ -90,6 +95,11 @@ func (Direct) Run(ctx context.Context, spec Spec) (int, error) {
 	if spec.FileSizeLimit > 0 {
 		// prlimit(1) sets RLIMIT_FSIZE in the child before it execs the command.
 		args = append([]string{"prlimit", fmt.Sprintf("--fsize=%d", spec.FileSizeLimit), "--"}, args...)
+	}
+	if spec.Ready != nil {
+		if err := spec.Ready(); err != nil {
+			return -1, err
+		}
 	}
 	cmd := exec.CommandContext(ctx, args[0], args[1:]...)
 	cmd.Dir = spec.Dir

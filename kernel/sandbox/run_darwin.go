@@ -50,6 +50,11 @@ func (s *Sandbox) Run(ctx context.Context, spec runner.Spec) (int, error) {
 		cmd.Stderr = os.Stderr
 	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if spec.Ready != nil {
+		if err := spec.Ready(); err != nil {
+			return -1, err
+		}
+	}
 	err = cmd.Run()
 	if cmd.Process != nil {
 		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) // what it left running

@@ -136,10 +136,20 @@ func (s *Sandbox) Run(ctx context.Context, spec runner.Spec) (int, error) {
 		return -1, fmt.Errorf("%w: %w", ErrSetup, err)
 	}
 	// The plan goes into the pipe while the helper starts (it fits a pipe's
-	// buffer; if Start fails, the closed pipe ends the write).
+	// buffer; if Start fails, the closed pipe ends the write), once what the
+	// run waits for is ready: the helper reads the plan before anything
+	// else, so without it no mount is made and the command never starts.
+	ready := make(chan error, 1)
 	go func() {
-		planW.Write(b)
+		var err error
+		if spec.Ready != nil {
+			err = spec.Ready()
+		}
+		if err == nil {
+			planW.Write(b)
+		}
 		planW.Close()
+		ready <- err
 	}()
 	release := holdGC()
 	startErr := cmd.Start()
@@ -175,6 +185,9 @@ func (s *Sandbox) Run(ctx context.Context, spec runner.Spec) (int, error) {
 			bridge.Close()
 		}
 		wg.Wait()
+		if err := <-ready; err != nil {
+			return -1, err // the helper found no plan: this is why
+		}
 		return -1, fmt.Errorf("%w: %s; nothing ran and nothing changed", ErrSetup, strings.TrimSpace(string(status)))
 	}
 	code, err := runner.ExitCode(cmd.Wait())

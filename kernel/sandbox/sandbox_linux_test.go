@@ -241,3 +241,35 @@ func TestKuleHomeUnderTmp(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// Work the run waits for (Spec.Ready) goes on while the helper starts; when
+// it fails, the command never starts and Run says why.
+func TestReadyGatesTheCommand(t *testing.T) {
+	skipUnlessSandbox(t)
+	t.Parallel()
+	w := newWorld(t)
+	marker := filepath.Join(w.task.Copy, "ran")
+	errPolicy := errors.New("the policy could not be read")
+	for _, network := range []runner.Network{runner.NetworkProxy, runner.NetworkNone} {
+		proxy := echoServer(t)
+		spec := runner.Spec{Task: w.task, Dir: w.task.Copy, Env: w.env, Network: network, ProxyAddr: proxy,
+			Args:  []string{"touch", marker},
+			Ready: func() error { time.Sleep(50 * time.Millisecond); return errPolicy }}
+		code, err := w.sandbox().Run(context.Background(), spec)
+		if !errors.Is(err, errPolicy) || code != -1 {
+			t.Fatalf("network %d: code %d err %v, want the Ready error", network, code, err)
+		}
+		if _, err := os.Lstat(marker); err == nil {
+			t.Fatalf("network %d: the command ran although Ready failed", network)
+		}
+		// Ready: the command runs once it returns.
+		spec.Ready = func() error { time.Sleep(50 * time.Millisecond); return nil }
+		if code, err := w.sandbox().Run(context.Background(), spec); err != nil || code != 0 {
+			t.Fatalf("network %d: code %d err %v", network, code, err)
+		}
+		if _, err := os.Lstat(marker); err != nil {
+			t.Fatalf("network %d: the command did not run once ready: %v", network, err)
+		}
+		os.Remove(marker)
+	}
+}

@@ -1,0 +1,52 @@
+package kernel_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/kulehq/kule/kernel"
+	"github.com/kulehq/kule/kernel/policy"
+	"github.com/kulehq/kule/kernel/runner"
+)
+
+// The policy loads while the command's sandbox sets up; a policy that cannot
+// be read still stops the command before it starts, and exec says why.
+func TestExecWithABrokenPolicyRunsNothing(t *testing.T) {
+	f := newFixture(t, map[string]string{"a.txt": "a\n"})
+	tk := f.newTask()
+	if err := os.WriteFile(policy.PersonPath(f.k.Store.Root), []byte("permit (principal, action, resource"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, _, err := f.k.Exec(context.Background(), tk, kernel.ExecOptions{Args: []string{"touch", "ran"}, Spec: runner.Spec{Stdout: os.Stderr, Stderr: os.Stderr}})
+	if err == nil || !strings.Contains(err.Error(), "policy.cedar") || !strings.Contains(err.Error(), "nothing ran") {
+		t.Fatalf("err = %v, want the policy's error and that nothing ran", err)
+	}
+	if _, err := os.Lstat(filepath.Join(tk.Paths.Copy, "ran")); err == nil {
+		t.Fatal("the command ran with a policy that could not be read")
+	}
+	// Mended, the same command runs.
+	if err := os.Remove(policy.PersonPath(f.k.Store.Root)); err != nil {
+		t.Fatal(err)
+	}
+	f.sh(tk, "touch ran")
+	if _, err := os.Lstat(filepath.Join(tk.Paths.Copy, "ran")); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// StartProxy (agent runs) still fails at once on a policy it cannot read.
+func TestStartProxyWithABrokenPolicy(t *testing.T) {
+	f := newFixture(t, nil)
+	tk := f.newTask()
+	if err := os.WriteFile(policy.PersonPath(f.k.Store.Root), []byte("forbid ("), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p, err := f.k.StartProxy(context.Background(), tk, kernel.ProxyOptions{})
+	if err == nil {
+		p.Close()
+		t.Fatal("StartProxy started with a policy it could not read")
+	}
+}
