@@ -50,3 +50,24 @@ func TestStartProxyWithABrokenPolicy(t *testing.T) {
 		t.Fatal("StartProxy started with a policy it could not read")
 	}
 }
+
+// A command writes the task's tmp; kule writes the CA bundle there before
+// each command. A link planted at the bundle's name by one command never
+// makes the next exec write through it to a file of the person's.
+func TestExecNeverWritesTheBundleThroughALink(t *testing.T) {
+	f := newFixture(t, map[string]string{"a.txt": "a\n"})
+	tk := f.newTask()
+	precious := filepath.Join(t.TempDir(), ".bashrc")
+	if err := os.WriteFile(precious, []byte("the person's file\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	bundle := filepath.Join(tk.Paths.Tmp, "kule-ca-bundle.pem")
+	f.sh(tk, "rm -f '"+bundle+"' && ln -s '"+precious+"' '"+bundle+"'")
+	f.sh(tk, "true")
+	if b, _ := os.ReadFile(precious); string(b) != "the person's file\n" {
+		t.Fatalf("the person's file now starts %q", b[:min(len(b), 40)])
+	}
+	if st, err := os.Lstat(bundle); err != nil || !st.Mode().IsRegular() {
+		t.Fatalf("bundle: %v; want a regular file in place of the link", err)
+	}
+}

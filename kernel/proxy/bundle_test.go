@@ -55,3 +55,33 @@ func TestBundleWithoutSystemRoots(t *testing.T) {
 		t.Fatalf("err = %v, want ErrNoSystemRoots", err)
 	}
 }
+
+// The bundle lies where sandboxed commands write (the task's tmp): a link an
+// earlier command planted there is replaced, never written through.
+func TestBundleNeverWritesThroughALink(t *testing.T) {
+	dir := t.TempDir()
+	precious := filepath.Join(dir, "bashrc")
+	if err := os.WriteFile(precious, []byte("the person's file\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	bundle := filepath.Join(dir, "tmp", "kule-ca-bundle.pem")
+	os.MkdirAll(filepath.Dir(bundle), 0o755)
+	if err := os.Symlink(precious, bundle); err != nil {
+		t.Fatal(err)
+	}
+	p, err := Start(t.Context(), Config{Decide: testDecider, Registries: []Registry{{Host: "registry.example"}}, BundlePath: bundle, SystemRootsPEM: []byte("roots\n")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	if b, _ := os.ReadFile(precious); string(b) != "the person's file\n" {
+		t.Fatalf("the linked file now holds %q", b)
+	}
+	st, err := os.Lstat(bundle)
+	if err != nil || !st.Mode().IsRegular() {
+		t.Fatalf("bundle: %v, %v; want a regular file", st, err)
+	}
+	if b, _ := os.ReadFile(bundle); !bytes.HasPrefix(b, []byte("roots\n\n-----BEGIN CERTIFICATE-----")) {
+		t.Fatalf("bundle holds %q", b)
+	}
+}

@@ -8,8 +8,10 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"math/big"
 	"net"
 	"os"
@@ -179,6 +181,12 @@ func openSystemRoots() (*os.File, error) {
 // system's file is copied by the kernel (copy_file_range): its ~200 KB never
 // pass through this process's heap, which would otherwise cost every run a
 // garbage collection cycle just before the sandbox forks.
+//
+// The bundle lies in the task's tmp, which the sandboxed command may write:
+// whatever is at path (a link an earlier command planted, to a file of the
+// person's) is removed, never written through, and the new file is made
+// with O_EXCL. Removing it first also spares ext4 the flush it starts when a
+// truncated file is closed.
 func writeBundle(path string, roots []byte, caPEM []byte) (err error) {
 	var src *os.File
 	if roots == nil {
@@ -190,9 +198,18 @@ func writeBundle(path string, roots []byte, caPEM []byte) (err error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return fmt.Errorf("proxy: write CA bundle: %w", err)
 	}
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
-	if err != nil {
-		return fmt.Errorf("proxy: write CA bundle: %w", err)
+	var f *os.File
+	for try := 0; ; try++ {
+		if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("proxy: write CA bundle: %w", err)
+		}
+		f, err = os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL|oNoFollow, 0o644)
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, fs.ErrExist) || try > 0 {
+			return fmt.Errorf("proxy: write CA bundle: %w", err)
+		}
 	}
 	defer func() {
 		if cerr := f.Close(); err == nil && cerr != nil {
