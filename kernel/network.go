@@ -61,8 +61,8 @@ func (k *Kernel) StartProxy(ctx context.Context, t *task.Task, o ProxyOptions) (
 	return p, nil
 }
 
-// startProxy starts the proxy while the policy loads beside it: ready waits
-// for the policy and returns its error. Until then a connection's decision
+// startProxy starts the proxy while the policy loads and the proxy makes its
+// run authority beside it: ready waits for both and returns their error. Until then a connection's decision
 // waits too, and one made without a policy is refused.
 func (k *Kernel) startProxy(ctx context.Context, t *task.Task, o ProxyOptions) (*proxy.Proxy, func() error, error) {
 	type loaded struct {
@@ -83,7 +83,13 @@ func (k *Kernel) startProxy(ctx context.Context, t *task.Task, o ProxyOptions) (
 		ready() // the load ends before this returns, whatever it found
 		return nil, nil, err
 	}
-	return p, func() error { _, err := ready(); return err }, nil
+	return p, func() error {
+		_, err := ready()
+		if perr := p.Ready(); err == nil {
+			err = perr
+		}
+		return err
+	}, nil
 }
 
 func (k *Kernel) startProxyWith(ctx context.Context, t *task.Task, o ProxyOptions, engine func() (*policy.Engine, error)) (*proxy.Proxy, error) {
@@ -140,7 +146,7 @@ func (k *Kernel) startProxyWith(ctx context.Context, t *task.Task, o ProxyOption
 	if o.Configure != nil {
 		o.Configure(&cfg)
 	}
-	return proxy.Start(ctx, cfg)
+	return proxy.Begin(ctx, cfg)
 }
 
 // withProxy starts the proxy when the run's network goes through it, and
@@ -155,8 +161,8 @@ func (k *Kernel) withProxy(ctx context.Context, t *task.Task, spec *runner.Spec)
 	if err != nil {
 		return nil, fmt.Errorf("exec: start the task's proxy: %w (nothing ran)", err)
 	}
-	// The policy loads while the sandbox sets up; the command starts only
-	// once it has.
+	// The policy loads and the CA bundle is written while the sandbox sets
+	// up; the command starts only once both are done.
 	before := spec.Ready
 	spec.Ready = func() error {
 		if err := ready(); err != nil {

@@ -71,3 +71,24 @@ func TestExecNeverWritesTheBundleThroughALink(t *testing.T) {
 		t.Fatalf("bundle: %v; want a regular file in place of the link", err)
 	}
 }
+
+// The CA bundle is written while the command's sandbox sets up; when it
+// cannot be written, the command never starts.
+func TestExecWhoseBundleCannotBeWrittenRunsNothing(t *testing.T) {
+	f := newFixture(t, map[string]string{"a.txt": "a\n"})
+	tk := f.newTask()
+	// A folder of the command's own making where the bundle goes: kule
+	// neither writes into it nor removes it.
+	bundle := filepath.Join(tk.Paths.Tmp, "kule-ca-bundle.pem")
+	f.sh(tk, "rm -f '"+bundle+"' && mkdir -p '"+bundle+"' && touch '"+bundle+"/kept'")
+	_, _, err := f.k.Exec(context.Background(), tk, kernel.ExecOptions{Args: []string{"touch", "ran"}, Spec: runner.Spec{Stdout: os.Stderr, Stderr: os.Stderr}})
+	if err == nil || !strings.Contains(err.Error(), "CA bundle") || !strings.Contains(err.Error(), "nothing ran") {
+		t.Fatalf("err = %v, want the bundle's error and that nothing ran", err)
+	}
+	if _, err := os.Lstat(filepath.Join(tk.Paths.Copy, "ran")); err == nil {
+		t.Fatal("the command ran without its CA bundle")
+	}
+	if _, err := os.Lstat(filepath.Join(bundle, "kept")); err != nil {
+		t.Fatalf("the command's own file went: %v", err)
+	}
+}

@@ -17,6 +17,8 @@
 // Lifecycle:
 //  1. Start(ctx, cfg) listens on 127.0.0.1:0, makes the authority and writes
 //     the CA bundle (system roots + the authority) when a host is intercepted.
+//     Begin does the same but makes the authority in the background; Ready
+//     waits for it (kule exec lets the sandbox set up meanwhile).
 //  2. The runner gives the command Env() (proxy variables, CA bundle
 //     variables, secret placeholders).
 //  3. After the command, Summary() gives the CLI's lines.
@@ -121,7 +123,9 @@ type Proxy struct {
 	ctx      context.Context
 	cancel   context.CancelFunc
 	ln       net.Listener
-	ca       *authority
+	ca       *authority           // set before caDone closes
+	caErr    error                // likewise
+	caDone   chan struct{}        // closed once the authority and bundle are made; nil: nothing intercepted
 	secrets  map[string][]*Secret // host → secrets
 	all      []*Secret
 	registry map[string]Registry
@@ -137,6 +141,22 @@ type Proxy struct {
 // Start makes the run authority when hosts are to be looked into, writes the
 // CA bundle, and starts listening.
 func Start(ctx context.Context, cfg Config) (*Proxy, error) {
+	p, err := Begin(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	if err := p.Ready(); err != nil {
+		p.Close()
+		return nil, err
+	}
+	return p, nil
+}
+
+// Begin is Start without waiting for the run authority: it listens at once
+// and makes the authority and the CA bundle in the background, so that a
+// sandbox can set up meanwhile. Nothing may use the bundle before Ready
+// returns nil; a connection to an intercepted host waits for it.
+func Begin(ctx context.Context, cfg Config) (*Proxy, error) {
 	if cfg.Decide == nil {
 		return nil, ErrNoDecider
 	}
@@ -185,14 +205,15 @@ func Start(ctx context.Context, cfg Config) (*Proxy, error) {
 		if cfg.BundlePath == "" {
 			return nil, ErrNoBundlePath
 		}
-		ca, err := newAuthority(hosts, time.Now())
-		if err != nil {
-			return nil, err
-		}
-		p.ca = ca
-		if err := writeBundle(cfg.BundlePath, cfg.SystemRootsPEM, ca.certPEM); err != nil {
-			return nil, err
-		}
+		p.caDone = make(chan struct{})
+		go func() {
+			defer close(p.caDone)
+			ca, err := newAuthority(hosts, time.Now())
+			if err == nil {
+				err = writeBundle(cfg.BundlePath, cfg.SystemRootsPEM, ca.certPEM)
+			}
+			p.ca, p.caErr = ca, err
+		}()
 		p.bundle = cfg.BundlePath
 		if cfg.BundlePathSeen != "" {
 			p.bundle = cfg.BundlePathSeen
@@ -200,6 +221,7 @@ func Start(ctx context.Context, cfg Config) (*Proxy, error) {
 	}
 	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
+		p.Ready() // the bundle's writer ends before this returns
 		return nil, fmt.Errorf("proxy: listen: %w", err)
 	}
 	p.ln = ln
@@ -212,10 +234,21 @@ func Start(ctx context.Context, cfg Config) (*Proxy, error) {
 // Addr is the proxy's host:port on the host's loopback.
 func (p *Proxy) Addr() string { return p.ln.Addr().String() }
 
-// CACertPEM is the run authority's certificate, nil when nothing is
+// Ready waits for the run authority and the CA bundle (see Begin) and
+// returns what went wrong making them; nil at once when nothing is
 // intercepted.
+func (p *Proxy) Ready() error {
+	if p.caDone == nil {
+		return nil
+	}
+	<-p.caDone
+	return p.caErr
+}
+
+// CACertPEM is the run authority's certificate, nil when nothing is
+// intercepted (or the authority could not be made).
 func (p *Proxy) CACertPEM() []byte {
-	if p.ca == nil {
+	if p.Ready() != nil || p.ca == nil {
 		return nil
 	}
 	return p.ca.certPEM
@@ -284,6 +317,7 @@ func (p *Proxy) Close() error {
 		return nil
 	}
 	p.cancel()
+	p.Ready() // the bundle is written before Close returns
 	err := p.ln.Close()
 	p.mu.Lock()
 	for c := range p.conns {
@@ -467,7 +501,7 @@ func (p *Proxy) dial(host string, port int) (net.Conn, error) {
 }
 
 func (p *Proxy) intercepted(host string) bool {
-	if p.ca == nil {
+	if p.caDone == nil {
 		return false
 	}
 	_, ok := p.registry[host]
@@ -633,7 +667,11 @@ func (c prefixConn) Read(b []byte) (int, error) { return c.r.Read(b) }
 // intercept terminates the client's TLS with a leaf of the run authority,
 // opens TLS to the real host, and relays request by request.
 func (p *Proxy) intercept(c net.Conn, br *bufio.Reader, bw *bufio.Writer, up net.Conn, host string, port int, e *Entry) {
-	leaf, err := p.ca.leaf(host)
+	err := p.Ready()
+	var leaf *tls.Certificate
+	if err == nil {
+		leaf, err = p.ca.leaf(host)
+	}
 	if err != nil {
 		e.Error = err.Error()
 		writeError(bw, http.StatusBadGateway, err.Error())
