@@ -219,7 +219,11 @@ func Begin(ctx context.Context, cfg Config) (*Proxy, error) {
 			p.bundle = cfg.BundlePathSeen
 		}
 	}
-	ln, err := net.Listen("tcp", cfg.Listen)
+	// Plain TCP: Go listens with multipath TCP by default, which on the
+	// loopback only costs its probes and a heavier socket.
+	var lc net.ListenConfig
+	lc.SetMultipathTCP(false)
+	ln, err := lc.Listen(ctx, "tcp", cfg.Listen)
 	if err != nil {
 		p.Ready() // the bundle's writer ends before this returns
 		return nil, fmt.Errorf("proxy: listen: %w", err)
