@@ -1,8 +1,14 @@
 package proxy
 
 import (
+	"bufio"
 	"bytes"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
+	"fmt"
+	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"testing"
@@ -83,5 +89,45 @@ func TestBundleNeverWritesThroughALink(t *testing.T) {
 	}
 	if b, _ := os.ReadFile(bundle); !bytes.HasPrefix(b, []byte("roots\n\n-----BEGIN CERTIFICATE-----")) {
 		t.Fatalf("bundle holds %q", b)
+	}
+}
+
+// Begin listens at once and makes the run authority in the background: a
+// connection to an intercepted host that comes before Ready waits for it and
+// gets a leaf the bundle's authority vouches for.
+func TestBeginInterceptsBeforeReady(t *testing.T) {
+	w := newWorld(t)
+	w.begin = true
+	w.start(t)
+	c, err := net.Dial("tcp", w.proxy.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	fmt.Fprintf(c, "CONNECT %s:443 HTTP/1.1\r\nHost: %s:443\r\n%s\r\n", apiHost, apiHost, authLine())
+	br := bufio.NewReader(c)
+	resp, err := http.ReadResponse(br, &http.Request{Method: "CONNECT"})
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("CONNECT: %v %v", err, resp)
+	}
+	// No trust yet: the authority may not exist. The chain is checked below.
+	tc := tls.Client(c, &tls.Config{ServerName: apiHost, InsecureSkipVerify: true})
+	if err := tc.Handshake(); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.proxy.Ready(); err != nil {
+		t.Fatal(err)
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(w.proxy.CACertPEM()) {
+		t.Fatal("no run authority after Ready")
+	}
+	leaf := tc.ConnectionState().PeerCertificates[0]
+	if _, err := leaf.Verify(x509.VerifyOptions{DNSName: apiHost, Roots: pool}); err != nil {
+		t.Fatalf("the leaf served before Ready: %v", err)
+	}
+	b, err := os.ReadFile(w.bundle)
+	if err != nil || !bytes.HasSuffix(b, w.proxy.CACertPEM()) {
+		t.Fatalf("bundle after Ready: %v; want it to end with the run authority", err)
 	}
 }

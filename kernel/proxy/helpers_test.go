@@ -114,6 +114,7 @@ type world struct {
 	apiPort int
 	servers []*http.Server
 	gitRepo string
+	begin   bool // start with Begin: the authority is made in the background
 }
 
 // echo answers with what it received, so the answer carries whatever the
@@ -176,7 +177,11 @@ func newWorld(t testing.TB) *world {
 
 func (w *world) start(t testing.TB) {
 	t.Helper()
-	p, err := Start(context.Background(), Config{
+	start := Start
+	if w.begin {
+		start = Begin
+	}
+	p, err := start(context.Background(), Config{
 		Decide:         testDecider,
 		LogPath:        w.logPath,
 		Secrets:        []Secret{w.secret},
