@@ -62,8 +62,9 @@ func (k *Kernel) StartProxy(ctx context.Context, t *task.Task, o ProxyOptions) (
 }
 
 // startProxy starts the proxy while the policy loads and the proxy makes its
-// run authority beside it: ready waits for both and returns their error. Until then a connection's decision
-// waits too, and one made without a policy is refused.
+// run authority beside it: ready waits for both and returns their error.
+// Until then a connection's decision waits too, and one made without a
+// policy is refused.
 func (k *Kernel) startProxy(ctx context.Context, t *task.Task, o ProxyOptions) (*proxy.Proxy, func() error, error) {
 	type loaded struct {
 		eng *policy.Engine
