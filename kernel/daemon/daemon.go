@@ -46,7 +46,10 @@ type Config struct {
 	// `kule exec` does) and may fill spec's isolation fields; nil uses the
 	// kernel's Runner.
 	RunnerFor func(t *task.Task, spec *runner.Spec) (runner.Runner, error)
-	Log       *slog.Logger
+	// Agents says which agents can start here and what the others need
+	// (kernel/agents' Check); nil lists none.
+	Agents func() ([]AgentView, error)
+	Log    *slog.Logger
 }
 
 // Daemon is a running kule daemon.

@@ -323,6 +323,18 @@ func (q *Queue) Answer(id string, d Decision) (Question, error) {
 	return *qq, nil
 }
 
+// Withdraw refuses a question whose asker is gone (the run ended first).
+func (q *Queue) Withdraw(id, by string) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	qq, ok := q.qs[id]
+	if !ok || qq.State != Waiting {
+		return
+	}
+	qq.State, qq.By, qq.Answered = Denied, by, q.now().UTC()
+	q.settleLocked(qq)
+}
+
 // Wait blocks until the question is answered or refused, or ctx ends.
 func (q *Queue) Wait(ctx context.Context, id string) (Question, error) {
 	q.mu.Lock()
