@@ -46,6 +46,7 @@ kule app starts it for you.`,
 				Reviewer: daemon.DiffReviewer{Open: func() *pluginhost.Host { return pluginHost(k.Store.Root) }},
 				Rules:    &daemon.CedarRules{K: k},
 				Agents:   agentViews,
+				AgentSet: func() (*agents.Set, error) { set, _, err := loadAgents(); return set, err },
 			})
 			if err != nil {
 				return err

@@ -91,6 +91,7 @@ func (d *Daemon) apiHandler() http.Handler {
 	m.HandleFunc("DELETE /api/tasks/{id}", d.withTask(d.deleteTask))
 	m.HandleFunc("POST /api/tasks/{id}/move", d.withTask(d.moveTask))
 	m.HandleFunc("POST /api/tasks/{id}/exec", d.withTask(d.execTask))
+	m.HandleFunc("POST /api/tasks/{id}/agent", d.withTask(d.agentTask))
 	m.HandleFunc("POST /api/tasks/{id}/stop", d.withTask(d.stopTask))
 	m.HandleFunc("POST /api/tasks/{id}/commit", d.withTask(d.commitTask))
 	m.HandleFunc("POST /api/tasks/{id}/rollback", d.withTask(d.rollbackTask))

@@ -27,6 +27,8 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/kulehq/kule/kernel"
+	"github.com/kulehq/kule/kernel/agentrun"
+	"github.com/kulehq/kule/kernel/agents"
 	"github.com/kulehq/kule/kernel/runner"
 	"github.com/kulehq/kule/kernel/task"
 )
@@ -49,7 +51,12 @@ type Config struct {
 	// Agents says which agents can start here and what the others need
 	// (kernel/agents' Check); nil lists none.
 	Agents func() ([]AgentView, error)
-	Log    *slog.Logger
+	// AgentSet reads the agent profiles a prompt from the app may run (nil:
+	// the app runs no agents); AgentOptions may change a run's options
+	// (tests: the direct runner).
+	AgentSet     func() (*agents.Set, error)
+	AgentOptions func(*agentrun.Options)
+	Log          *slog.Logger
 }
 
 // Daemon is a running kule daemon.
