@@ -106,6 +106,7 @@ func (d *Daemon) RunAgent(ctx context.Context, t *task.Task, in AgentRequest) (*
 		}
 	}
 	end()
+	d.checkMeets(t)
 	return turn, werr
 }
 

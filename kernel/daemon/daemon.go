@@ -78,6 +78,7 @@ type Daemon struct {
 	once   sync.Once
 	runs   *runs
 	watch  *watcher
+	meet   meets
 }
 
 // SocketPath is where the daemon of home listens.

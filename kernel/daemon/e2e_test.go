@@ -151,11 +151,14 @@ func TestAppEndToEnd(t *testing.T) {
 		chromedp.Click(chromedp.CSS(`#cmd`)),
 		chromedp.SendKeys(chromedp.CSS(`#cmd`), "echo '## Usage' >> README.md && printf 'module x\\n' > go.mod"),
 		chromedp.KeyEvent("\r"),
+		chromedp.WaitVisible(chromedp.CSS(`#live li.run[data-state="ended"]`)))
+	out := value(t, ctx, shot, "read the run in Live", chromedp.Text(chromedp.CSS(`#live li.run`)))
+	step(t, ctx, shot, "see the changes under Review",
+		chromedp.KeyEvent("2", chromedp.KeyModifiers(chromedp.ModifierCtrl)),
 		chromedp.WaitVisible(chromedp.CSS(`#changes li[data-path="README.md"] .name`)),
 		chromedp.WaitVisible(chromedp.CSS(`#changes li[data-path="go.mod"] .verdict.ask`)))
 	names := value(t, ctx, shot, "read the names", chromedp.Text(chromedp.CSS(`#changes li[data-path="README.md"] .names`)))
-	out := value(t, ctx, shot, "read the output", chromedp.Text(chromedp.CSS(`#output`)))
-	if !strings.Contains(names, "## Usage") || !strings.Contains(out, "exit 0") {
+	if !strings.Contains(names, "## Usage") || !strings.Contains(out, "exit 0") || !strings.Contains(out, "+1 ~1 -0") {
 		t.Fatalf("review names %q, output %q", names, out)
 	}
 	if strings.Contains(readFile(filepath.Join(folder, "README.md")), "Usage") {
@@ -225,7 +228,7 @@ func TestAppEndToEnd(t *testing.T) {
 	}
 
 	step(t, ctx, shot, "undo from the Timeline",
-		chromedp.KeyEvent("2", chromedp.KeyModifiers(chromedp.ModifierCtrl)),
+		chromedp.KeyEvent("3", chromedp.KeyModifiers(chromedp.ModifierCtrl)),
 		chromedp.WaitVisible(chromedp.CSS(`#v-timeline button[aria-label^="Undo checkpoint 2"]`)),
 		chromedp.Click(chromedp.CSS(`#v-timeline button[aria-label^="Undo checkpoint 2"]`)),
 		chromedp.WaitVisible(chromedp.CSS(`#v-timeline button[aria-label^="Undo checkpoint 1"]`)))
@@ -325,8 +328,8 @@ func TestAppKeyboardAndSettings(t *testing.T) {
 		chromedp.KeyEvent("\r", chromedp.KeyModifiers(chromedp.ModifierShift)),
 		chromedp.SendKeys(chromedp.CSS(`#cmd`), "echo two"),
 		chromedp.KeyEvent("\r"),
-		void(chromedp.Poll[bool](`document.querySelector('#output').textContent.includes('[exit 0')`)))
-	out := value(t, ctx, shot, "read the output", chromedp.Text(chromedp.CSS(`#output`)))
+		chromedp.WaitVisible(chromedp.CSS(`#live li.run[data-state="ended"]`)))
+	out := value(t, ctx, shot, "read the output", chromedp.Text(chromedp.CSS(`#live li.run .out`)))
 	left := value(t, ctx, shot, "read the command line", chromedp.Value(chromedp.CSS(`#cmd`)))
 	if !strings.Contains(out, "one\ntwo") || left != "" {
 		t.Fatalf("two lines gave output %q, command line left %q", out, left)

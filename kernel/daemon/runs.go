@@ -192,6 +192,7 @@ func (d *Daemon) Exec(ctx context.Context, t *task.Task, argv []string, label st
 	}
 	d.Bus.Publish("run", t.ID, map[string]any{"state": "end", "command": label, "code": code, "error": step.Error, "summary": step.Summary})
 	d.Bus.Publish("step", t.ID, step)
+	d.checkMeets(t)
 	return step, err
 }
 
