@@ -45,7 +45,6 @@ kule app starts it for you.`,
 				Policy:   daemon.CedarPolicy{K: k},
 				Reviewer: daemon.DiffReviewer{Open: func() *pluginhost.Host { return pluginHost(k.Store.Root) }},
 				Rules:    &daemon.CedarRules{K: k},
-				Agents:   agentViews,
 				AgentSet: func() (*agents.Set, error) { set, _, err := loadAgents(); return set, err },
 			})
 			if err != nil {
@@ -60,30 +59,6 @@ kule app starts it for you.`,
 	c.Flags().DurationVar(&idle, "idle", daemon.DefaultIdle, "exit after this long with no request, stream or run (negative: never)")
 	c.Flags().StringVar(&addr, "listen", "127.0.0.1:0", "loopback address of the app's port")
 	return c
-}
-
-// agentViews is what the app's first screen says of each agent.
-func agentViews() ([]daemon.AgentView, error) {
-	set, home, err := loadAgents()
-	if err != nil {
-		return nil, err
-	}
-	root, err := agents.PackagesRoot()
-	if err != nil {
-		return nil, err
-	}
-	var out []daemon.AgentView
-	for _, s := range agents.Check(set, home, root) {
-		v := daemon.AgentView{Name: s.Profile.Name, Title: s.Profile.Description, CanStart: s.CanStart(), Missing: s.Missing, Auth: s.Auth}
-		if s.Problem != nil {
-			v.Problem = s.Problem.Error()
-		}
-		if s.Package != nil && !s.Installed {
-			v.Install = s.Package.Name + "@" + s.Package.Version
-		}
-		out = append(out, v)
-	}
-	return out, nil
 }
 
 func appCommand() *cobra.Command {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -167,7 +168,11 @@ func (d *Daemon) permissionAsk(t *task.Task, agent string) acp.AskFunc {
 			detail = append(detail, "$ "+aq.Command)
 		}
 		if len(aq.Paths) > 0 {
-			detail = append(detail, strings.Join(aq.Paths, ", "))
+			var ps []string
+			for _, p := range aq.Paths {
+				ps = append(ps, inCopy(t, p))
+			}
+			detail = append(detail, strings.Join(ps, ", "))
 		}
 		q, err := d.Q.Ask(ctx, Question{
 			Task: t.ID, Kind: KindPermission,
@@ -212,4 +217,13 @@ func orWord(s, def string) string {
 		return def
 	}
 	return s
+}
+
+// inCopy names a path the agent gave as the person knows it: relative to
+// the folder when it is inside the task's copy.
+func inCopy(t *task.Task, p string) string {
+	if rel, err := filepath.Rel(t.Paths.Copy, p); err == nil && filepath.IsLocal(rel) {
+		return filepath.ToSlash(rel)
+	}
+	return p
 }

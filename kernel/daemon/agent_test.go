@@ -19,7 +19,7 @@ import (
 
 // A scripted ACP agent: the test binary re-runs itself as the agent
 // (KULE_DAEMON_PEER=ask), speaking ACP on stdio. On a prompt it opens a tool
-// call, asks permission to write notes/agent.md, writes it through fs/* only
+// call, asks permission to write notes/release.md, writes it through fs/* only
 // if allowed, and says what it did.
 func runPeer() int {
 	in := bufio.NewReader(os.Stdin)
@@ -64,10 +64,10 @@ func runPeer() int {
 			send(map[string]any{"id": id, "result": map[string]any{"sessionId": "s1"}})
 		case "session/cancel":
 		case "session/prompt":
-			file := filepath.Join(cwd, "notes", "agent.md")
+			file := filepath.Join(cwd, "notes", "release.md")
 			update(map[string]any{"sessionUpdate": "agent_message_chunk", "content": map[string]any{"type": "text", "text": "I will write the notes. "}})
-			tc := map[string]any{"toolCallId": "w1", "title": "Write notes/agent.md", "kind": "edit", "status": "pending", "locations": []any{map[string]any{"path": file}}}
-			update(map[string]any{"sessionUpdate": "tool_call", "toolCallId": "w1", "title": "Write notes/agent.md", "kind": "edit", "status": "pending", "locations": []any{map[string]any{"path": file}}})
+			tc := map[string]any{"toolCallId": "w1", "title": "Write notes/release.md", "kind": "edit", "status": "pending", "locations": []any{map[string]any{"path": file}}}
+			update(map[string]any{"sessionUpdate": "tool_call", "toolCallId": "w1", "title": "Write notes/release.md", "kind": "edit", "status": "pending", "locations": []any{map[string]any{"path": file}}})
 			ans := request("session/request_permission", map[string]any{"sessionId": "s1", "toolCall": tc, "options": []any{
 				map[string]any{"optionId": "yes", "name": "Allow", "kind": "allow_once"},
 				map[string]any{"optionId": "no", "name": "Reject", "kind": "reject_once"},
@@ -152,7 +152,7 @@ func TestAgentTurnFromTheApp(t *testing.T) {
 			done <- tr
 		}()
 		q := waitQuestion(t, d, KindPermission, "peer edit")
-		if !strings.Contains(q.Title, "Write notes/agent.md") {
+		if !strings.Contains(q.Title, "Write notes/release.md") {
 			t.Errorf("question title %q", q.Title)
 		}
 		_, err := d.Q.Answer(q.ID, Decision{Approve: approve})
@@ -163,11 +163,11 @@ func TestAgentTurnFromTheApp(t *testing.T) {
 	if tr.StopReason != "end_turn" || !strings.HasPrefix(tr.Summary, "0 ") {
 		t.Fatalf("denied turn: %+v", tr)
 	}
-	if _, err := os.Stat(filepath.Join(tk.Paths.Copy, "notes", "agent.md")); err == nil {
+	if _, err := os.Stat(filepath.Join(tk.Paths.Copy, "notes", "release.md")); err == nil {
 		t.Fatal("a denied write reached the copy")
 	}
 	tr = turn(true)
-	if got := readFile(filepath.Join(tk.Paths.Copy, "notes", "agent.md")); got != "# From the agent\n" || !strings.Contains(tr.Summary, "+1 ") {
+	if got := readFile(filepath.Join(tk.Paths.Copy, "notes", "release.md")); got != "# From the agent\n" || !strings.Contains(tr.Summary, "+1 ") {
 		t.Fatalf("approved turn: file %q, %+v", got, tr)
 	}
 	mu.Lock()
@@ -195,7 +195,7 @@ func TestAgentTurnFromTheApp(t *testing.T) {
 	if !strings.Contains(text.String(), "going on without it") || !strings.Contains(text.String(), "Wrote it.") {
 		t.Fatalf("streamed text %q", text.String())
 	}
-	if len(stepEffects) != 1 || !strings.Contains(stepEffects[0], "notes/agent.md") {
+	if len(stepEffects) != 1 || !strings.Contains(stepEffects[0], "notes/release.md") {
 		t.Fatalf("the tool call's effects streamed: %v", stepEffects)
 	}
 }

@@ -13,11 +13,12 @@ import (
 	"testing"
 	"time"
 
+	cdpruntime "github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
 	"github.com/chromedp/chromedp/kb"
 )
 
-var docShot = flag.String("docshot", "", "write a screenshot of the main screen to this file (docs/app.png)")
+var docShot = flag.String("docshot", "", "write a screenshot of the main screen to this file (docs/app.png; TestAppLiveConnectionsAgentAndGroups takes it)")
 
 // browser starts a headless Chromium with a fresh profile, or skips with a
 // reason when none is installed and CI is unset.
@@ -53,6 +54,21 @@ func browser(t *testing.T) (context.Context, func(string)) {
 	if err := chromedp.Do(ctx); err != nil {
 		t.Fatalf("start chromium: %v", err)
 	}
+	// The page's own errors go into the test log: a failure says why.
+	_ = chromedp.Listen(ctx, func(ev any) {
+		switch e := ev.(type) {
+		case *cdpruntime.EventExceptionThrown:
+			t.Logf("page exception: %s %s", e.ExceptionDetails.Text, e.ExceptionDetails.Exception.Description)
+		case *cdpruntime.EventConsoleAPICalled:
+			if e.Type == "error" || e.Type == "warning" {
+				var parts []string
+				for _, a := range e.Args {
+					parts = append(parts, string(a.Value)+a.Description)
+				}
+				t.Logf("page console %s: %s", e.Type, strings.Join(parts, " "))
+			}
+		}
+	})
 	// shot saves a screenshot that outlives the test (for a failure).
 	shot := func(name string) {
 		dir := filepath.Join(os.TempDir(), "kule-e2e-"+strings.ReplaceAll(t.Name(), "/", "_"))
@@ -174,11 +190,6 @@ func TestAppEndToEnd(t *testing.T) {
 	}()
 	step(t, ctx, shot, "see the question under Needs you",
 		chromedp.WaitVisible(chromedp.CSS(`#needs li[data-question] button.primary`)))
-	if *docShot != "" {
-		step(t, ctx, shot, "settle", chromedp.Sleep(300*time.Millisecond))
-		b := value(t, ctx, shot, "screenshot for docs", chromedp.FullScreenshot(100))
-		must(t, os.WriteFile(*docShot, b, 0o644))
-	}
 	step(t, ctx, shot, "approve it", chromedp.Click(chromedp.CSS(`#needs li[data-question] button.primary`)))
 	select {
 	case a := <-answered:

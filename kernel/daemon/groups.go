@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/kulehq/kule/kernel/agentrun"
+	"github.com/kulehq/kule/kernel/agents"
 	"github.com/kulehq/kule/kernel/config"
 	"github.com/kulehq/kule/kernel/effects"
 	"github.com/kulehq/kule/kernel/group"
@@ -224,9 +226,45 @@ type AgentView struct {
 	Install  string   `json:"install,omitempty"` // an npx package fetched at the first run
 }
 
+// AgentViews says of each agent in set whether it can start here and what
+// the others need (kernel/agents' Check).
+func AgentViews(set *agents.Set, kuleHome, packagesRoot string) []AgentView {
+	out := []AgentView{}
+	for _, s := range agents.Check(set, kuleHome, packagesRoot) {
+		v := AgentView{Name: s.Profile.Name, Title: s.Profile.Description, CanStart: s.CanStart(), Missing: s.Missing, Auth: s.Auth}
+		if s.Problem != nil {
+			v.Problem = s.Problem.Error()
+		}
+		if s.Package != nil && !s.Installed {
+			v.Install = s.Package.Name + "@" + s.Package.Version
+		}
+		out = append(out, v)
+	}
+	return out
+}
+
 func (d *Daemon) listAgents(w http.ResponseWriter, r *http.Request) {
 	if d.cfg.Agents == nil {
-		writeJSON(w, 200, []AgentView{})
+		if d.cfg.AgentSet == nil {
+			writeJSON(w, 200, []AgentView{})
+			return
+		}
+		set, err := d.cfg.AgentSet()
+		if err != nil {
+			fail(w, err)
+			return
+		}
+		var o agentrun.Options
+		if d.cfg.AgentOptions != nil {
+			d.cfg.AgentOptions(&o)
+		}
+		if o.PackagesRoot == "" {
+			if o.PackagesRoot, err = agents.PackagesRoot(); err != nil {
+				fail(w, err)
+				return
+			}
+		}
+		writeJSON(w, 200, AgentViews(set, d.home, o.PackagesRoot))
 		return
 	}
 	as, err := d.cfg.Agents()

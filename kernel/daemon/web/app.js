@@ -32,6 +32,7 @@ async function api(method, path, body) {
 function toast(msg, bad = false) {
   const t = h('div', { class: 'toast' + (bad ? ' bad' : ''), role: bad ? 'alert' : 'status' }, msg);
   $('toasts').append(t);
+  while ($('toasts').children.length > 3) $('toasts').firstChild.remove();
   setTimeout(() => t.remove(), bad ? 9000 : 3500);
 }
 
@@ -132,6 +133,8 @@ setTheme(localStorage.getItem('kule.theme') || 'system');
 
 // ---------- tasks ----------
 const colours = ['', 'slate', 'red', 'orange', 'amber', 'green', 'teal', 'blue', 'indigo', 'violet', 'pink'];
+// changesText reads a summary as a person would: "no changes" for none.
+const changesText = (sum) => (!sum || /^0 /.test(sum) ? 'no changes' : sum);
 const taskTitle = (t) => t.name || t.folder.split('/').filter(Boolean).pop() || t.folder;
 const cur = () => state.tasks.find((t) => t.id === state.current);
 
@@ -153,11 +156,11 @@ function taskRow(t) {
   if (t.changes && !t.asks && !t.denied) badges.push(h('span', { class: 'badge' }, String(t.changes)));
   const li = h('li', {
     role: 'option', 'aria-selected': String(t.id === state.current), tabindex: '0', 'data-id': t.id,
-    'aria-label': `Task ${taskTitle(t)}, ${t.summary || 'no changes'}`,
+    'aria-label': `Task ${taskTitle(t)}, ${changesText(t.summary)}`,
     onclick: () => { if (!drag.moved) select(t.id); }, onkeydown: (e) => { if (e.key === 'Enter' || e.key === ' ') { e.preventDefault(); select(t.id); } },
   },
   h('span', { class: 'stripe' + (t.colour ? ' c-' + t.colour : '') }),
-  h('div', {}, h('div', { class: 'tn' }, taskTitle(t)), h('div', { class: 'ts' }, `${t.id} · ${t.error ? 'error' : (t.summary || 'no changes')}`)),
+  h('div', {}, h('div', { class: 'tn' }, taskTitle(t)), h('div', { class: 'ts' }, `${t.id} · ${t.error ? 'error' : changesText(t.summary)}`)),
   h('div', { class: 'badges' }, badges));
   li.addEventListener('pointerdown', (e) => startDrag(e, t.id, li));
   return li;
@@ -256,7 +259,7 @@ function renderHeader() {
   $('t-dot').className = 'dot' + (t.colour ? ' c-' + t.colour : '');
   const st = $('t-state');
   st.className = 'chip' + (t.running ? ' run' : t.waiting ? ' wait' : '');
-  st.textContent = t.running ? 'running…' : t.waiting ? `${t.waiting} question${t.waiting > 1 ? 's' : ''} waiting` : (t.summary || 'no changes');
+  st.textContent = t.running ? 'running…' : t.waiting ? `${t.waiting} question${t.waiting > 1 ? 's' : ''} waiting` : changesText(t.summary);
   $('t-colours').replaceChildren(...colours.map((c) => h('button', {
     class: c ? 'c-' + c : '', 'aria-label': c ? `Colour ${c}` : 'No colour', title: c || 'none', 'aria-pressed': String((t.colour || '') === c),
     onclick: () => patch({ colour: c }).then(closeMenu),
@@ -546,8 +549,9 @@ function liveItem(it) {
         h('div', { class: 'rhead' },
           h('span', { class: 'who' + (it.agent ? ' agent' : '') }, it.agent ? `You → ${it.agent}` : '›'),
           h('span', { class: 'label' + (it.agent ? '' : ' mono') }, it.label), chip),
-        it.out ? h('pre', { class: 'out', tabindex: '0', 'aria-label': `Output of ${it.label}` }, it.out) : null,
-        ended && (it.summary || it.error) ? h('div', { class: 'rfoot' + (it.error ? ' bad' : '') }, [it.error, it.summary ? 'the copy now: ' + it.summary : ''].filter(Boolean).join(' · ')) : null);
+        it.out && !it.agent ? h('pre', { class: 'out', tabindex: '0', 'aria-label': `Output of ${it.label}` }, it.out) : null,
+        it.out && it.agent ? h('div', { class: 'rnote muted small' }, it.out.trim()) : null,
+        ended && !it.agent && (it.summary || it.error) ? h('div', { class: 'rfoot' + (it.error ? ' bad' : '') }, [it.error, it.summary ? 'the copy now: ' + changesText(it.summary) : ''].filter(Boolean).join(' · ')) : null);
     }
     case 'text': return h('li', { class: 'say' }, h('span', { class: 'who agent', 'aria-hidden': 'true' }, '◐'), h('div', { class: 'words' }, it.text));
     case 'thought': return h('li', { class: 'say thought' }, h('span', { class: 'who', 'aria-hidden': 'true' }, '…'), h('div', { class: 'words' }, it.text));
@@ -559,7 +563,7 @@ function liveItem(it) {
         it.effects && it.effects.length ? h('ul', { class: 'effects', 'aria-label': 'What it changed' }, it.effects.map((e) => h('li', { class: 'mono small' }, e))) : null));
     case 'conn': {
       const word = it.verdict === 'pass' ? 'connected' : it.verdict === 'ask' ? (it.allowed ? 'approved by you' : 'refused: not approved') : 'refused by the policy';
-      return h('li', { class: 'conn ' + (it.allowed ? 'ok' : 'bad') }, h('span', { class: 'ticon', 'aria-hidden': 'true' }, '↗'),
+      return h('li', { class: 'netconn ' + (it.allowed ? 'ok' : 'bad') }, h('span', { class: 'ticon', 'aria-hidden': 'true' }, '↗'),
         h('div', {}, h('span', { class: 'mono' }, `${it.host}:${it.port}`), ' ', h('span', { class: 'muted small' }, `${word}${it.rule ? ' · ' + it.rule : ''}`)));
     }
     case 'end': return h('li', { class: 'end muted small' }, it.text);
@@ -603,7 +607,7 @@ function onRunEvent(ev) {
   } else if (d.state === 'end') {
     const it = l.run || pushLive(ev.task, { kind: 'run', agent: d.agent, label: d.command || d.agent, out: '' });
     Object.assign(it, { state: 'ended', code: d.code, summary: d.summary, error: d.error, stop: d.stop_reason });
-    if (d.agent) pushLive(ev.task, { kind: 'end', text: `${d.agent} · turn ${d.error ? 'failed' : 'ended'}${d.stop_reason ? ' (' + d.stop_reason.replace(/_/g, ' ') + ')' : ''}${d.summary ? ' · the copy now: ' + d.summary : ''}` });
+    if (d.agent) pushLive(ev.task, { kind: 'end', text: `${d.agent} · turn ${d.error ? 'failed' : 'ended'}${d.stop_reason ? ' (' + d.stop_reason.replace(/_/g, ' ') + ')' : ''}${d.error ? ' · ' + d.error : ''}${d.summary ? ' · the copy now: ' + changesText(d.summary) : ''}` });
     l.run = null;
     liveSoon(ev.task);
   }
