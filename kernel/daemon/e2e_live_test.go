@@ -93,7 +93,7 @@ func TestAppLiveConnectionsAgentAndGroups(t *testing.T) {
 		chromedp.Click(chromedp.CSS(`#needs li[data-question] button.primary`)),
 		chromedp.WaitVisible(chromedp.CSS(`#live li.run[data-state="ended"]`)),
 		chromedp.WaitVisible(chromedp.CSS(`#live li.netconn.ok`)))
-	out := value(t, ctx, shot, "read the run", chromedp.Text(chromedp.CSS(`#live li.run .out`)))
+	out := value(t, ctx, shot, "read the run", textOf(`#live li.run .out`))
 	if !strings.Contains(out, "hello from the server") {
 		t.Fatalf("after approval the command got %q", out)
 	}
@@ -135,7 +135,11 @@ permit (principal, action, resource);
 		t.Fatalf("groups: %+v", gs)
 	}
 
-	// A task in the group, for the picture.
+	// Names and a task in the group, for the picture.
+	main, err := d.k.Store.Load(id)
+	must(t, err)
+	main.Name, main.Colour = "Notes for 2.0", "blue"
+	must(t, d.k.Store.Save(main))
 	rep, err := d.k.NewTask(sampleFolder(t))
 	must(t, err)
 	rep.Task.Name, rep.Task.Colour, rep.Task.Group = "User guide", "teal", gs[0].ID
@@ -159,7 +163,7 @@ permit (principal, action, resource);
 	step(t, ctx, shot, "approve the permission on the Live tab",
 		chromedp.Click(chromedp.CSS(`#live li.qcard[data-question] button.primary`)),
 		chromedp.WaitVisible(chromedp.CSS(`#live li.end`)))
-	live := value(t, ctx, shot, "read Live", chromedp.Text(chromedp.CSS(`#live`)))
+	live := value(t, ctx, shot, "read Live", textOf(`#live`))
 	for _, want := range []string{"I will write the notes.", "Wrote it.", "Write notes/release.md", "notes/release.md", "completed"} {
 		if !strings.Contains(live, want) {
 			t.Fatalf("Live lacks %q:\n%s", want, live)

@@ -109,6 +109,12 @@ func value[T any](t *testing.T, ctx context.Context, shot func(string), what str
 	return v
 }
 
+// textOf reads an element's text in one step (the Live tab redraws often:
+// a node found first may be gone when its text is read).
+func textOf(sel string) chromedp.Action[string] {
+	return chromedp.Evaluate[string](`(document.querySelector(` + "`" + sel + "`" + `) || {}).innerText || ''`)
+}
+
 // void drops an action's value.
 func void[T any](a chromedp.Action[T]) chromedp.Action[chromedp.Void] {
 	return func(ctx context.Context, t *chromedp.Target) (chromedp.Void, error) {
@@ -168,7 +174,7 @@ func TestAppEndToEnd(t *testing.T) {
 		chromedp.SendKeys(chromedp.CSS(`#cmd`), "echo '## Usage' >> README.md && printf 'module x\\n' > go.mod"),
 		chromedp.KeyEvent("\r"),
 		chromedp.WaitVisible(chromedp.CSS(`#live li.run[data-state="ended"]`)))
-	out := value(t, ctx, shot, "read the run in Live", chromedp.Text(chromedp.CSS(`#live li.run`)))
+	out := value(t, ctx, shot, "read the run in Live", textOf(`#live li.run`))
 	step(t, ctx, shot, "see the changes under Review",
 		chromedp.KeyEvent("2", chromedp.KeyModifiers(chromedp.ModifierCtrl)),
 		chromedp.WaitVisible(chromedp.CSS(`#changes li[data-path="README.md"] .name`)),
@@ -340,7 +346,7 @@ func TestAppKeyboardAndSettings(t *testing.T) {
 		chromedp.SendKeys(chromedp.CSS(`#cmd`), "echo two"),
 		chromedp.KeyEvent("\r"),
 		chromedp.WaitVisible(chromedp.CSS(`#live li.run[data-state="ended"]`)))
-	out := value(t, ctx, shot, "read the output", chromedp.Text(chromedp.CSS(`#live li.run .out`)))
+	out := value(t, ctx, shot, "read the output", textOf(`#live li.run .out`))
 	left := value(t, ctx, shot, "read the command line", chromedp.Value(chromedp.CSS(`#cmd`)))
 	if !strings.Contains(out, "one\ntwo") || left != "" {
 		t.Fatalf("two lines gave output %q, command line left %q", out, left)

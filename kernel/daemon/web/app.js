@@ -571,14 +571,29 @@ function liveItem(it) {
   return h('li', {}, JSON.stringify(it));
 }
 
+// touch marks an item changed, so the next render draws it again; the
+// others keep their nodes (and a focused button or a selection in them).
+const touch = (it) => { it.v = (it.v || 0) + 1; return it; };
+const qNodes = new Map(); // question id + state -> its card on Live
 function renderLive() {
   const id = state.current;
   if (!id) return;
   const v = $('v-live');
   const stick = v.scrollHeight - v.scrollTop - v.clientHeight < 60;
-  const els = liveOf(id).items.map(liveItem);
-  for (const q of waiting().filter((q) => q.task === id)) els.push(questionCard(q, false));
-  $('live').replaceChildren(...els);
+  const fresh = [];
+  const els = liveOf(id).items.map((it) => {
+    if (!it._el || it._rv !== it.v) { it._el = liveItem(it); it._rv = it.v; fresh.push(it._el); }
+    return it._el;
+  });
+  for (const q of waiting().filter((q) => q.task === id)) {
+    const k = q.id + q.state;
+    if (!qNodes.has(k)) qNodes.set(k, questionCard(q, false));
+    els.push(qNodes.get(k));
+  }
+  const ol = $('live');
+  els.forEach((el, i) => { if (ol.children[i] !== el) ol.insertBefore(el, ol.children[i] || null); });
+  while (ol.children.length > els.length) ol.lastChild.remove();
+  for (const el of fresh) { const o = el.querySelector('pre.out'); if (o) o.scrollTop = o.scrollHeight; }
   $('no-live').hidden = els.length > 0;
   if (stick) v.scrollTop = v.scrollHeight;
   updateLiveDot();
@@ -588,13 +603,13 @@ function onAgentEvent(ev) {
   const l = liveOf(ev.task), d = ev.data || {};
   const last = l.items[l.items.length - 1];
   if (d.type === 'text' || d.type === 'thought') {
-    if (last && last.kind === d.type && !last.past) last.text += d.text; else pushLive(ev.task, { kind: d.type, text: d.text });
+    if (last && last.kind === d.type && !last.past) touch(last).text += d.text; else pushLive(ev.task, { kind: d.type, text: d.text });
     liveSoon(ev.task);
   } else if (d.step) {
     const s = d.step;
     let it = l.items.find((x) => x.kind === 'tool' && x.n === s.n && !x.past);
     if (!it) it = pushLive(ev.task, { kind: 'tool', n: s.n });
-    Object.assign(it, { title: s.title || it.title, toolkind: s.kind || it.toolkind, status: s.status || it.status, command: s.command || it.command, paths: s.paths || it.paths });
+    Object.assign(touch(it), { title: s.title || it.title, toolkind: s.kind || it.toolkind, status: s.status || it.status, command: s.command || it.command, paths: s.paths || it.paths });
     if (d.type === 'step_end') { it.effects = s.effects || []; if (s.effects_error) it.effects.push('effects not known: ' + s.effects_error); }
     liveSoon(ev.task);
   } else if (d.type === 'notice') pushLive(ev.task, { kind: 'note', text: d.text });
@@ -606,7 +621,7 @@ function onRunEvent(ev) {
     l.run = pushLive(ev.task, { kind: 'run', agent: d.agent, label: d.agent ? d.prompt : d.command, state: 'running', out: '', time: ev.time });
   } else if (d.state === 'end') {
     const it = l.run || pushLive(ev.task, { kind: 'run', agent: d.agent, label: d.command || d.agent, out: '' });
-    Object.assign(it, { state: 'ended', code: d.code, summary: d.summary, error: d.error, stop: d.stop_reason });
+    Object.assign(touch(it), { state: 'ended', code: d.code, summary: d.summary, error: d.error, stop: d.stop_reason });
     if (d.agent) pushLive(ev.task, { kind: 'end', text: `${d.agent} · turn ${d.error ? 'failed' : 'ended'}${d.stop_reason ? ' (' + d.stop_reason.replace(/_/g, ' ') + ')' : ''}${d.error ? ' · ' + d.error : ''}${d.summary ? ' · the copy now: ' + changesText(d.summary) : ''}` });
     l.run = null;
     liveSoon(ev.task);
@@ -882,7 +897,7 @@ function connect() {
   on('output', (ev) => {
     const l = liveOf(ev.task);
     const it = l.run || pushLive(ev.task, { kind: 'run', label: 'output', state: 'running', out: '' });
-    it.out = (it.out + ev.data.text).slice(-200000);
+    touch(it).out = (it.out + ev.data.text).slice(-200000);
     liveSoon(ev.task);
   });
   on('agent', onAgentEvent);
