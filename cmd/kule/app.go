@@ -3,10 +3,12 @@ package main
 import (
 	"context"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"os/signal"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -104,6 +106,23 @@ func appCommand() *cobra.Command {
 	}
 	c.Flags().BoolVar(&printURL, "print-url", false, "print the address instead of opening a browser")
 	return c
+}
+
+// daemonNetHooks let a command run from a terminal put the connections its
+// policy asks about to the person through the daemon, when one runs (the
+// question waits under Needs you, as the app's own runs do). Without a
+// daemon they are refused at once, as before.
+func daemonNetHooks(ctx context.Context, home, label string) kernel.NetHooks {
+	c := client.New(home)
+	if !c.Running(ctx) {
+		return kernel.NetHooks{}
+	}
+	return kernel.NetHooks{Ask: func(ctx context.Context, t *task.Task, host string, port int, rule string) bool {
+		hp := net.JoinHostPort(host, strconv.Itoa(port))
+		ok, err := c.Ask(ctx, client.Question{Task: t.ID, Kind: daemon.KindConnection, Title: "Connect to " + hp + "?",
+			Detail: "asked for by " + label + " (from a terminal) · rule " + rule + " · the connection is held until you answer", Subject: hp})
+		return err == nil && ok
+	}}
 }
 
 func nameCommand() *cobra.Command {

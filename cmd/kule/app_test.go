@@ -5,12 +5,15 @@ import (
 	"io"
 	"net/http"
 	"net/http/cookiejar"
+	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/kulehq/kule/kernel/daemon/client"
 )
@@ -111,5 +114,85 @@ func TestAppCommandsRunInTheSandbox(t *testing.T) {
 	appMust(t, cl.Do(ctx, "GET", "/api/tasks/"+made.Task.ID, nil, &st))
 	if len(st.Changes) != 1 || st.Changes[0].Path != "b.txt" {
 		t.Fatalf("changes after the app's command: %+v (output %q)", st.Changes, step.Output)
+	}
+}
+
+// TestConnectionQuestionsReachThePerson: with `kule app`'s daemon running,
+// a connection the policy asks about waits for a person, both for a command
+// the app runs (in the sandbox) and for `kule exec` in a terminal; approved
+// through the daemon, the command gets the server's answer.
+func TestConnectionQuestionsReachThePerson(t *testing.T) {
+	if _, err := exec.LookPath("curl"); err != nil {
+		t.Skip("no curl on PATH")
+	}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "hello from the server") }))
+	defer srv.Close()
+	hp := strings.TrimPrefix(srv.URL, "http://")
+	c := cli{t: t, home: filepath.Join(t.TempDir(), "home")}
+	c.must("app", "--print-url")
+	t.Cleanup(func() {
+		b, err := os.ReadFile(filepath.Join(c.home, "kuled.lock"))
+		if pid, err2 := strconv.Atoi(strings.TrimSpace(string(b))); err == nil && err2 == nil && pid > 1 {
+			syscall.Kill(pid, syscall.SIGTERM)
+		}
+	})
+	folder := t.TempDir()
+	appMust(t, os.WriteFile(filepath.Join(folder, "a.txt"), []byte("a\n"), 0o644))
+	id := strings.Fields(c.must("new", folder))[1]
+	cl := client.New(c.home)
+	ctx := context.Background()
+	done := make(chan string, 1)
+	execOut := make(chan string, 1)
+	approveNext := func() string {
+		for i := 0; i < 600; i++ {
+			var qs []struct{ ID, State, Kind, Subject, Detail string }
+			appMust(t, cl.Do(ctx, "GET", "/api/questions", nil, &qs))
+			for _, q := range qs {
+				if q.State == "waiting" && q.Kind == "connection" && q.Subject == hp {
+					appMust(t, cl.Do(ctx, "POST", "/api/questions/"+q.ID+"/answer", map[string]bool{"approve": true}, nil))
+					return q.Detail
+				}
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		select {
+		case out := <-done:
+			t.Fatalf("no connection question came; the app's command said %q", out)
+		case out := <-execOut:
+			t.Fatalf("no connection question came; kule exec said %q", out)
+		default:
+		}
+		t.Fatal("no connection question came")
+		return ""
+	}
+	// --noproxy '': the sandbox keeps loopback off the proxy; this server is the host's.
+	curl := "curl --noproxy '' -f -s -S --max-time 60 http://" + hp + "/"
+
+	// From the app: in the sandbox, through the task's proxy.
+	go func() {
+		var step struct{ Output, Error string }
+		if err := cl.Do(ctx, "POST", "/api/tasks/"+id+"/exec", map[string]string{"command": curl}, &step); err != nil {
+			step.Error = err.Error()
+		}
+		done <- step.Output + step.Error
+	}()
+	approveNext()
+	if out := <-done; !strings.Contains(out, "hello from the server") {
+		t.Fatalf("the app's command after approval: %q", out)
+	}
+
+	// From a terminal: kule exec asks through the daemon.
+	go func() {
+		out, err := c.kule("", "exec", id, "--", "sh", "-c", curl)
+		if err != nil {
+			out += err.Error()
+		}
+		execOut <- out
+	}()
+	if d := approveNext(); !strings.Contains(d, "from a terminal") {
+		t.Fatalf("the terminal's question says %q", d)
+	}
+	if out := <-execOut; !strings.Contains(out, "hello from the server") {
+		t.Fatalf("kule exec after approval: %q", out)
 	}
 }

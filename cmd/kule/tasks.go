@@ -135,6 +135,7 @@ and lists what it changed. Nothing reaches the folder until kule commit.`,
 				return err
 			}
 			k.Runner = r
+			k.Net = daemonNetHooks(ctx, k.Store.Root, strings.Join(argv, " "))
 			code, st, err := k.Exec(ctx, t, opt)
 			if st != nil {
 				printStatus(cmd.ErrOrStderr(), st, false, nil)

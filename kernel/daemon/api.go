@@ -610,6 +610,7 @@ func (d *Daemon) postQuestion(w http.ResponseWriter, r *http.Request) {
 	if r.URL.Query().Get("wait") == "1" {
 		q, err = d.Q.Wait(r.Context(), q.ID)
 		if err != nil {
+			d.Q.Withdraw(q.ID, "asker gone") // the asker stopped waiting: nobody would hear the answer
 			fail(w, err)
 			return
 		}

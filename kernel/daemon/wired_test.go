@@ -16,6 +16,7 @@ import (
 	"github.com/kulehq/kule/kernel/daemon/client"
 	"github.com/kulehq/kule/kernel/group"
 	"github.com/kulehq/kule/kernel/policy"
+	"github.com/kulehq/kule/kernel/task"
 )
 
 // loopbackServer answers every request with its body; the policy asks a
@@ -252,5 +253,38 @@ func TestApproveAndRememberFromReview(t *testing.T) {
 	must(t, c.Do(ctx, "POST", "/api/tasks/"+id+"/exec", ExecRequest{Command: "printf 'module y\\n' > go.mod"}, &s))
 	if v := verdict(); v != Pass {
 		t.Fatalf("after remembering, a change to go.mod is %q, want pass", v)
+	}
+}
+
+// TestTwoTasksStartToMeet: when a run leaves two tasks on one folder
+// changing the same file, the stream says so once.
+func TestTwoTasksStartToMeet(t *testing.T) {
+	t.Parallel()
+	d := startDaemon(t, Config{})
+	folder := sampleFolder(t)
+	a, err := d.k.NewTask(folder)
+	must(t, err)
+	b, err := d.k.NewTask(folder)
+	must(t, err)
+	ch, stop := d.Bus.Subscribe()
+	defer stop()
+	ctx := context.Background()
+	run := func(tk *task.Task, script string) {
+		_, err := d.Exec(ctx, tk, []string{"sh", "-c", script}, script)
+		must(t, err)
+	}
+	run(a.Task, "echo a >> README.md")
+	run(b.Task, "echo b > notes/other.md")
+	run(b.Task, "echo b >> README.md")
+	run(b.Task, "echo c >> README.md")
+	var meets []string
+	for len(ch) > 0 {
+		if e := <-ch; e.Type == "meet" {
+			meets = append(meets, fmt.Sprint(e.Task, e.Data.(map[string]any)["other"], e.Data.(map[string]any)["paths"]))
+		}
+	}
+	want := fmt.Sprint(b.Task.ID, a.Task.ID, []string{"README.md"})
+	if len(meets) != 1 || meets[0] != want {
+		t.Fatalf("meet events %q, want one: %q", meets, want)
 	}
 }
