@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kulehq/kule/kernel"
+	"github.com/kulehq/kule/kernel/acp"
 	"github.com/kulehq/kule/kernel/agents"
 	"github.com/kulehq/kule/kernel/daemon"
 	"github.com/kulehq/kule/kernel/daemon/client"
@@ -123,6 +124,28 @@ func daemonNetHooks(ctx context.Context, home, label string) kernel.NetHooks {
 			Detail: "asked for by " + label + " (from a terminal) · rule " + rule + " · the connection is held until you answer", Subject: hp})
 		return err == nil && ok
 	}}
+}
+
+// daemonPermissionAsk puts an agent's permission questions (kule run --ask)
+// to the person through the daemon when one runs: they wait under Needs you
+// beside the app's own. Nil when no daemon runs (the terminal asks).
+func daemonPermissionAsk(home string, t *task.Task, agent string) acp.AskFunc {
+	c := client.New(home)
+	if !c.Running(context.Background()) {
+		return nil
+	}
+	return func(ctx context.Context, q acp.Question) (string, error) {
+		kind := q.Kind
+		if kind == "" {
+			kind = "other"
+		}
+		detail := q.Command
+		if len(q.Paths) > 0 {
+			detail = strings.TrimPrefix(detail+" · "+strings.Join(q.Paths, ", "), " · ")
+		}
+		ok, err := c.Ask(ctx, client.Question{Task: t.ID, Kind: daemon.KindPermission, Title: agent + " asks: " + q.Title, Detail: detail, Subject: agent + " " + kind})
+		return daemon.PickOption(q.Options, err == nil && ok), nil
+	}
 }
 
 func nameCommand() *cobra.Command {

@@ -15,7 +15,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kulehq/kule/kernel/acp"
 	"github.com/kulehq/kule/kernel/daemon/client"
+	"github.com/kulehq/kule/kernel/task"
 )
 
 func TestNameAndColor(t *testing.T) {
@@ -194,5 +196,59 @@ func TestConnectionQuestionsReachThePerson(t *testing.T) {
 	}
 	if out := <-execOut; !strings.Contains(out, "hello from the server") {
 		t.Fatalf("kule exec after approval: %q", out)
+	}
+}
+
+// TestRunAskGoesToTheDaemon: with a daemon running, `kule run --ask` puts an
+// agent's permission question under Needs you; the answer picks the agent's
+// allow-once option, a denial its reject-once option.
+func TestRunAskGoesToTheDaemon(t *testing.T) {
+	c := cli{t: t, home: filepath.Join(t.TempDir(), "home")}
+	folder := t.TempDir()
+	appMust(t, os.WriteFile(filepath.Join(folder, "a.txt"), []byte("a\n"), 0o644))
+	id := strings.Fields(c.must("new", folder))[1]
+	tk := &task.Task{ID: id}
+	if daemonPermissionAsk(c.home, tk, "peer") != nil {
+		t.Fatal("with no daemon, --ask went to a daemon")
+	}
+	c.must("app", "--print-url")
+	t.Cleanup(func() {
+		b, err := os.ReadFile(filepath.Join(c.home, "kuled.lock"))
+		if pid, err2 := strconv.Atoi(strings.TrimSpace(string(b))); err == nil && err2 == nil && pid > 1 {
+			syscall.Kill(pid, syscall.SIGTERM)
+		}
+	})
+	ask := daemonPermissionAsk(c.home, tk, "peer")
+	if ask == nil {
+		t.Fatal("with a daemon running, --ask did not go to it")
+	}
+	cl := client.New(c.home)
+	ctx := context.Background()
+	opts := []acp.PermissionOption{{OptionID: "yes", Kind: "allow_once"}, {OptionID: "no", Kind: "reject_once"}}
+	for _, approve := range []bool{true, false} {
+		got := make(chan string, 1)
+		go func() {
+			id, _ := ask(ctx, acp.Question{Title: "Run make", Kind: "execute", Command: "make", Options: opts})
+			got <- id
+		}()
+		var q struct{ ID, Title string }
+		for i := 0; q.ID == "" && i < 600; i++ {
+			var qs []struct{ ID, State, Kind, Title string }
+			appMust(t, cl.Do(ctx, "GET", "/api/questions", nil, &qs))
+			for _, x := range qs {
+				if x.State == "waiting" && x.Kind == "permission" {
+					q.ID, q.Title = x.ID, x.Title
+				}
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		if q.Title != "peer asks: Run make" {
+			t.Fatalf("question %+v", q)
+		}
+		appMust(t, cl.Do(ctx, "POST", "/api/questions/"+q.ID+"/answer", map[string]bool{"approve": approve}, nil))
+		want := map[bool]string{true: "yes", false: "no"}[approve]
+		if id := <-got; id != want {
+			t.Fatalf("approve=%v picked %q, want %q", approve, id, want)
+		}
 	}
 }

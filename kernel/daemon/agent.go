@@ -184,15 +184,15 @@ func (d *Daemon) permissionAsk(t *task.Task, agent string) acp.AskFunc {
 			if q.ID != "" {
 				d.Q.Withdraw(q.ID, "run ended")
 			}
-			return pickOption(aq.Options, false), nil
+			return PickOption(aq.Options, false), nil
 		}
-		return pickOption(aq.Options, q.Approved()), nil
+		return PickOption(aq.Options, q.Approved()), nil
 	}
 }
 
-// pickOption chooses the agent's once-only option of the answer; "" (the
+// PickOption chooses the agent's once-only option of the answer; "" (the
 // turn cancelled) when the agent offers none.
-func pickOption(opts []acp.PermissionOption, allow bool) string {
+func PickOption(opts []acp.PermissionOption, allow bool) string {
 	want := "reject_once"
 	if allow {
 		want = "allow_once"
