@@ -17,6 +17,7 @@ import (
 
 	"github.com/kulehq/kule/kernel/acp"
 	"github.com/kulehq/kule/kernel/daemon/client"
+	"github.com/kulehq/kule/kernel/group"
 	"github.com/kulehq/kule/kernel/task"
 )
 
@@ -250,5 +251,29 @@ func TestRunAskGoesToTheDaemon(t *testing.T) {
 		if id := <-got; id != want {
 			t.Fatalf("approve=%v picked %q, want %q", approve, id, want)
 		}
+	}
+}
+
+// TestCommitFollowsTheGroupsPolicy: a task in a careful group is judged by
+// careful in `kule commit` too, not by the home's balanced.
+func TestCommitFollowsTheGroupsPolicy(t *testing.T) {
+	c := cli{t: t, home: filepath.Join(t.TempDir(), "home")}
+	folder := t.TempDir()
+	appMust(t, os.WriteFile(filepath.Join(folder, "a.txt"), []byte("a\n"), 0o644))
+	id := strings.Fields(c.must("new", folder))[1]
+	name, pol := "Careful work", group.Careful
+	g, err := group.Open(c.home).Create(group.Edit{Name: &name, Policy: &pol})
+	appMust(t, err)
+	b, err := os.ReadFile(filepath.Join(c.home, "tasks", id, "task.json"))
+	appMust(t, err)
+	b = []byte(strings.Replace(string(b), "{", `{"group": "`+g.ID+`",`, 1))
+	appMust(t, os.WriteFile(filepath.Join(c.home, "tasks", id, "task.json"), b, 0o600))
+	c.must("exec", id, "--no-sandbox", "--", "sh", "-c", "echo b >> a.txt")
+	out, _ := c.kule("", "commit", id)
+	if got, _ := os.ReadFile(filepath.Join(folder, "a.txt")); string(got) != "a\n" {
+		t.Fatalf("kule commit took in a change the group's careful policy asks about:\n%s", out)
+	}
+	if !strings.Contains(out, "every-change") {
+		t.Fatalf("kule commit does not name the careful rule:\n%s", out)
 	}
 }

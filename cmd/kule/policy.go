@@ -13,6 +13,7 @@ import (
 	"github.com/kulehq/kule/kernel"
 	"github.com/kulehq/kule/kernel/config"
 	"github.com/kulehq/kule/kernel/effects"
+	"github.com/kulehq/kule/kernel/group"
 	"github.com/kulehq/kule/kernel/policy"
 	"github.com/kulehq/kule/kernel/task"
 )
@@ -61,6 +62,16 @@ func loadPolicy(home, folder string) (*policy.Engine, error) {
 	return policy.Load(home, folder, cfg.Policy.Choice)
 }
 
+// loadPolicyFor reads the policy of a task: its group's when its group has
+// one of its own (kernel/group), else the home's for its folder.
+func loadPolicyFor(home string, t *task.Task) (*policy.Engine, error) {
+	cfg, err := config.Load(home)
+	if err != nil {
+		return nil, err
+	}
+	return group.Open(home).LoadPolicy(t.Group, t.Folder, cfg.Policy.Choice)
+}
+
 // taskInfo is what the policy knows of a task.
 func taskInfo(t *task.Task) policy.TaskInfo {
 	_, err := os.Lstat(filepath.Join(t.Folder, ".git"))
@@ -69,7 +80,7 @@ func taskInfo(t *task.Task) policy.TaskInfo {
 
 // judge rules on the effects a commit would apply.
 func judge(home string, t *task.Task, pending []effects.Effect) (policy.Ruling, error) {
-	eng, err := loadPolicy(home, t.Folder)
+	eng, err := loadPolicyFor(home, t)
 	if err != nil {
 		return policy.Ruling{}, err
 	}

@@ -314,11 +314,12 @@ func (d *Daemon) taskStatus(w http.ResponseWriter, r *http.Request, t *task.Task
 	}
 	c := effects.Count(st.Pending(false))
 	writeJSON(w, 200, map[string]any{
-		"task":     d.viewWith(r.Context(), t, st),
-		"summary":  map[string]int{"added": c.Added, "changed": c.Changed, "deleted": c.Deleted, "moved": c.Moved},
-		"changes":  cs,
-		"ignored":  st.IgnoredCount(),
-		"problems": probs,
+		"task":         d.viewWith(r.Context(), t, st),
+		"summary":      map[string]int{"added": c.Added, "changed": c.Changed, "deleted": c.Deleted, "moved": c.Moved},
+		"changes":      cs,
+		"ignored":      st.IgnoredCount(),
+		"problems":     probs,
+		"can_remember": func() bool { _, ok := d.cfg.Policy.(Rememberer); return ok }(),
 	})
 }
 

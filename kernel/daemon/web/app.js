@@ -373,7 +373,7 @@ function changeRow(c) {
     h('span', { class: 'verdict ' + c.verdict, title: c.rule ? `rule ${c.rule}` : 'policy verdict' }, c.verdict),
     h('span', { class: 'ruling', role: 'group', 'aria-label': `Ruling for ${c.path}` },
       c.verdict === 'ask' ? h('button', { 'aria-pressed': String(rule === 'approve'), 'aria-label': `Approve ${c.path}`, onclick: () => rule_(c.path, 'approve') }, 'Approve') : null,
-      c.verdict === 'ask' ? h('button', { 'aria-pressed': String(rule === 'remember'), 'aria-label': `Approve ${c.path} and remember`, title: 'Approve it, and let the same change to this path pass from now on (a rule for this folder in rules.cedar; kule rules lists it)', onclick: () => rule_(c.path, 'remember') }, 'Approve and remember') : null,
+      c.verdict === 'ask' && state.detail && state.detail.can_remember ? h('button', { 'aria-pressed': String(rule === 'remember'), 'aria-label': `Approve ${c.path} and remember`, title: 'Approve it, and let the same change to this path pass from now on (a rule for this folder in rules.cedar; kule rules lists it)', onclick: () => rule_(c.path, 'remember') }, 'Approve and remember') : null,
       c.verdict !== 'deny' ? h('button', { 'aria-pressed': String(rule === 'hold'), 'aria-label': `Hold back ${c.path}`, title: 'Keep it in the copy; do not commit it', onclick: () => rule_(c.path, 'hold') }, 'Hold back') : null),
     c.names && c.names.length ? h('span', { class: 'names', 'aria-label': 'What changed inside' }, c.names.map((n) => h('span', { class: 'name' }, n))) : null,
     c.reason ? h('span', { class: 'reason' }, c.reason) : null);
@@ -836,11 +836,12 @@ function pickGroup() {
 async function loadFirstRun() {
   $('firstrun').dataset.loaded = '1';
   const [as, pol] = await Promise.all([api('GET', '/api/agents').catch(() => []), api('GET', '/api/policy').catch(() => ({ choice: 'balanced' }))]);
-  $('fr-agents').replaceChildren(...(as.length ? as : [{ name: 'No agent profiles', problem: 'kule agents lists what Kule knows' }]).map((a) => h('li', { class: 'agent ' + (a.can_start ? 'ok' : 'no') },
+  $('fr-agents').replaceChildren(...(as.length ? as : [{ name: 'No agent profiles', note: 'kule agents lists the agents Kule knows and how to add one' }]).map((a) => h('li', { class: 'agent ' + (a.can_start ? 'ok' : 'no') },
     h('span', { class: 'amark', 'aria-hidden': 'true' }, a.can_start ? '✓' : '·'),
     h('div', {},
-      h('div', {}, h('strong', {}, a.name), ' ', h('span', { class: 'muted small' }, a.can_start ? 'can start here' : 'cannot start yet')),
+      h('div', {}, h('strong', {}, a.name), ' ', a.note ? null : h('span', { class: 'muted small' }, a.can_start ? 'can start here' : 'cannot start yet')),
       a.problem ? h('div', { class: 'small bad' }, a.problem) : null,
+      a.note ? h('div', { class: 'small muted' }, a.note) : null,
       a.missing && a.missing.length ? h('div', { class: 'small' }, 'Install: ' + a.missing.join('; ')) : null,
       a.install ? h('div', { class: 'small muted' }, `fetches ${a.install} once at its first run`) : null,
       a.can_start ? h('div', { class: 'small muted' }, a.auth && a.auth.length ? 'logs in with: ' + a.auth.join('; ') : 'no key or login found yet') : null))));
