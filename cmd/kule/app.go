@@ -45,7 +45,7 @@ kule app starts it for you.`,
 				RunnerFor: func(t *task.Task, spec *runner.Spec) (runner.Runner, error) {
 					return (&sandboxFlags{}).runnerFor(t, spec)
 				},
-				Policy:   daemon.CedarPolicy{K: k},
+				Policy:   daemon.NewCedarPolicy(k),
 				Reviewer: daemon.DiffReviewer{Open: func() *pluginhost.Host { return pluginHost(k.Store.Root) }},
 				Rules:    &daemon.CedarRules{K: k},
 				AgentSet: func() (*agents.Set, error) { set, _, err := loadAgents(); return set, err },

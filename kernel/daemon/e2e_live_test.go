@@ -46,7 +46,7 @@ func TestAppLiveConnectionsAgentAndGroups(t *testing.T) {
 	needCurl(t)
 	_, hp := loopbackServer(t, "hello from the server")
 	cfg := Config{Kernel: newKernel(t)}
-	cfg.Policy = CedarPolicy{K: cfg.Kernel}
+	cfg.Policy = NewCedarPolicy(cfg.Kernel)
 	cfg.Rules = &CedarRules{K: cfg.Kernel}
 	withPeerAgent(t, &cfg)
 	d := startDaemon(t, cfg)

@@ -64,7 +64,7 @@ func TestConnectionWaitsForAPerson(t *testing.T) {
 	needCurl(t)
 	_, hp := loopbackServer(t, "hello from the server")
 	d := startDaemon(t, Config{})
-	d.cfg.Policy = CedarPolicy{K: d.k}
+	d.cfg.Policy = NewCedarPolicy(d.k)
 	d.Q.rules = &CedarRules{K: d.k}
 	ctx := context.Background()
 	c := client.New(d.home)
@@ -140,7 +140,7 @@ func TestUnansweredConnectionIsRefusedWhenTheWaitRunsOut(t *testing.T) {
 	needCurl(t)
 	_, hp := loopbackServer(t, "never")
 	d := startDaemon(t, Config{})
-	d.cfg.Policy = CedarPolicy{K: d.k}
+	d.cfg.Policy = NewCedarPolicy(d.k)
 	d.Q.testWait = 300 * time.Millisecond
 	rep, err := d.k.NewTask(sampleFolder(t))
 	must(t, err)
@@ -161,7 +161,7 @@ func TestUnansweredConnectionIsRefusedWhenTheWaitRunsOut(t *testing.T) {
 func TestGroupsPolicyAndMove(t *testing.T) {
 	t.Parallel()
 	d := startDaemon(t, Config{})
-	d.cfg.Policy = CedarPolicy{K: d.k}
+	d.cfg.Policy = NewCedarPolicy(d.k)
 	ctx := context.Background()
 	c := client.New(d.home)
 	var made struct{ Task TaskView }
@@ -221,7 +221,7 @@ permit (principal, action, resource);
 func TestApproveAndRememberFromReview(t *testing.T) {
 	t.Parallel()
 	d := startDaemon(t, Config{})
-	d.cfg.Policy = CedarPolicy{K: d.k}
+	d.cfg.Policy = NewCedarPolicy(d.k)
 	ctx := context.Background()
 	c := client.New(d.home)
 	var made struct{ Task TaskView }
