@@ -747,7 +747,7 @@ function openGroup(g) {
   $('group-delete').hidden = !g;
   let colour = g ? g.colour || '' : 'blue';
   const paint = () => $('group-colours').replaceChildren(...colours.map((c) => h('button', {
-    type: 'button', class: c ? 'c-' + c : '', role: 'radio', 'aria-checked': String(colour === c), 'aria-pressed': String(colour === c),
+    type: 'button', class: c ? 'c-' + c : '', role: 'radio', 'aria-checked': String(colour === c),
     'aria-label': c ? `Colour ${c}` : 'No colour', title: c || 'none', onclick: () => { colour = c; paint(); },
   })));
   paint();
