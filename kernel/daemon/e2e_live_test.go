@@ -190,6 +190,22 @@ permit (principal, action, resource);
 		t.Fatalf("after confirming the task is in group %q", tk.Group)
 	}
 
+	// In the group notes/release.md waits: Approve and remember from Review
+	// commits it and keeps a rule, so the next change to it passes.
+	step(t, ctx, shot, "approve and remember in Review, then commit",
+		chromedp.Click(chromedp.CSS(`#task-list li[data-id="`+id+`"]`)),
+		chromedp.KeyEvent("2", chromedp.KeyModifiers(chromedp.ModifierCtrl)),
+		chromedp.WaitVisible(chromedp.CSS(`#changes li[data-path="notes/release.md"] .verdict.ask`)),
+		chromedp.Click(chromedp.CSS(`#changes li[data-path="notes/release.md"] button[aria-label$="and remember"]`)),
+		chromedp.Click(chromedp.CSS(`#btn-commit`)),
+		chromedp.WaitVisible(chromedp.CSS(`#no-changes`)))
+	if got := readFile(filepath.Join(folder, "notes", "release.md")); got != "# From the agent\n" {
+		t.Fatalf("Approve and remember did not commit the note: %q", got)
+	}
+	if rules := readFile(filepath.Join(d.home, "rules.cedar")); !strings.Contains(rules, "markdown-waits") || !strings.Contains(rules, "notes/release.md") {
+		t.Fatalf("rules.cedar after Approve and remember:\n%s", rules)
+	}
+
 	// Drag reorders: Release notes above Website.
 	dragTo(t, ctx, shot, "drag Release notes above Website", `#task-list li[data-id="`+more[1]+`"]`, `#task-list li[data-id="`+more[0]+`"]`)
 	waitFor(t, "the new order in task.json", func() bool {

@@ -169,9 +169,11 @@ func TestAppEndToEnd(t *testing.T) {
 	}
 	id := ts[0].ID
 
+	newLogo := filepath.Join(t.TempDir(), "new.png")
+	must(t, os.WriteFile(newLogo, pngOf(t, 6, 5, 200), 0o644))
 	step(t, ctx, shot, "run a command from the command line",
 		chromedp.Click(chromedp.CSS(`#cmd`)),
-		chromedp.SendKeys(chromedp.CSS(`#cmd`), "echo '## Usage' >> README.md && printf 'module x\\n' > go.mod"),
+		chromedp.SendKeys(chromedp.CSS(`#cmd`), "echo '## Usage' >> README.md && printf 'module x\\n' > go.mod && cp "+newLogo+" logo.png"),
 		chromedp.KeyEvent("\r"),
 		chromedp.WaitVisible(chromedp.CSS(`#live li.run[data-state="ended"]`)))
 	out := value(t, ctx, shot, "read the run in Live", textOf(`#live li.run`))
@@ -180,8 +182,16 @@ func TestAppEndToEnd(t *testing.T) {
 		chromedp.WaitVisible(chromedp.CSS(`#changes li[data-path="README.md"] .name`)),
 		chromedp.WaitVisible(chromedp.CSS(`#changes li[data-path="go.mod"] .verdict.ask`)))
 	names := value(t, ctx, shot, "read the names", chromedp.Text(chromedp.CSS(`#changes li[data-path="README.md"] .names`)))
-	if !strings.Contains(names, "## Usage") || !strings.Contains(out, "exit 0") || !strings.Contains(out, "+1 ~1 -0") {
+	if !strings.Contains(names, "## Usage") || !strings.Contains(out, "exit 0") || !strings.Contains(out, "+1 ~2 -0") {
 		t.Fatalf("review names %q, output %q", names, out)
+	}
+	// The changed picture shows before and after, each as it is.
+	sizes := value(t, ctx, shot, "the pictures load", chromedp.Poll[[]int](`(() => {
+		const im = [...document.querySelectorAll('#changes li[data-path="logo.png"] .pics img')];
+		return im.length === 2 && im.every((i) => i.complete && i.naturalWidth > 0) ? im.map((i) => i.naturalWidth) : null;
+	})()`))
+	if fmt.Sprint(sizes) != "[4 6]" {
+		t.Fatalf("before and after are %v pixels wide, want [4 6]", sizes)
 	}
 	if strings.Contains(readFile(filepath.Join(folder, "README.md")), "Usage") {
 		t.Fatal("the folder changed before a commit")
