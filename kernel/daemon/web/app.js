@@ -382,6 +382,8 @@ function changeRow(c) {
     for (const side of c.kind === 'add' ? ['after'] : c.kind === 'delete' ? ['before'] : ['before', 'after']) {
       const img = h('img', { alt: `${c.path}, ${side}`, loading: 'lazy', src: `/api/tasks/${state.current}/image?side=${side}&path=${encodeURIComponent(side === 'before' && c.from ? c.from : c.path)}` });
       const fig = h('figure', {}, img, h('figcaption', {}, side));
+      // A picture smaller than its box is shown larger, pixel by pixel.
+      img.addEventListener('load', () => { if (img.naturalWidth < 96 && img.naturalHeight < 96) img.classList.add('tiny'); });
       img.addEventListener('error', () => fig.replaceChildren(h('figcaption', {}, `${side}: not shown (not a proven PNG/JPEG/GIF/WebP under 8 MiB and 40 MP)`)));
       pics.append(fig);
     }
