@@ -72,5 +72,5 @@ func SandboxRunner(kuleHome string, t *task.Task, spec *runner.Spec, o SandboxOp
 		}
 		spec.Env = env
 	}
-	return &sandbox.Sandbox{AcceptWeaker: cfg.Sandbox.AcceptWeaker, Devices: cfg.Sandbox.Devices, NoGPU: cfg.Sandbox.NoGPU, HelperEnv: o.HelperEnv, Warn: o.Warn}, nil
+	return &sandbox.Sandbox{AcceptWeaker: cfg.Sandbox.AcceptWeaker, Devices: cfg.Sandbox.Devices, NoGPU: t.Limits.Over(cfg.Limits).NoGPU(cfg.Sandbox.NoGPU), HelperEnv: o.HelperEnv, Warn: o.Warn}, nil
 }

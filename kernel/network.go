@@ -52,19 +52,42 @@ func (k *Kernel) LoadPolicy(folder string) (*policy.Engine, error) {
 	return policy.Load(k.Store.Root, folder, cfg.Policy.Choice)
 }
 
-// startProxy starts the task's proxy for one run: every connection judged by
+// ProxyOptions are what one run adds to the task's proxy.
+type ProxyOptions struct {
+	// Sandboxed says whether commands see the task's tmp at /tmp.
+	Sandboxed bool
+	// Agent is the profile of the agent that runs, "" for none; AgentHosts
+	// are its profile's hosts, which the policy lets pass while it runs.
+	Agent      string
+	AgentHosts []string
+	// Secrets are put into requests to their hosts only, beside the
+	// person's stored secrets (one of the same name is replaced).
+	Secrets []proxy.Secret
+	// Configure, when set, may change the proxy's config before it starts
+	// (tests point its upstream at a stand-in for a vendor's API).
+	Configure func(*proxy.Config)
+}
+
+// startProxy starts the task's proxy for one command of kule exec.
+func (k *Kernel) startProxy(ctx context.Context, t *task.Task, sandboxed bool) (*proxy.Proxy, error) {
+	return k.StartProxy(ctx, t, ProxyOptions{Sandboxed: sandboxed})
+}
+
+// StartProxy starts the task's proxy for one run: every connection judged by
 // the policy (net.connect) and logged in network.jsonl, the person's secrets
 // put into requests to their hosts only, publishing to registries refused.
-// sandboxed says whether commands see the task's tmp at /tmp.
-func (k *Kernel) startProxy(ctx context.Context, t *task.Task, sandboxed bool) (*proxy.Proxy, error) {
+func (k *Kernel) StartProxy(ctx context.Context, t *task.Task, o ProxyOptions) (*proxy.Proxy, error) {
 	eng, err := k.LoadPolicyFor(t)
 	if err != nil {
 		return nil, err
 	}
 	info := TaskInfo(t)
+	if o.Agent != "" {
+		info.Agent, info.AgentRunning, info.ModelHosts = o.Agent, true, o.AgentHosts
+	}
 	hooks := k.Net
 	seen := t.Paths.Tmp
-	if sandboxed {
+	if o.Sandboxed {
 		seen = "/tmp"
 	}
 	cfg := proxy.ForTask(t.Paths.Dir, t.Paths.Tmp, seen)
@@ -101,14 +124,24 @@ func (k *Kernel) startProxy(ctx context.Context, t *task.Task, sandboxed bool) (
 	for _, h := range policy.RegistryHosts() {
 		cfg.Registries = append(cfg.Registries, proxy.Registry{Host: h})
 	}
+	own := map[string]bool{}
+	for _, s := range o.Secrets {
+		own[s.Name] = true
+	}
 	if store, err := secrets.Open(k.Store.Root); err == nil {
 		all, err := store.All()
 		if err != nil {
 			return nil, fmt.Errorf("secrets: %w (nothing ran)", err)
 		}
 		for _, s := range all {
-			cfg.Secrets = append(cfg.Secrets, proxy.Secret{Name: s.Name, Value: s.Value, Hosts: s.Hosts})
+			if !own[s.Name] {
+				cfg.Secrets = append(cfg.Secrets, proxy.Secret{Name: s.Name, Value: s.Value, Hosts: s.Hosts})
+			}
 		}
+	}
+	cfg.Secrets = append(cfg.Secrets, o.Secrets...)
+	if o.Configure != nil {
+		o.Configure(&cfg)
 	}
 	return proxy.Start(ctx, cfg)
 }

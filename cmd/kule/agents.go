@@ -9,6 +9,8 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -20,7 +22,9 @@ import (
 	"github.com/kulehq/kule/kernel/acp"
 	"github.com/kulehq/kule/kernel/agentrun"
 	"github.com/kulehq/kule/kernel/agents"
+	"github.com/kulehq/kule/kernel/config"
 	"github.com/kulehq/kule/kernel/effects"
+	"github.com/kulehq/kule/kernel/sandbox"
 	"github.com/kulehq/kule/kernel/task"
 	agentplug "github.com/kulehq/kule/plugins/agent"
 )
@@ -48,11 +52,18 @@ func agentsCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			printAgents(cmd.OutOrStdout(), set, agents.Check(set, home, root))
+			o := agents.CheckOptions{KuleHome: home, PackagesRoot: root}
+			if store, err := openSecrets(); err == nil {
+				o.HasKey = func(name string) bool { s, err := store.Get(name); return err == nil && s.Value != "" }
+			}
+			if cfg, err := config.Load(home); err == nil && !cfg.Sandbox.AcceptWeaker {
+				o.Isolation = sandbox.Probe().Missing()
+			}
+			printAgents(cmd.OutOrStdout(), set, agents.Check(set, o))
 			return nil
 		},
 	}
-	c.AddCommand(agentsShowCommand(), agentsApproveCommand(), agentsRegistryCommand(), agentsAddCommand(), agentsInstallCommand())
+	c.AddCommand(agentsShowCommand(), agentsApproveCommand(), agentsRegistryCommand(), agentsAddCommand(), agentsInstallCommand(), agentsTryCommand())
 	return c
 }
 
@@ -86,7 +97,12 @@ func printAgents(w io.Writer, set *agents.Set, sts []agents.Status) {
 				for k := range s.Profile.Keys {
 					ks = append(ks, k)
 				}
-				fmt.Fprintf(w, "      no key or login found: set %s, or log in to it once outside kule\n", strings.Join(ks, " or "))
+				sort.Strings(ks)
+				where := "log in to it once outside kule"
+				if s.Profile.OwnHome != "" {
+					where = "log in to it once in a kule run (it has a home of its own in kule)"
+				}
+				fmt.Fprintf(w, "      no key or login found: set %s (or kule secrets add it), or %s\n", strings.Join(ks, " or "), where)
 			}
 		}
 	}
@@ -104,7 +120,11 @@ func printAgents(w io.Writer, set *agents.Set, sts []agents.Status) {
 				fmt.Fprintf(w, "      waits for approval: kule agents show %s, then kule agents approve %s\n", s.Profile.Name, s.Profile.Name)
 			}
 			for _, m := range s.Missing {
-				fmt.Fprintf(w, "      install %s\n", m)
+				if strings.HasPrefix(m, "the sandbox") {
+					fmt.Fprintf(w, "      %s\n", m)
+				} else {
+					fmt.Fprintf(w, "      install %s\n", m)
+				}
 			}
 		}
 	}
@@ -273,6 +293,108 @@ func agentsInstallCommand() *cobra.Command {
 			return nil
 		},
 	}
+}
+
+// agentsTryCommand: kule agents try NAME [--apply].
+func agentsTryCommand() *cobra.Command {
+	var apply bool
+	var prompt string
+	var sf sandboxFlags // none given: a trial is never opened wider
+	c := &cobra.Command{
+		Use:   "try NAME [--apply]",
+		Short: "Run an agent once in an empty folder, opened no wider than its draft, and list the hosts it wanted",
+		Long: `Runs the agent (a profile, or a registry entry's draft) once on an empty
+folder of its own, with nothing of your home opened, no keys and no hosts,
+and lists the hosts it asked for. --apply adds the refused HTTPS hosts to its
+profile in agents.toml (drafting it from the registry if needed); the
+profile then waits for approval like any change.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			k, err := openKernel()
+			if err != nil {
+				return err
+			}
+			set, home, err := loadAgents()
+			if err != nil {
+				return err
+			}
+			out, errw := cmd.OutOrStdout(), cmd.ErrOrStderr()
+			p, gerr := set.Get(args[0])
+			fromRegistry := false
+			if gerr != nil {
+				r, err := registry()
+				if err != nil {
+					return err
+				}
+				e, ok := r.Find(args[0])
+				if !ok {
+					return gerr
+				}
+				if p, _, err = agents.Draft(e); err != nil {
+					return err
+				}
+				fromRegistry = true
+			}
+			if apply && p.Builtin {
+				return fmt.Errorf("agents try: %s is built in and is not changed; copy it into %s under another name to change it", p.Name, agents.PersonalPath(home))
+			}
+			fmt.Fprintf(errw, "trying %s once in an empty folder, opened no wider than its draft (nothing of your home, no keys, no hosts)\n", p.Name)
+			pr := &printer{w: out}
+			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			rep, err := agentrun.Try(ctx, k, agentrun.Options{Agents: set, Trial: &p, Prompt: prompt, OnEvent: pr.event, Sandbox: sf.options(), Stderr: errw})
+			pr.endLine()
+			if err != nil && rep == nil {
+				return err
+			}
+			if rep.Err != nil {
+				fmt.Fprintf(errw, "the turn failed: %v\n", rep.Err)
+			} else {
+				fmt.Fprintf(errw, "turn ended: %s\n", strings.ReplaceAll(rep.Result.StopReason, "_", " "))
+			}
+			if len(rep.Hosts) == 0 {
+				fmt.Fprintln(out, "It reached for no host.")
+			} else {
+				fmt.Fprintln(out, "Hosts it wanted to reach:")
+				for _, h := range rep.Hosts {
+					verdict := "refused"
+					if h.Passed {
+						verdict = "passed"
+					}
+					fmt.Fprintf(out, "  %-40s %s (%s)\n", fmt.Sprintf("%s:%d", h.Host, h.Port), verdict, orDash(h.Rule))
+				}
+			}
+			if runtime.GOOS == "linux" {
+				fmt.Fprintln(out, "The files it was refused cannot be listed on Linux: the sandbox hides them without a trace.")
+			}
+			wanted := rep.Wanted()
+			switch {
+			case len(wanted) == 0:
+			case !apply:
+				fmt.Fprintf(out, "kule agents try %s --apply adds %s to its profile's hosts (it then waits for approval)\n", p.Name, strings.Join(wanted, ", "))
+			case fromRegistry:
+				p.Hosts = wanted
+				if err := agents.AppendPersonal(home, p, set.Profiles); err != nil {
+					return err
+				}
+				fmt.Fprintf(out, "added %s to %s with hosts %s; it waits for approval: kule agents show %s, then kule agents approve %s\n", p.Name, agents.PersonalPath(home), strings.Join(wanted, ", "), p.Name, p.Name)
+			default:
+				added, err := agents.AddHosts(home, p.Name, wanted)
+				if err != nil {
+					return err
+				}
+				if len(added) == 0 {
+					fmt.Fprintf(out, "%s already names those hosts\n", p.Name)
+				} else {
+					fmt.Fprintf(out, "added %s to the hosts of %s; it waits for approval: kule agents show %s, then kule agents approve %s\n", strings.Join(added, ", "), p.Name, p.Name, p.Name)
+				}
+			}
+			return err
+		},
+	}
+	c.Flags().BoolVar(&apply, "apply", false, "add the refused hosts to the profile (it then waits for approval)")
+	c.Flags().StringVar(&prompt, "prompt", "Say hello in one short line.", "what to ask the agent")
+	return c
 }
 
 // runCommand: kule run TASK --agent NAME [--ask] "prompt".

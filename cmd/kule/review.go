@@ -1,110 +1,16 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"io"
 
 	"github.com/kulehq/kule/kernel"
-	"github.com/kulehq/kule/kernel/effects"
 	"github.com/kulehq/kule/kernel/review"
 )
 
-// reviewMax is the largest file whose names the review reads.
-const reviewMax = 8 << 20
-
-// namesView is what kule status adds to a task's changes: the names that
-// changed inside each file, where the task meets other tasks on the same
-// folder and the person's own edits, and plugin notices.
-type namesView struct {
-	Files   []review.File `json:"files"`
-	Meets   []meetView    `json:"meets,omitempty"`
-	Notices []string      `json:"notices,omitempty"`
-}
-
-type meetView struct {
-	// Task is the other task's id; empty for the person's edits in the folder.
-	Task     string           `json:"task,omitempty"`
-	ByHand   bool             `json:"by_hand,omitempty"`
-	Meetings []review.Meeting `json:"meetings"`
-	Line     string           `json:"line"`
-}
-
-// changesOf turns a status into the review's input; files it cannot read
-// (too large, not kept by the base) are left whole.
-func changesOf(st *kernel.Status) []review.Change {
-	var out []review.Change
-	for _, e := range st.Pending(false) {
-		if !kernel.Reviewable(e) {
-			continue
-		}
-		op := review.Changed
-		switch e.Kind {
-		case effects.Add:
-			op = review.Added
-		case effects.Delete:
-			op = review.Deleted
-		}
-		old, new, err := st.Contents(e, reviewMax)
-		if err != nil {
-			continue
-		}
-		if e.Kind == effects.Move && string(old) == string(new) {
-			continue // moved as is: nothing inside changed
-		}
-		out = append(out, review.Change{Path: e.Path, Op: op, Old: old, New: new})
-	}
-	return out
-}
-
-// reviewNames reviews st by name through the plugin host and finds where it
-// meets the other tasks on its folder and the person's edits since base.
-func reviewNames(ctx context.Context, k *kernel.Kernel, st *kernel.Status) namesView {
-	if len(st.Effects) == 0 {
-		return namesView{} // nothing to name, and nothing that can meet
-	}
-	h := pluginHost(k.Store.Root)
-	defer h.Close()
-	ds := review.FromHost(h)
-	rv := review.Compute(ctx, ds, changesOf(st))
-	v := namesView{Files: rv.Files}
-	if others, err := k.Store.List(); err == nil {
-		for _, o := range others {
-			if o.ID == st.Task.ID || o.Folder != st.Task.Folder {
-				continue
-			}
-			ost, err := k.Status(o)
-			if err != nil {
-				continue
-			}
-			ms := review.Meet(rv, review.Compute(ctx, ds, changesOf(ost)))
-			if len(ms) > 0 {
-				v.Meets = append(v.Meets, meetView{Task: o.ID, Meetings: ms, Line: review.FormatMeet("task "+o.ID, ms)})
-			}
-		}
-	}
-	if fst, err := k.FolderStatusOf(st); err == nil {
-		ms := review.Meet(rv, review.Compute(ctx, ds, changesOf(fst)))
-		if len(ms) > 0 {
-			v.Meets = append(v.Meets, meetView{ByHand: true, Meetings: ms, Line: "you changed them too, by hand in the folder: " + review.MeetList(ms)})
-		}
-	} else {
-		v.Notices = append(v.Notices, "could not compare with the folder: "+err.Error())
-	}
-	v.Notices = append(v.Notices, h.Notices()...)
-	return v
-}
-
-// namesByPath indexes the review for printing under each effect.
-func (v *namesView) namesByPath() map[string]review.File {
-	m := map[string]review.File{}
-	if v != nil {
-		for _, f := range v.Files {
-			m[f.Path] = f
-		}
-	}
-	return m
-}
+// namesView is what kule status adds to a task's changes (kernel.ReviewNames
+// finds it; this file only prints it).
+type namesView = kernel.Names
 
 // printNames prints the entities that changed inside one file, under its
 // effect line; a file the differ could not read says why.

@@ -36,6 +36,7 @@ func rootCommand() *cobra.Command {
 		policyCommand(),
 		rulesCommand(),
 		limitsCommand(),
+		budgetCommand(), dailyBudgetCommand(),
 		homeCommand(),
 		secretsCommand(),
 		pluginsCommand(),

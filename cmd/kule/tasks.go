@@ -19,8 +19,8 @@ import (
 	"github.com/kulehq/kule/kernel/config"
 	"github.com/kulehq/kule/kernel/effects"
 	"github.com/kulehq/kule/kernel/history"
+	"github.com/kulehq/kule/kernel/policy"
 	"github.com/kulehq/kule/kernel/relpath"
-	"github.com/kulehq/kule/kernel/review"
 	"github.com/kulehq/kule/kernel/task"
 	"github.com/kulehq/kule/kernel/walk"
 )
@@ -31,7 +31,7 @@ func openKernel() (*kernel.Kernel, error) {
 	if err != nil {
 		return nil, err
 	}
-	return kernel.New(kernel.Config{Home: root})
+	return kernel.New(kernel.Config{Home: root, Plugins: builtinPlugins(), Logger: kernelLogger(), PluginSandbox: pluginSandbox(root)})
 }
 
 func withTask(fn func(k *kernel.Kernel, t *task.Task, cmd *cobra.Command, args []string) error) func(*cobra.Command, []string) error {
@@ -180,23 +180,25 @@ func statusCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			ruling, perr := judge(k.Store.Root, t, st.Pending(false))
-			names := reviewNames(cmd.Context(), k, st)
+			j, perr := k.Judge(t, st.Pending(false), false)
+			names := k.ReviewNames(cmd.Context(), st)
 			if asJSON {
 				m := statusJSON(st).(map[string]any)
 				if perr != nil {
 					m["policy_error"] = perr.Error()
 				} else {
-					m["policy"] = ruling.Verdicts
+					m["policy"] = j.Ruling.Verdicts
 				}
 				m["names"] = names
+				addBudgetJSON(m, k, t)
 				return printJSON(cmd.OutOrStdout(), m)
 			}
 			printStatus(cmd.OutOrStdout(), st, true, &names)
+			statusBudget(cmd.OutOrStdout(), k, t)
 			if perr != nil {
 				fmt.Fprintf(cmd.OutOrStdout(), "policy: cannot judge: %v\n", perr)
 			} else if len(st.Pending(false)) > 0 {
-				printRuling(cmd.OutOrStdout(), ruling)
+				printRuling(cmd.OutOrStdout(), j.Ruling)
 			}
 			return nil
 		}),
@@ -213,7 +215,7 @@ func printStatus(w io.Writer, st *kernel.Status, header bool, names *namesView) 
 	}
 	pending := st.Pending(false)
 	fmt.Fprintln(w, effects.Summary(pending))
-	byPath := names.namesByPath()
+	byPath := names.ByPath()
 	for _, e := range pending {
 		fmt.Fprintln(w, "  "+effectLine(e))
 		printNames(w, byPath[e.Path])
@@ -335,22 +337,10 @@ func commitCommand() *cobra.Command {
 			if remember && !approve {
 				return fmt.Errorf("commit: --remember keeps approvals, so it needs --approve; nothing was applied")
 			}
-			pc, err := judgeCommit(k, t, includeIgnored, approve)
-			if err != nil {
-				return err
-			}
 			// --approve covers what of git waits too; a changed hook never
 			// goes in (the policy denies hooks), and stays in the copy.
 			gitOK := kernel.GitApproval{Rewrites: approve, StagedDiffers: approve, Config: approve}
-			// Files the folder changed too are merged three ways, entity by
-			// entity where a differ reads them.
-			host := pluginHost(k.Store.Root)
-			defer host.Close()
-			merge := func(path string, base, ours, theirs []byte) ([]byte, []string, []string) {
-				r := review.Merge(cmd.Context(), review.FromHost(host), path, base, ours, theirs)
-				return r.Merged, r.Conflicts, r.Notes
-			}
-			rep, err := k.Commit(t, kernel.CommitOptions{IncludeIgnored: includeIgnored, Select: pc.selects, Git: gitOK, Merge: merge})
+			rep, err := k.Commit(t, kernel.CommitOptions{IncludeIgnored: includeIgnored, Policy: true, Approve: approve, Git: gitOK})
 			if err != nil {
 				return err
 			}
@@ -363,7 +353,7 @@ func commitCommand() *cobra.Command {
 				for _, e := range rep.Left {
 					left = append(left, viewOf(e))
 				}
-				return printJSON(out, map[string]any{"task": t.ID, "checkpoint": rep.Checkpoint, "applied": applied, "left": left, "policy": pc.ruling.Verdicts})
+				return printJSON(out, map[string]any{"task": t.ID, "checkpoint": rep.Checkpoint, "applied": applied, "left": left, "policy": verdictsOf(rep.Judgement)})
 			}
 			if len(rep.Applied) == 0 && len(rep.Left) == 0 {
 				fmt.Fprintln(out, "nothing to commit")
@@ -388,9 +378,13 @@ func commitCommand() *cobra.Command {
 			if ignored > 0 {
 				fmt.Fprintf(out, "%d stay in the copy (ignored by .gitignore; --include-ignored applies them)\n", ignored)
 			}
-			pc.report(out, t, rep.Applied)
-			if remember {
-				return pc.remember(out, k.Store.Root, t, rep.Applied)
+			printHeld(out, t, rep.Judgement, rep.Applied)
+			if remember && rep.Judgement != nil {
+				r, err := k.Remember(t, rep.Judgement, rep.Applied)
+				if err != nil {
+					return err
+				}
+				printRemembered(out, t, r)
 			}
 			return nil
 		}),
@@ -400,6 +394,13 @@ func commitCommand() *cobra.Command {
 	c.Flags().BoolVar(&includeIgnored, "include-ignored", false, "also apply paths the folder's .gitignore excludes")
 	c.Flags().BoolVar(&asJSON, "json", false, "print what was applied as JSON")
 	return c
+}
+
+func verdictsOf(j *kernel.Judgement) []policy.Verdict {
+	if j == nil {
+		return nil
+	}
+	return j.Ruling.Verdicts
 }
 
 func rollbackCommand() *cobra.Command {

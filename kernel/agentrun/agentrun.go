@@ -19,8 +19,6 @@ package agentrun
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -32,6 +30,7 @@ import (
 	"github.com/kulehq/kule/kernel"
 	"github.com/kulehq/kule/kernel/acp"
 	"github.com/kulehq/kule/kernel/agents"
+	"github.com/kulehq/kule/kernel/budget"
 	"github.com/kulehq/kule/kernel/effects"
 	"github.com/kulehq/kule/kernel/proxy"
 	"github.com/kulehq/kule/kernel/runner"
@@ -51,6 +50,8 @@ type Options struct {
 	Agent  string      // the profile's name
 	Prompt string
 	Fresh  bool // start a new conversation even if the task has one
+	// Trial, set by Try, is run instead of the named profile.
+	Trial *agents.Profile
 
 	// Ask puts a permission question to the person; nil answers allow_once.
 	Ask acp.AskFunc
@@ -61,11 +62,17 @@ type Options struct {
 	// OnUsage is told every line written to usage.jsonl (a usage_update or
 	// the prompt's usage), for budgets and costs.
 	OnUsage func(acp.Usage)
+	// OnBudget is told when the run reaches 80% and 100% of its task's or
+	// the daily budget (the text also comes as an EventNotice).
+	OnBudget func(budget.Notice)
 
 	// Sandbox is how the agent is isolated (the sandbox by default).
 	Sandbox kernel.SandboxOptions
 	// Runner, when set, replaces the runner Sandbox picks (tests).
 	Runner runner.Runner
+	// Proxy, when set, may change the task's proxy config before it starts
+	// (tests point its upstream at a stand-in for a vendor's API).
+	Proxy func(*proxy.Config)
 
 	// Stderr gets the lines a person reads beside the events: the install,
 	// notes on the environment, which agent runs. Nil discards them.
@@ -75,9 +82,12 @@ type Options struct {
 	AgentStderr io.Writer
 
 	// PackagesRoot is where npx agents are installed (default
-	// agents.PackagesRoot()). Getenv reads the person's environment for
-	// keys and pass_env (default os.Getenv).
+	// agents.PackagesRoot()); HomesRoot is where an own_home agent's home
+	// is kept (default agent-homes beside PackagesRoot: outside Kule's
+	// home, which the sandbox hides). Getenv reads the person's
+	// environment for keys and pass_env (default os.Getenv).
 	PackagesRoot string
+	HomesRoot    string
 	Getenv       func(string) string
 	// Home is the person's home as the agent's profile sees it (default
 	// the process's home).
@@ -120,7 +130,7 @@ type Result struct {
 // Start runs the agent on t with the prompt; see the package doc. ctx bounds
 // the start-up; cancelling it once the turn runs cancels the turn.
 func Start(ctx context.Context, k *kernel.Kernel, t *task.Task, o Options) (_ *Run, err error) {
-	if o.Agent == "" || o.Agents == nil {
+	if (o.Agent == "" && o.Trial == nil) || o.Agents == nil {
 		return nil, ErrNoAgent
 	}
 	errw := o.Stderr
@@ -135,12 +145,21 @@ func Start(ctx context.Context, k *kernel.Kernel, t *task.Task, o Options) (_ *R
 	}
 	home := k.Store.Root
 	set := o.Agents
-	p, err := set.Get(o.Agent)
-	if err != nil {
-		return nil, err
-	}
-	if err := agents.CheckApproved(home, p); err != nil {
-		return nil, err
+	var p agents.Profile
+	if o.Trial != nil {
+		// A trial profile opens nothing but its command (Try makes it):
+		// it needs no approval, and runs only in an empty task.
+		p = *o.Trial
+		if err := agents.Validate(p, set.Profiles); err != nil {
+			return nil, err
+		}
+	} else {
+		if p, err = set.Get(o.Agent); err != nil {
+			return nil, err
+		}
+		if err := agents.CheckApproved(home, p); err != nil {
+			return nil, err
+		}
 	}
 	root := o.PackagesRoot
 	if root == "" {
@@ -170,12 +189,11 @@ func Start(ctx context.Context, k *kernel.Kernel, t *task.Task, o Options) (_ *R
 	}
 	ownHome := ""
 	if p.OwnHome != "" {
-		ownHome = filepath.Join(home, "agent-homes", p.Name)
-		if err := os.MkdirAll(ownHome, 0o700); err != nil {
-			return nil, fmt.Errorf("run: %w", err)
+		if ownHome, err = r.ownHome(root); err != nil {
+			return nil, err
 		}
 	}
-	open := agents.OpeningsOf(p, set.Profiles, o.Home, ownHome)
+	open, openNotes := agents.OpeningsOf(p, set.Profiles, o.Home, ownHome).Prepare()
 
 	// What the profile opens in the sandbox (the direct runner ignores it),
 	// then the run's own isolation options on top.
@@ -191,41 +209,28 @@ func Start(ctx context.Context, k *kernel.Kernel, t *task.Task, o Options) (_ *R
 	}
 	_, direct := run.(runner.Direct)
 
-	// The task's proxy: the agent reaches only its profile's hosts, and
-	// each key it names reaches it as a placeholder that the proxy swaps
-	// for the key on the way to that key's hosts.
+	// The task's proxy, judged by the policy: the agent's profile hosts
+	// pass while it runs, registries as the policy says, and each key it
+	// names reaches it as a placeholder that the proxy swaps for the key
+	// on the way to that key's hosts only.
 	keyValue := r.keyLookup()
+	var keyNames []string
+	for name := range p.Keys {
+		keyNames = append(keyNames, name)
+	}
+	kept, err := placeholders(home, p.Name, keyNames)
+	if err != nil {
+		return nil, err
+	}
 	var keySecrets []proxy.Secret
 	for name, hosts := range p.Keys {
 		if v := keyValue(name); v != "" {
-			keySecrets = append(keySecrets, proxy.Secret{Name: name, Value: v, Hosts: hosts})
+			keySecrets = append(keySecrets, proxy.Secret{Name: name, Value: v, Hosts: hosts, Placeholder: kept[name]})
 		}
-	}
-	allowed := map[string]bool{}
-	for _, h := range open.Hosts {
-		allowed[h] = true
-	}
-	// The sandbox bridges the proxy's port into the agent's namespace and
-	// sets the proxy variables itself (without a token); outside it the
-	// token keeps other local processes off the proxy.
-	token := ""
-	if direct {
-		token = randomToken()
 	}
 	runCtx, endRun := context.WithCancel(context.WithoutCancel(ctx))
 	r.endRun = endRun
-	r.px, err = proxy.Start(runCtx, proxy.Config{
-		Decide: func(_ context.Context, host string, port int) proxy.Decision {
-			if port == 443 && allowed[host] {
-				return proxy.Decision{Allow: true, Rule: "profile " + p.Name}
-			}
-			return proxy.Decision{Rule: "profile " + p.Name, Reason: "not among the profile's hosts"}
-		},
-		LogPath:    filepath.Join(t.Paths.Dir, "network.jsonl"),
-		Secrets:    keySecrets,
-		BundlePath: filepath.Join(t.Paths.Tmp, "kule-ca.pem"),
-		Token:      token,
-	})
+	r.px, err = k.StartProxy(runCtx, t, kernel.ProxyOptions{Sandboxed: !direct, Agent: p.Name, AgentHosts: open.Hosts, Secrets: keySecrets, Configure: o.Proxy})
 	if err != nil {
 		return nil, fmt.Errorf("run: the task's proxy: %w (nothing was started)", err)
 	}
@@ -244,9 +249,19 @@ func Start(ctx context.Context, k *kernel.Kernel, t *task.Task, o Options) (_ *R
 		Home: o.Home, OwnHome: ownHome, Tmp: t.Paths.Tmp,
 		Placeholder: func(k string) string { return placeholders[k] },
 	})
-	env = append(env, proxy.ProxyEnv(r.px.Addr(), token)...)
-	env = append(env, r.px.CAEnv()...)
-	for _, n := range notes {
+	if direct {
+		// Without a sandbox nothing forces the agent through the proxy;
+		// the variables make well-behaved tools use it, and the token
+		// keeps other local processes off it. The sandbox bridges the
+		// proxy into the agent's namespace and sets them itself.
+		env = append(env, proxy.ProxyEnv(r.px.Addr(), r.px.Token())...)
+	}
+	// The CA bundle and the stored secrets' placeholders, as for exec
+	// (after the sandbox's filter: they open nothing).
+	spec.TaskEnv = append(spec.TaskEnv, r.px.CAEnv()...)
+	spec.TaskEnv = append(spec.TaskEnv, r.px.SecretEnv()...)
+	spec.ProxyToken = r.px.Token()
+	for _, n := range append(openNotes, notes...) {
 		fmt.Fprintln(errw, "note:", n)
 	}
 	stepsF, err := r.appendFile(acp.StepsFile)
@@ -277,26 +292,33 @@ func Start(ctx context.Context, k *kernel.Kernel, t *task.Task, o Options) (_ *R
 			}
 			return st.Effects, nil
 		},
-		OnEvent:    r.event,
-		Ask:        o.Ask,
-		Steps:      stepsF,
-		Usage:      usageF,
-		Stderr:     agentErr,
-		FirstStep:  len(old),
-		ClientName: "kule",
+		OnEvent: r.event,
+		Ask:     r.heldAsk(o.Ask),
+		// Stop cancels the turn and kills the agent if it has not ended
+		// within stopGrace.
+		CancelGrace: stopGrace,
+		Steps:       stepsF,
+		Usage:       usageF,
+		Stderr:      agentErr,
+		FirstStep:   len(old),
+		ClientName:  "kule",
 	}
 	spec.Args = argv
 	spec.Env = env
 	spec.Task = runner.Task{ID: t.ID, Dir: t.Paths.Dir, Copy: t.Paths.Copy, Folder: t.Folder, Tmp: t.Paths.Tmp, Home: t.Paths.Home, KuleDir: home}
 	spec.Dir = t.Paths.Copy
 	spec.ProxyAddr = r.px.Addr()
-	r.startLimits(runCtx, &spec)
+	// The turn's cancel exists before the agent does: a budget may cancel
+	// it from the first usage report on.
+	turnCtx, cancelTurn := context.WithCancel(runCtx)
+	r.cancelTurn = cancelTurn
+	if err := r.startLimits(runCtx, &spec); err != nil {
+		return nil, err
+	}
 	ao.Spec = spec
 	if r.c, err = acp.Start(ctx, ao); err != nil {
 		return nil, err
 	}
-	turnCtx, cancelTurn := context.WithCancel(runCtx)
-	r.cancelTurn = cancelTurn
 	stopWatch := context.AfterFunc(ctx, cancelTurn)
 	if err := r.open(ctx, errw); err != nil {
 		stopWatch()
@@ -370,6 +392,11 @@ func (r *Run) turn(ctx context.Context) {
 	r.res.LimitErr = r.stopLimits()
 	r.res.Status, r.res.StatusErr = r.k.Status(r.Task)
 	r.cleanup()
+	if r.res.LimitErr != nil {
+		// Stopped by a limit or the budget: the run fails with why.
+		r.err = fmt.Errorf("run: %w (steps so far are in kule steps %s; the folder is untouched)", r.res.LimitErr, r.Task.ID)
+		return
+	}
 	if perr != nil {
 		r.res.StopReason = ""
 		r.err = fmt.Errorf("run: %w (steps so far are in kule steps %s; the folder is untouched)", perr, r.Task.ID)
@@ -416,6 +443,32 @@ func (r *Run) cleanup() {
 	})
 }
 
+// ownHome is the home Kule keeps for an own_home agent, made on first use.
+// One kept in Kule's home by earlier versions (which the sandbox hides) is
+// moved there.
+func (r *Run) ownHome(packagesRoot string) (string, error) {
+	root := r.o.HomesRoot
+	if root == "" {
+		root = filepath.Join(filepath.Dir(packagesRoot), "agent-homes")
+	}
+	dir := filepath.Join(root, r.Profile.Name)
+	if err := os.MkdirAll(root, 0o700); err != nil {
+		return "", fmt.Errorf("run: %w", err)
+	}
+	old := filepath.Join(r.k.Store.Root, "agent-homes", r.Profile.Name)
+	if _, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) {
+		if _, err := os.Stat(old); err == nil {
+			if err := os.Rename(old, dir); err != nil {
+				return "", fmt.Errorf("run: move %s's home from %s to %s: %w (nothing was started)", r.Profile.Name, old, dir, err)
+			}
+		}
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return "", fmt.Errorf("run: %w", err)
+	}
+	return dir, nil
+}
+
 func (r *Run) appendFile(name string) (*os.File, error) {
 	f, err := os.OpenFile(filepath.Join(r.Task.Paths.Dir, name), os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600)
 	if err != nil {
@@ -426,6 +479,7 @@ func (r *Run) appendFile(name string) (*os.File, error) {
 }
 
 func (r *Run) event(e acp.Event) {
+	r.touch()
 	if e.Type == acp.EventUsage && e.Usage != nil {
 		r.onUsage(*e.Usage)
 	}
@@ -448,10 +502,4 @@ func (r *Run) keyLookup() func(string) string {
 		}
 		return r.o.Getenv(name)
 	}
-}
-
-func randomToken() string {
-	var b [16]byte
-	_, _ = rand.Read(b[:])
-	return hex.EncodeToString(b[:])
 }

@@ -4,8 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -210,7 +212,12 @@ func (f *fixture) checkTurn(t *testing.T, res agentrun.Result) (seen string) {
 		!strings.Contains(quoteAny(steps[1]["effects"]), `"path":"seen.txt"`) {
 		t.Errorf("steps.jsonl: %v", steps)
 	}
-	usage := readLines(t, filepath.Join(f.t.Paths.Dir, acp.UsageFile))
+	var usage []map[string]any // less the line each run starts with (kernel/budget)
+	for _, u := range readLines(t, filepath.Join(f.t.Paths.Dir, acp.UsageFile)) {
+		if u["source"] != "run_start" {
+			usage = append(usage, u)
+		}
+	}
 	if len(usage) != 1 || usage[0]["source"] != "usage_update" || usage[0]["used"] != float64(10) {
 		t.Errorf("usage.jsonl: %v", usage)
 	}
@@ -372,6 +379,56 @@ func TestRunInTheSandboxHidesSSH(t *testing.T) {
 	}
 }
 
+// The agent's network goes through the task's policy proxy: its profile's
+// hosts pass while it runs (the policy's agent-model-api rule), a host it
+// does not name waits for approval, and network.jsonl says which rule.
+func TestRunNetworkIsJudgedByThePolicy(t *testing.T) {
+	for _, sandboxed := range []bool{false, true} {
+		t.Run(map[bool]string{false: "direct", true: "sandbox"}[sandboxed], func(t *testing.T) {
+			if sandboxed {
+				needSandbox(t)
+				t.Setenv("HOME", t.TempDir())
+			}
+			f := newFixture(t, "net")
+			profile := "[[agent]]\nname = \"peer\"\ncommand = [" + quote(peerBinary(t)) + ", \"-test.run=^$\"]\n" +
+				"env = { KULE_AGENTRUN_PEER = \"net\" }\nhosts = [\"model.test\"]\n"
+			os.WriteFile(agents.PersonalPath(f.k.Store.Root), []byte(profile), 0o600)
+			f.set = f.load(t)
+			f.approve(t)
+			o := f.options("go")
+			if !sandboxed {
+				o.Runner = runner.Direct{}
+			}
+			r, err := agentrun.Start(context.Background(), f.k, f.t, o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			res, err := r.Wait()
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, _ := os.ReadFile(filepath.Join(f.t.Paths.Copy, "net.txt"))
+			if !strings.Contains(string(b), "other.test:443 HTTP/1.1 403") {
+				t.Errorf("what the agent got from the proxy:\n%s", b)
+			}
+			log := readLines(t, filepath.Join(f.t.Paths.Dir, "network.jsonl"))
+			got := map[string]string{}
+			for _, e := range log {
+				got[e["host"].(string)] = fmt.Sprint(e["verdict"], " ", e["rule"])
+			}
+			if got["model.test"] != "tunneled agent-model-api" {
+				t.Errorf("model.test in network.jsonl: %q (all: %v)", got["model.test"], log)
+			}
+			if got["other.test"] != "refused unknown-hosts" {
+				t.Errorf("other.test in network.jsonl: %q (all: %v)", got["other.test"], log)
+			}
+			if len(res.Network) == 0 {
+				t.Error("the run's result names no connection")
+			}
+		})
+	}
+}
+
 func needSandbox(t *testing.T) {
 	t.Helper()
 	if m := sandbox.Probe().Missing(); len(m) > 0 {
@@ -393,4 +450,46 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	t.Fatalf("gave up waiting for %s", what)
+}
+
+// Try runs an unapproved profile once in an empty task of its own, opened
+// no wider than its command, and lists the hosts it wanted; the task is
+// gone afterwards.
+func TestTryListsTheHostsItWanted(t *testing.T) {
+	f := newFixture(t, "net")
+	p, err := f.set.Get("peer")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Hosts = []string{"model.test"} // a trial opens none of them
+	p.State = []string{".peer"}
+	o := f.options("go")
+	o.Trial = &p
+	if testing.Short() {
+		o.Runner = runner.Direct{}
+	} else {
+		needSandbox(t)
+	}
+	before, _ := f.k.Store.List()
+	rep, err := agentrun.Try(context.Background(), f.k, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Err != nil || rep.Result.StopReason != "end_turn" {
+		t.Errorf("the trial turn: %q %v", rep.Result.StopReason, rep.Err)
+	}
+	if got := rep.Wanted(); !slices.Equal(got, []string{"model.test", "other.test"}) {
+		t.Errorf("wanted %v (hosts %+v)", got, rep.Hosts)
+	}
+	for _, h := range rep.Hosts {
+		if h.Passed || h.Rule != "unknown-hosts" {
+			t.Errorf("host %+v passed or by another rule", h)
+		}
+	}
+	if after, _ := f.k.Store.List(); len(after) != len(before) {
+		t.Errorf("the trial's task was left behind: %d tasks, were %d", len(after), len(before))
+	}
+	if _, err := os.Stat(filepath.Join(f.home, ".peer")); err == nil {
+		t.Error("the trial opened the profile's state")
+	}
 }

@@ -8,10 +8,14 @@ package agentrun_test
 
 import (
 	"bufio"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"net"
+	"net/url"
 	"os"
 	"path/filepath"
+	"strings"
 )
 
 type peer struct {
@@ -62,6 +66,30 @@ func (p *peer) update(sid string, u map[string]any) {
 	p.send(map[string]any{"method": "session/update", "params": map[string]any{"sessionId": sid, "update": u}})
 }
 
+// connect asks the proxy in HTTPS_PROXY to CONNECT to hostport and
+// returns its status line.
+func connect(hostport string) string {
+	u, err := url.Parse(os.Getenv("HTTPS_PROXY"))
+	if err != nil || u.Host == "" {
+		return fmt.Sprintf("no proxy (%q)", os.Getenv("HTTPS_PROXY"))
+	}
+	c, err := net.Dial("tcp", u.Host)
+	if err != nil {
+		return "dial: " + err.Error()
+	}
+	defer c.Close()
+	auth := ""
+	if pw, ok := u.User.Password(); ok {
+		auth = "Proxy-Authorization: Basic " + base64.StdEncoding.EncodeToString([]byte(u.User.Username()+":"+pw)) + "\r\n"
+	}
+	fmt.Fprintf(c, "CONNECT %s HTTP/1.1\r\nHost: %s\r\n%s\r\n", hostport, hostport, auth)
+	line, err := bufio.NewReader(c).ReadString('\n')
+	if err != nil {
+		return "read: " + err.Error()
+	}
+	return strings.TrimSpace(line)
+}
+
 func runPeer(script string) int {
 	p := &peer{in: bufio.NewReader(os.Stdin)}
 	cwd := ""
@@ -94,6 +122,15 @@ func runPeer(script string) int {
 				p.update("s1", map[string]any{"sessionUpdate": "usage_update", "used": 10, "size": 100, "cost": map[string]any{"amount": 0.25, "currency": "USD"}})
 				p.update("s1", map[string]any{"sessionUpdate": "agent_message_chunk", "content": map[string]any{"type": "text", "text": "done"}})
 				p.send(map[string]any{"id": id, "result": map[string]any{"stopReason": "end_turn"}})
+			case "net":
+				// Two connections through the task's proxy: the profile's
+				// host and one it does not name.
+				var out []string
+				for _, h := range []string{"model.test:443", "other.test:443"} {
+					out = append(out, h+" "+connect(h))
+				}
+				os.WriteFile("net.txt", []byte(strings.Join(out, "\n")+"\n"), 0o644)
+				p.send(map[string]any{"id": id, "result": map[string]any{"stopReason": "end_turn"}})
 			case "slow":
 				p.update("s1", map[string]any{"sessionUpdate": "agent_message_chunk", "content": map[string]any{"type": "text", "text": "waiting"}})
 				for {
@@ -104,7 +141,9 @@ func runPeer(script string) int {
 				}
 				p.send(map[string]any{"id": id, "result": map[string]any{"stopReason": "cancelled"}})
 			default:
-				p.send(map[string]any{"id": id, "error": map[string]any{"code": -32603, "message": "unknown script " + script}})
+				if !p.limitsScript(script, id, cwd) { // limits_peer_test.go
+					p.send(map[string]any{"id": id, "error": map[string]any{"code": -32603, "message": "unknown script " + script}})
+				}
 			}
 		default:
 			if id != nil {

@@ -87,7 +87,9 @@ func (d *Daemon) RunAgent(ctx context.Context, t *task.Task, in AgentRequest) (*
 		turn.Seconds = time.Since(start).Seconds()
 		d.Bus.Publish("run", t.ID, map[string]any{"state": "end", "agent": turn.Agent, "stop_reason": turn.StopReason, "error": turn.Error, "summary": turn.Summary, "code": exitOf(turn)})
 	}
-	run, err := agentrun.Start(rctx, d.k, t, o)
+	kk := *d.k // this run's hooks only: connections the policy asks about wait for a person
+	kk.Net = d.netHooks(in.Agent)
+	run, err := agentrun.Start(rctx, &kk, t, o)
 	if err != nil {
 		turn.Error = err.Error()
 		end()

@@ -485,7 +485,14 @@ func (d *Daemon) commitTask(w http.ResponseWriter, r *http.Request, t *task.Task
 	}
 	var approved []string
 	pending := st.Pending(false)
-	rep, err := d.k.Commit(t, kernel.CommitOptions{Select: func(e effects.Effect) bool {
+	opts := kernel.CommitOptions{}
+	if _, ok := d.cfg.Policy.(CedarPolicy); ok {
+		// The kernel judges again under the commit's locks, from the status
+		// it applies: a deny never goes in, nor anything the policy did not
+		// see. Select below keeps the asked-about changes to those approved.
+		opts.Policy, opts.Approve = true, true
+	}
+	opts.Select = func(e effects.Effect) bool {
 		if slices.Contains(in.Exclude, e.Path) {
 			return false
 		}
@@ -500,7 +507,8 @@ func (d *Daemon) commitTask(w http.ResponseWriter, r *http.Request, t *task.Task
 			return false
 		}
 		return true
-	}})
+	}
+	rep, err := d.k.Commit(t, opts)
 	if err != nil {
 		fail(w, err)
 		return

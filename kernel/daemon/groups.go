@@ -15,6 +15,8 @@ import (
 	"github.com/kulehq/kule/kernel/effects"
 	"github.com/kulehq/kule/kernel/group"
 	"github.com/kulehq/kule/kernel/policy"
+	"github.com/kulehq/kule/kernel/sandbox"
+	"github.com/kulehq/kule/kernel/secrets"
 	"github.com/kulehq/kule/kernel/task"
 )
 
@@ -228,9 +230,9 @@ type AgentView struct {
 
 // AgentViews says of each agent in set whether it can start here and what
 // the others need (kernel/agents' Check).
-func AgentViews(set *agents.Set, kuleHome, packagesRoot string) []AgentView {
+func AgentViews(set *agents.Set, o agents.CheckOptions) []AgentView {
 	out := []AgentView{}
-	for _, s := range agents.Check(set, kuleHome, packagesRoot) {
+	for _, s := range agents.Check(set, o) {
 		v := AgentView{Name: s.Profile.Name, Title: s.Profile.Description, CanStart: s.CanStart(), Missing: s.Missing, Auth: s.Auth}
 		if s.Problem != nil {
 			v.Problem = s.Problem.Error()
@@ -264,7 +266,14 @@ func (d *Daemon) listAgents(w http.ResponseWriter, r *http.Request) {
 				return
 			}
 		}
-		writeJSON(w, 200, AgentViews(set, d.home, o.PackagesRoot))
+		co := agents.CheckOptions{KuleHome: d.home, PackagesRoot: o.PackagesRoot, Home: o.Home}
+		if store, err := secrets.Open(d.home); err == nil {
+			co.HasKey = func(name string) bool { s, err := store.Get(name); return err == nil && s.Value != "" }
+		}
+		if cfg, err := config.Load(d.home); err == nil && !cfg.Sandbox.AcceptWeaker && o.Runner == nil {
+			co.Isolation = sandbox.Probe().Missing() // every agent runs in the sandbox
+		}
+		writeJSON(w, 200, AgentViews(set, co))
 		return
 	}
 	as, err := d.cfg.Agents()

@@ -144,8 +144,9 @@ func blank(b []byte, values [][]byte) {
 }
 
 // blanker reads r with every secret value overwritten by '*'. The length does
-// not change, so a Content-Length stays right. It holds back the last
-// len(longest)-1 bytes of each read so a value split across reads is found.
+// not change, so a Content-Length stays right. It holds back the tail of each
+// read that could be the start of a value (at most len(longest)-1 bytes) so
+// a value split across reads is found.
 //
 // buf[off:cut] is blanked and ready to hand out; buf[cut:] is blanked but held
 // back (it may be the start of a value).
@@ -169,6 +170,20 @@ func newBlanker(r io.Reader, values [][]byte) io.Reader {
 	return &blanker{r: r, values: values, keep: m - 1, buf: make([]byte, 0, max(128<<10, 4*m))}
 }
 
+// heldBack is the length of the longest tail of buf (at most keep bytes)
+// that is the start of a secret value.
+func (b *blanker) heldBack() int {
+	for k := min(b.keep, len(b.buf)); k > 0; k-- {
+		tail := b.buf[len(b.buf)-k:]
+		for _, v := range b.values {
+			if len(v) > k && bytes.HasPrefix(v, tail) {
+				return k
+			}
+		}
+	}
+	return 0
+}
+
 func (b *blanker) Read(p []byte) (int, error) {
 	for b.off == b.cut {
 		if b.err != nil {
@@ -186,7 +201,9 @@ func (b *blanker) Read(p []byte) (int, error) {
 		}
 		// A value can start in the held-back tail: scan from the start.
 		blank(b.buf[scanFrom:], b.values)
-		b.cut = len(b.buf) - b.keep
+		// Hold back only a tail that could start a value: a streamed
+		// answer that pauses is not kept waiting for bytes no secret needs.
+		b.cut = len(b.buf) - b.heldBack()
 		if b.err != nil {
 			b.cut = len(b.buf)
 		}

@@ -92,3 +92,23 @@ func TestStartRefusesBadSecrets(t *testing.T) {
 		})
 	}
 }
+
+// A streamed answer that pauses is handed on whole when its tail cannot be
+// the start of a secret (an SSE event must not wait for the next one), and
+// a tail that could be is held back until it is known.
+func TestBlankerHoldsBackOnlyAPossibleSecret(t *testing.T) {
+	for _, tc := range []struct{ sent, want string }{
+		{"data: thinking\n\n", "data: thinking\n\n"},
+		{"data: sk_li", "data: "},
+	} {
+		pr, pw := io.Pipe()
+		b := newBlanker(pr, [][]byte{[]byte("sk_live_abc")})
+		go pw.Write([]byte(tc.sent))
+		got := make([]byte, 64)
+		n, err := b.Read(got)
+		if err != nil || string(got[:n]) != tc.want {
+			t.Errorf("sent %q, handed on %q %v, want %q", tc.sent, got[:n], err, tc.want)
+		}
+		pw.Close()
+	}
+}

@@ -850,13 +850,26 @@ func (p *Proxy) exchange(cbw *bufio.Writer, ubr *bufio.Reader, ubw *bufio.Writer
 	closeAfter := req.Close() || resp.Close
 	resp.Close = closeAfter
 	resp.Proto, resp.ProtoMajor, resp.ProtoMinor = "HTTP/1.1", 1, 1
-	if err := resp.Write(cbw); err != nil {
+	// Each piece of the body goes on as it comes: a streamed answer (an
+	// agent's model speaking SSE) must not wait for the buffer to fill.
+	if err := resp.Write(flushingWriter{cbw}); err != nil {
 		return false, fmt.Errorf("response to the client: %w", err)
 	}
 	if err := cbw.Flush(); err != nil {
 		return false, fmt.Errorf("response to the client: %w", err)
 	}
 	return !resp.Close, nil
+}
+
+// flushingWriter flushes after every write.
+type flushingWriter struct{ w *bufio.Writer }
+
+func (f flushingWriter) Write(p []byte) (int, error) {
+	n, err := f.w.Write(p)
+	if err == nil {
+		err = f.w.Flush()
+	}
+	return n, err
 }
 
 // forwarder is the upstream connection of plain-HTTP forwarding on one client
