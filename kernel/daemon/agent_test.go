@@ -5,6 +5,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -64,6 +67,22 @@ func runPeer() int {
 			send(map[string]any{"id": id, "result": map[string]any{"sessionId": "s1"}})
 		case "session/cancel":
 		case "session/prompt":
+			if os.Getenv("KULE_DAEMON_PEER") == "fetch" {
+				// Fetch a page through the task's proxy, as an agent's tool would.
+				pu, _ := url.Parse(os.Getenv("HTTP_PROXY"))
+				c := &http.Client{Transport: &http.Transport{Proxy: http.ProxyURL(pu)}}
+				text := ""
+				if resp, err := c.Get(os.Getenv("KULE_TEST_URL")); err != nil {
+					text = "fetch failed: " + err.Error()
+				} else {
+					b, _ := io.ReadAll(resp.Body)
+					resp.Body.Close()
+					text = fmt.Sprintf("fetched %d: %s", resp.StatusCode, b)
+				}
+				update(map[string]any{"sessionUpdate": "agent_message_chunk", "content": map[string]any{"type": "text", "text": text}})
+				send(map[string]any{"id": id, "result": map[string]any{"stopReason": "end_turn"}})
+				continue
+			}
 			file := filepath.Join(cwd, "notes", "release.md")
 			update(map[string]any{"sessionUpdate": "agent_message_chunk", "content": map[string]any{"type": "text", "text": "I will write the notes. "}})
 			tc := map[string]any{"toolCallId": "w1", "title": "Write notes/release.md", "kind": "edit", "status": "pending", "locations": []any{map[string]any{"path": file}}}
@@ -94,13 +113,16 @@ func runPeer() int {
 
 // withPeerAgent gives the daemon an approved profile "peer" that runs the
 // scripted agent with the direct runner.
-func withPeerAgent(t *testing.T, cfg *Config) {
+func withPeerAgent(t *testing.T, cfg *Config) { withPeerScript(t, cfg, "ask", "") }
+
+// withPeerScript is withPeerAgent with the peer's script and a URL for it.
+func withPeerScript(t *testing.T, cfg *Config, script, testURL string) {
 	t.Helper()
 	k := cfg.Kernel
 	exe, err := os.Executable()
 	must(t, err)
 	q := func(s string) string { b, _ := json.Marshal(s); return string(b) }
-	profile := "[[agent]]\nname = \"peer\"\ncommand = [" + q(exe) + ", \"-test.run=^$\"]\nenv = { KULE_DAEMON_PEER = \"ask\" }\n"
+	profile := "[[agent]]\nname = \"peer\"\ncommand = [" + q(exe) + ", \"-test.run=^$\"]\nenv = { KULE_DAEMON_PEER = " + q(script) + ", KULE_TEST_URL = " + q(testURL) + " }\n"
 	must(t, os.WriteFile(agents.PersonalPath(k.Store.Root), []byte(profile), 0o600))
 	load := func() (*agents.Set, error) { return agents.Load(fstest.MapFS{}, k.Store.Root) }
 	set, err := load()
@@ -197,5 +219,47 @@ func TestAgentTurnFromTheApp(t *testing.T) {
 	}
 	if len(stepEffects) != 1 || !strings.Contains(stepEffects[0], "notes/release.md") {
 		t.Fatalf("the tool call's effects streamed: %v", stepEffects)
+	}
+}
+
+// TestAgentConnectionWaitsForAPerson: an agent run from the app connects
+// through the task's proxy to a host the policy asks about; the connection
+// waits under Needs you, and the agent gets the page once it is approved.
+func TestAgentConnectionWaitsForAPerson(t *testing.T) {
+	t.Parallel()
+	_, hp := loopbackServer(t, "the page")
+	cfg := Config{Kernel: newKernel(t)}
+	cfg.Policy = NewCedarPolicy(cfg.Kernel)
+	withPeerScript(t, &cfg, "fetch", "http://"+hp+"/")
+	d := startDaemon(t, cfg)
+	rep, err := d.k.NewTask(sampleFolder(t))
+	must(t, err)
+	ch, stop := d.Bus.Subscribe()
+	defer stop()
+	done := make(chan *AgentTurn, 1)
+	go func() {
+		tr, err := d.RunAgent(context.Background(), rep.Task, AgentRequest{Agent: "peer", Prompt: "fetch it"})
+		if err != nil {
+			t.Errorf("run: %v", err)
+		}
+		done <- tr
+	}()
+	q := waitQuestion(t, d, KindConnection, hp)
+	if !strings.Contains(q.Detail, "peer") {
+		t.Errorf("the question's detail %q does not name the agent", q.Detail)
+	}
+	_, err = d.Q.Answer(q.ID, Decision{Approve: true})
+	must(t, err)
+	<-done
+	var text strings.Builder
+	for len(ch) > 0 {
+		if e := <-ch; e.Type == "agent" {
+			if m, ok := e.Data.(map[string]any); ok && m["type"] == "text" {
+				text.WriteString(m["text"].(string))
+			}
+		}
+	}
+	if !strings.Contains(text.String(), "fetched 200: the page") {
+		t.Fatalf("the agent said %q", text.String())
 	}
 }
