@@ -55,6 +55,7 @@ func TestAppLiveConnectionsAgentAndGroups(t *testing.T) {
 	step(t, ctx, shot, "the first-run screen names the agents",
 		chromedp.Navigate(d.URL()),
 		chromedp.WaitVisible(chromedp.CSS(`#firstrun #fr-agents li.agent.ok`)))
+	checkNames(t, ctx, shot, "the first-run screen")
 	agentsText := value(t, ctx, shot, "read the agents", chromedp.Text(chromedp.CSS(`#fr-agents`)))
 	if !strings.Contains(agentsText, "peer") || !strings.Contains(agentsText, "can start here") {
 		t.Fatalf("first run lists agents %q", agentsText)
@@ -121,6 +122,7 @@ permit (principal, action, resource);
 		chromedp.SetValue(chromedp.CSS(`#group-own`), "permit (principal, action, resource) when { resource.nope };"),
 		chromedp.Click(chromedp.CSS(`#group-ok`)),
 		chromedp.WaitVisible(chromedp.CSS(`#group-error`)))
+	checkNames(t, ctx, shot, "the group dialog")
 	if e := value(t, ctx, shot, "read the error", chromedp.Text(chromedp.CSS(`#group-error`))); !strings.Contains(e, "does not validate") {
 		t.Fatalf("group error %q", e)
 	}
@@ -176,6 +178,7 @@ permit (principal, action, resource);
 	// Dropping the task on the group: its policy makes notes/release.md wait, so it asks first.
 	dragTo(t, ctx, shot, "drop the task on the group", `#task-list li[data-id="`+id+`"]`, `#task-list li.ghead`)
 	step(t, ctx, shot, "the move asks first", chromedp.WaitVisible(chromedp.CSS(`#dlg-confirm #confirm-list li`)))
+	checkNames(t, ctx, shot, "the move's question")
 	lines := value(t, ctx, shot, "read what changes", chromedp.Text(chromedp.CSS(`#confirm-list`)))
 	if !strings.Contains(lines, "notes/release.md: pass → ask") {
 		t.Fatalf("the move's question lists %q", lines)
@@ -225,10 +228,5 @@ permit (principal, action, resource);
 		chromedp.WaitVisible(chromedp.CSS(`#task-list li[data-id="`+more[1]+`"] + li[data-id="`+more[0]+`"]`)),
 		chromedp.KeyEvent(kb.Escape))
 
-	unnamed := value(t, ctx, shot, "accessible names", chromedp.Evaluate[[]string](`[...document.querySelectorAll('button, input, textarea, select, [role=tab], [role=option]')]
-		.filter(e => e.offsetParent !== null && !(e.getAttribute('aria-label') || e.textContent.trim() || (e.labels && e.labels.length) || e.getAttribute('title')))
-		.map(e => e.outerHTML.slice(0, 80))`))
-	if len(unnamed) > 0 {
-		t.Fatalf("controls without an accessible name: %v", unnamed)
-	}
+	checkNames(t, ctx, shot, "groups and Live")
 }

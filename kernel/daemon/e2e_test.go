@@ -270,12 +270,17 @@ func TestAppEndToEnd(t *testing.T) {
 		chromedp.KeyEvent("\r"),
 		chromedp.WaitVisible(chromedp.CSS(`#files li[aria-label^="notes"]`)))
 
-	// Every control has an accessible name.
-	unnamed := value(t, ctx, shot, "accessible names", chromedp.Evaluate[[]string](`[...document.querySelectorAll('button, input, textarea, select, [role=tab], [role=option]')]
+	checkNames(t, ctx, shot, "the main screen")
+}
+
+// checkNames fails when a control on screen has no accessible name.
+func checkNames(t *testing.T, ctx context.Context, shot func(string), where string) {
+	t.Helper()
+	unnamed := value(t, ctx, shot, "accessible names: "+where, chromedp.Evaluate[[]string](`[...document.querySelectorAll('button, input, textarea, select, [role=tab], [role=option], [role=radio]')]
 		.filter(e => e.offsetParent !== null && !(e.getAttribute('aria-label') || e.textContent.trim() || (e.labels && e.labels.length) || e.getAttribute('title')))
 		.map(e => e.outerHTML.slice(0, 80))`))
 	if len(unnamed) > 0 {
-		t.Fatalf("controls without an accessible name: %v", unnamed)
+		t.Fatalf("%s: controls without an accessible name: %v", where, unnamed)
 	}
 }
 
