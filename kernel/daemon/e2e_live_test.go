@@ -76,6 +76,15 @@ func TestAppLiveConnectionsAgentAndGroups(t *testing.T) {
 	}
 	id := ts[0].ID
 
+	// The window is not in front, and notifications are allowed: a stand-in
+	// Notification records what the app tells.
+	value(t, ctx, shot, "the window goes behind", chromedp.Evaluate[bool](`(() => {
+		Object.defineProperty(document, 'hidden', { configurable: true, get: () => true });
+		window.__notes = [];
+		window.Notification = class { static permission = 'granted'; constructor(title, o) { window.__notes.push(title + ': ' + o.body); } };
+		return true;
+	})()`))
+
 	// A real command connects through the proxy; the policy asks about the host.
 	step(t, ctx, shot, "run curl from the command line",
 		chromedp.Click(chromedp.CSS(`#cmd`)),
@@ -169,6 +178,13 @@ permit (principal, action, resource);
 	for _, want := range []string{"I will write the notes.", "Wrote it.", "Write notes/release.md", "notes/release.md", "completed"} {
 		if !strings.Contains(live, want) {
 			t.Fatalf("Live lacks %q:\n%s", want, live)
+		}
+	}
+	notes := value(t, ctx, shot, "read the notifications", chromedp.Evaluate[[]string](`window.__notes`))
+	joined := strings.Join(notes, "\n")
+	for _, want := range []string{"Kule needs you: Connect to " + hp + "?", "Run over: project: curl", "Kule needs you: peer asks: Write notes/release.md", "Run over: Notes for 2.0: peer"} {
+		if !strings.Contains(joined, want) {
+			t.Fatalf("notifications lack %q:\n%s", want, joined)
 		}
 	}
 	if got := readFile(filepath.Join(d.k.Store.TasksDir(), id, "copy", "notes", "release.md")); got != "# From the agent\n" {
