@@ -85,6 +85,8 @@ func runPeer() int {
 			}
 			file := filepath.Join(cwd, "notes", "release.md")
 			update(map[string]any{"sessionUpdate": "agent_message_chunk", "content": map[string]any{"type": "text", "text": "I will write the notes. "}})
+			update(map[string]any{"sessionUpdate": "plan", "entries": []any{map[string]any{"content": "Write the release notes", "priority": "high", "status": "in_progress"}}})
+			update(map[string]any{"sessionUpdate": "usage_update", "used": 10, "size": 100, "cost": map[string]any{"amount": 0.25, "currency": "USD"}})
 			tc := map[string]any{"toolCallId": "w1", "title": "Write notes/release.md", "kind": "edit", "status": "pending", "locations": []any{map[string]any{"path": file}}}
 			update(map[string]any{"sessionUpdate": "tool_call", "toolCallId": "w1", "title": "Write notes/release.md", "kind": "edit", "status": "pending", "locations": []any{map[string]any{"path": file}}})
 			ans := request("session/request_permission", map[string]any{"sessionId": "s1", "toolCall": tc, "options": []any{

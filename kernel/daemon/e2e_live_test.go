@@ -175,7 +175,7 @@ permit (principal, action, resource);
 		chromedp.Click(chromedp.CSS(`#live li.qcard[data-question] button.primary`)),
 		chromedp.WaitVisible(chromedp.CSS(`#live li.end`)))
 	live := value(t, ctx, shot, "read Live", textOf(`#live`))
-	for _, want := range []string{"I will write the notes.", "Wrote it.", "Write notes/release.md", "notes/release.md", "completed"} {
+	for _, want := range []string{"I will write the notes.", "Wrote it.", "Write notes/release.md", "notes/release.md", "completed", "Plan", "Write the release notes", "0.25 USD"} {
 		if !strings.Contains(live, want) {
 			t.Fatalf("Live lacks %q:\n%s", want, live)
 		}

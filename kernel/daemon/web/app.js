@@ -550,7 +550,7 @@ function liveItem(it) {
       return h('li', { class: 'run' + (it.past ? ' past' : ''), 'data-state': it.state },
         h('div', { class: 'rhead' },
           h('span', { class: 'who' + (it.agent ? ' agent' : '') }, it.agent ? `You → ${it.agent}` : '›'),
-          h('span', { class: 'label' + (it.agent ? '' : ' mono') }, it.label), chip),
+          h('span', { class: 'label' + (it.agent ? '' : ' mono') }, it.label), it.cost ? h('span', { class: 'muted small', title: 'what the turn cost, as the agent reports it' }, it.cost) : null, chip),
         it.out && !it.agent ? h('pre', { class: 'out', tabindex: '0', 'aria-label': `Output of ${it.label}` }, it.out) : null,
         it.out && it.agent ? h('div', { class: 'rnote muted small' }, it.out.trim()) : null,
         ended && !it.agent && (it.summary || it.error) ? h('div', { class: 'rfoot' + (it.error ? ' bad' : '') }, [it.error, it.summary ? 'the copy now: ' + changesText(it.summary) : ''].filter(Boolean).join(' · ')) : null);
@@ -569,6 +569,9 @@ function liveItem(it) {
         h('div', {}, h('span', { class: 'mono' }, `${it.host}:${it.port}`), ' ', h('span', { class: 'muted small' }, `${word}${it.rule ? ' · ' + it.rule : ''}`)));
     }
     case 'end': return h('li', { class: 'end muted small' }, it.text);
+    case 'plan': return h('li', { class: 'plan' }, h('div', { class: 'ttl small muted' }, 'Plan'),
+      h('ul', { 'aria-label': 'The agent\'s plan' }, (it.entries || []).map((e) => h('li', { class: 'pe ' + e.status },
+        h('span', { class: 'pm', 'aria-label': e.status.replace(/_/g, ' ') }, e.status === 'completed' ? '✓' : e.status === 'in_progress' ? '▸' : '○'), ' ', e.text))));
   }
   return h('li', {}, JSON.stringify(it));
 }
@@ -615,6 +618,16 @@ function onAgentEvent(ev) {
     if (d.type === 'step_end') { it.effects = s.effects || []; if (s.effects_error) it.effects.push('effects not known: ' + s.effects_error); }
     liveSoon(ev.task);
   } else if (d.type === 'notice') pushLive(ev.task, { kind: 'note', text: d.text });
+  else if (d.type === 'plan') {
+    // The agent's plan: one list, redrawn as it changes.
+    const entries = ((d.raw && d.raw.entries) || []).map((e) => ({ text: e.content || '', status: e.status || 'pending' }));
+    const it = l.items.find((x) => x.kind === 'plan' && !x.past && x.run === l.run) || pushLive(ev.task, { kind: 'plan', run: l.run });
+    touch(it).entries = entries;
+    liveSoon(ev.task);
+  } else if (d.type === 'usage' && d.usage && l.run) {
+    const c = d.usage.cost;
+    if (c && typeof c.amount === 'number') touch(l.run).cost = `${c.amount.toFixed(2)} ${c.currency || ''}`.trim();
+  }
 }
 
 function onRunEvent(ev) {
