@@ -120,6 +120,7 @@ func daemonNetHooks(ctx context.Context, home, label string) kernel.NetHooks {
 	}
 	return kernel.NetHooks{Ask: func(ctx context.Context, t *task.Task, host string, port int, rule string) bool {
 		hp := net.JoinHostPort(host, strconv.Itoa(port))
+		fmt.Fprintf(os.Stderr, "kule: the connection to %s waits for your answer in the app (kule app, under Needs you); unanswered, it is refused\n", hp)
 		ok, err := c.Ask(ctx, client.Question{Task: t.ID, Kind: daemon.KindConnection, Title: "Connect to " + hp + "?",
 			Detail: "asked for by " + label + " (from a terminal) · rule " + rule + " · the connection is held until you answer", Subject: hp})
 		return err == nil && ok

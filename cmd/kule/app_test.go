@@ -195,7 +195,7 @@ func TestConnectionQuestionsReachThePerson(t *testing.T) {
 	if d := approveNext(); !strings.Contains(d, "from a terminal") {
 		t.Fatalf("the terminal's question says %q", d)
 	}
-	if out := <-execOut; !strings.Contains(out, "hello from the server") {
+	if out := <-execOut; !strings.Contains(out, "hello from the server") || !strings.Contains(out, "waits for your answer in the app") {
 		t.Fatalf("kule exec after approval: %q", out)
 	}
 }
