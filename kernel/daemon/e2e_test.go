@@ -366,6 +366,13 @@ func TestAppKeyboardAndSettings(t *testing.T) {
 	if !strings.Contains(out, "one\ntwo") || left != "" {
 		t.Fatalf("two lines gave output %q, command line left %q", out, left)
 	}
+	// Closing the window stops nothing; reopening it shows what ran.
+	step(t, ctx, shot, "reopen the window",
+		chromedp.Navigate("http://"+d.Addr()+"/"),
+		chromedp.WaitVisible(chromedp.CSS(`#live li.run.past .out`)))
+	if again := value(t, ctx, shot, "read the run again", textOf(`#live li.run.past .out`)); !strings.Contains(again, "one\ntwo") {
+		t.Fatalf("after reopening, Live shows %q", again)
+	}
 	step(t, ctx, shot, "rebind the palette to Mod+P in Settings",
 		chromedp.Click(chromedp.CSS(`#btn-settings`)),
 		chromedp.WaitVisible(chromedp.CSS(`#keys-body button[data-cmd="palette.open"]`)),

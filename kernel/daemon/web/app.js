@@ -500,7 +500,9 @@ async function fileRows(dir) {
 }
 
 // ---------- Live: what a run is doing now ----------
-function liveOf(id) { return (state.live[id] ||= { items: [], seeded: false, run: null }); }
+// liveOf is a task's Live feed; since is when this page began to hear its
+// events (what happened before comes from steps.jsonl, once).
+function liveOf(id) { return (state.live[id] ||= { items: [], seeded: false, run: null, since: Date.now() }); }
 let liveTimer = null;
 function liveSoon(id) {
   if (id !== state.current) return;
@@ -528,7 +530,7 @@ async function loadLive() {
     try {
       const steps = await api('GET', `/api/tasks/${id}/steps`);
       const old = [];
-      for (const s of steps.slice(-15)) {
+      for (const s of steps.filter((x) => new Date(x.started || x.time) < l.since).slice(-15)) {
         if (s.n === undefined) old.push({ kind: 'run', label: s.command, state: 'ended', code: s.code, summary: s.summary, error: s.error, out: s.output || '', time: s.time, past: true });
         else old.push({ kind: 'tool', n: s.n, title: s.title, toolkind: s.kind, status: s.status, command: s.command, paths: s.paths, effects: (s.effects || []).map(effLine), past: true });
       }
@@ -635,6 +637,7 @@ function onRunEvent(ev) {
   if (d.state === 'start') {
     l.run = pushLive(ev.task, { kind: 'run', agent: d.agent, label: d.agent ? d.prompt : d.command, state: 'running', out: '', time: ev.time });
   } else if (d.state === 'end') {
+    if (!l.run && !l.seeded) return; // its start came before this page: steps.jsonl has it
     const it = l.run || pushLive(ev.task, { kind: 'run', agent: d.agent, label: d.command || d.agent, out: '' });
     Object.assign(touch(it), { state: 'ended', code: d.code, summary: d.summary, error: d.error, stop: d.stop_reason });
     if (d.agent) pushLive(ev.task, { kind: 'end', text: `${d.agent} · turn ${d.error ? 'failed' : 'ended'}${d.stop_reason ? ' (' + d.stop_reason.replace(/_/g, ' ') + ')' : ''}${d.error ? ' · ' + d.error : ''}${d.summary ? ' · the copy now: ' + changesText(d.summary) : ''}` });
@@ -912,6 +915,7 @@ function connect() {
   });
   on('output', (ev) => {
     const l = liveOf(ev.task);
+    if (!l.run && !l.seeded) return; // a run that began before this page: steps.jsonl has it once it ends
     const it = l.run || pushLive(ev.task, { kind: 'run', label: 'output', state: 'running', out: '' });
     touch(it).out = (it.out + ev.data.text).slice(-200000);
     liveSoon(ev.task);
