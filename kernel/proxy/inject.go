@@ -125,22 +125,54 @@ func blankString(s string, values [][]byte) string {
 }
 
 // blank overwrites every occurrence of each value in b with '*', in place.
+// It looks for the value's rarest-looking byte (a digit or punctuation
+// before a letter): bytes.Index looks for the first byte, and in text a
+// secret's first letter recurs every few bytes, each a false start.
 func blank(b []byte, values [][]byte) {
 	for _, v := range values {
 		if len(v) == 0 {
 			continue
 		}
-		for off := 0; ; {
-			i := bytes.Index(b[off:], v)
+		k := anchor(v)
+		for off := 0; off+len(v) <= len(b); {
+			i := bytes.IndexByte(b[off+k:len(b)-len(v)+k+1], v[k])
 			if i < 0 {
 				break
 			}
-			for j := off + i; j < off+i+len(v); j++ {
-				b[j] = '*'
+			j := off + i // where the value would start
+			if !bytes.Equal(b[j:j+len(v)], v) {
+				off = j + 1
+				continue
 			}
-			off += i + len(v)
+			for n := j; n < j+len(v); n++ {
+				b[n] = '*'
+			}
+			off = j + len(v)
 		}
 	}
+}
+
+// anchor is the index of the byte of v least likely to occur in ordinary
+// text: punctuation, then digits, then capitals, then anything else.
+func anchor(v []byte) int {
+	rank := func(c byte) int {
+		switch {
+		case c >= 'a' && c <= 'z' || c == ' ' || c == '\n' || c == '\t' || c >= 0x80:
+			return 3
+		case c >= 'A' && c <= 'Z':
+			return 2
+		case c >= '0' && c <= '9':
+			return 1
+		}
+		return 0
+	}
+	best := 0
+	for i := range v {
+		if rank(v[i]) < rank(v[best]) {
+			best = i
+		}
+	}
+	return best
 }
 
 // blanker reads r with every secret value overwritten by '*'. The length does
