@@ -2,11 +2,12 @@ package daemon
 
 import (
 	"errors"
-	"github.com/kulehq/kule/kernel/policy"
 	"io/fs"
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/kulehq/kule/kernel/policy"
 )
 
 func TestParseShortcuts(t *testing.T) {
