@@ -277,3 +277,40 @@ func TestCommitFollowsTheGroupsPolicy(t *testing.T) {
 		t.Fatalf("kule commit does not name the careful rule:\n%s", out)
 	}
 }
+
+// TestGroupFromATerminal: kule group new with a policy file (checked),
+// kule group move asks first when a pending verdict changes, --yes moves.
+func TestGroupFromATerminal(t *testing.T) {
+	c := cli{t: t, home: filepath.Join(t.TempDir(), "home")}
+	folder := t.TempDir()
+	appMust(t, os.WriteFile(filepath.Join(folder, "notes.md"), []byte("a\n"), 0o644))
+	id := strings.Fields(c.must("new", folder))[1]
+	c.must("exec", id, "--no-sandbox", "--", "sh", "-c", "echo b >> notes.md")
+	bad := filepath.Join(t.TempDir(), "bad.cedar")
+	appMust(t, os.WriteFile(bad, []byte("permit (principal, action, resource) when { resource.nope };"), 0o600))
+	if out, err := c.kule("", "group", "new", "Docs", "--policy-file", bad); err == nil || !strings.Contains(out, "does not validate") {
+		t.Fatalf("a policy that does not validate: %v\n%s", err, out)
+	}
+	own := filepath.Join(t.TempDir(), "own.cedar")
+	appMust(t, os.WriteFile(own, []byte(`@id("markdown-waits") @verdict("ask")
+forbid (principal, action == Kule::Action::"file.modify", resource is Kule::Path) when { resource.ext == "md" };
+permit (principal, action, resource);
+`), 0o600))
+	gid := strings.Fields(c.must("group", "new", "Docs", "--colour", "teal", "--policy-file", own))[1]
+	out, err := c.kule("", "group", "move", id, "Docs")
+	if err == nil || !strings.Contains(out, "notes.md: pass → ask") || !strings.Contains(out, "nothing was moved") {
+		t.Fatalf("a move that changes a verdict: %v\n%s", err, out)
+	}
+	if list := c.must("group", "list"); strings.Contains(list, id) {
+		t.Fatalf("the refused move moved the task:\n%s", list)
+	}
+	c.must("group", "move", id, "Docs", "--yes")
+	if list := c.must("group", "list"); !strings.Contains(list, gid) || !strings.Contains(list, id) || !strings.Contains(list, "own") {
+		t.Fatalf("kule group list after the move:\n%s", list)
+	}
+	// Back to no group: that too changes the verdict, the other way.
+	if out, err := c.kule("", "group", "move", id, "none"); err == nil || !strings.Contains(out, "notes.md: ask → pass") {
+		t.Fatalf("moving back: %v\n%s", err, out)
+	}
+	c.must("group", "move", id, "none", "--yes")
+}

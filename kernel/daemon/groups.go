@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/kulehq/kule/kernel"
 	"github.com/kulehq/kule/kernel/agentrun"
 	"github.com/kulehq/kule/kernel/agents"
 	"github.com/kulehq/kule/kernel/config"
@@ -121,10 +122,15 @@ type VerdictChange struct {
 	To   Verdict `json:"to"`
 }
 
-// verdictChanges judges the task's pending changes in its group and in
-// another, and lists the paths whose verdict differs.
 func (d *Daemon) verdictChanges(ctx context.Context, t *task.Task, to string) ([]VerdictChange, error) {
-	st, err := d.k.Status(t)
+	return VerdictChanges(ctx, d.cfg.Policy, d.k, t, to)
+}
+
+// VerdictChanges judges the task's pending changes in its group and in
+// group to, and lists the paths whose verdict differs: what moving it would
+// change.
+func VerdictChanges(ctx context.Context, pol Policy, k *kernel.Kernel, t *task.Task, to string) ([]VerdictChange, error) {
+	st, err := k.Status(t)
 	if err != nil {
 		return nil, err
 	}
@@ -132,13 +138,13 @@ func (d *Daemon) verdictChanges(ctx context.Context, t *task.Task, to string) ([
 	if len(p) == 0 {
 		return nil, nil
 	}
-	before, err := d.cfg.Policy.Judge(ctx, t, p)
+	before, err := pol.Judge(ctx, t, p)
 	if err != nil {
 		return nil, err
 	}
 	moved := *t
 	moved.Group = to
-	after, err := d.cfg.Policy.Judge(ctx, &moved, p)
+	after, err := pol.Judge(ctx, &moved, p)
 	if err != nil {
 		return nil, fmt.Errorf("the new group's policy: %w", err)
 	}
