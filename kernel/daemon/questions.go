@@ -125,6 +125,10 @@ func OpenQueue(path string, bus *Bus, rules Rules) (*Queue, error) {
 	for id, s := range f.TaskWaits {
 		q.perTask[id], _ = time.ParseDuration(s)
 	}
+	// arm's clock may fire at once (a deadline passed while no daemon ran):
+	// hold the lock so it waits until every question is in.
+	q.mu.Lock()
+	defer q.mu.Unlock()
 	for i := range f.Questions {
 		qq := f.Questions[i]
 		q.qs[qq.ID] = &qq
