@@ -63,9 +63,8 @@ func TestConnectionWaitsForAPerson(t *testing.T) {
 	t.Parallel()
 	needCurl(t)
 	_, hp := loopbackServer(t, "hello from the server")
-	d := startDaemon(t, Config{})
-	d.cfg.Policy = NewCedarPolicy(d.k)
-	d.Q.rules = &CedarRules{K: d.k}
+	k := newKernel(t)
+	d := startDaemon(t, Config{Kernel: k, Policy: NewCedarPolicy(k), Rules: &CedarRules{K: k}})
 	ctx := context.Background()
 	c := client.New(d.home)
 	var made struct{ Task TaskView }
@@ -139,8 +138,8 @@ func TestUnansweredConnectionIsRefusedWhenTheWaitRunsOut(t *testing.T) {
 	t.Parallel()
 	needCurl(t)
 	_, hp := loopbackServer(t, "never")
-	d := startDaemon(t, Config{})
-	d.cfg.Policy = NewCedarPolicy(d.k)
+	k := newKernel(t)
+	d := startDaemon(t, Config{Kernel: k, Policy: NewCedarPolicy(k)})
 	d.Q.testWait = 300 * time.Millisecond
 	rep, err := d.k.NewTask(sampleFolder(t))
 	must(t, err)
@@ -160,8 +159,8 @@ func TestUnansweredConnectionIsRefusedWhenTheWaitRunsOut(t *testing.T) {
 // asks first (409 with the paths), and moves once confirmed.
 func TestGroupsPolicyAndMove(t *testing.T) {
 	t.Parallel()
-	d := startDaemon(t, Config{})
-	d.cfg.Policy = NewCedarPolicy(d.k)
+	k := newKernel(t)
+	d := startDaemon(t, Config{Kernel: k, Policy: NewCedarPolicy(k)})
 	ctx := context.Background()
 	c := client.New(d.home)
 	var made struct{ Task TaskView }
@@ -220,8 +219,8 @@ permit (principal, action, resource);
 // the next change to it passes.
 func TestApproveAndRememberFromReview(t *testing.T) {
 	t.Parallel()
-	d := startDaemon(t, Config{})
-	d.cfg.Policy = NewCedarPolicy(d.k)
+	k := newKernel(t)
+	d := startDaemon(t, Config{Kernel: k, Policy: NewCedarPolicy(k)})
 	ctx := context.Background()
 	c := client.New(d.home)
 	var made struct{ Task TaskView }
