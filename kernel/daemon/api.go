@@ -463,6 +463,10 @@ type CommitRequest struct {
 	Remember []string `json:"remember"`
 }
 
+// afterJudging runs between the app's judging and the kernel's commit; tests
+// change the copy there.
+var afterJudging = func(*task.Task) {}
+
 func (d *Daemon) commitTask(w http.ResponseWriter, r *http.Request, t *task.Task) {
 	var in CommitRequest
 	if err := readBody(r, &in); err != nil {
@@ -485,6 +489,10 @@ func (d *Daemon) commitTask(w http.ResponseWriter, r *http.Request, t *task.Task
 	}
 	var approved []string
 	pending := st.Pending(false)
+	judged := make(map[string]bool, len(pending))
+	for _, e := range pending {
+		judged[e.Path] = true
+	}
 	opts := kernel.CommitOptions{}
 	if _, ok := d.cfg.Policy.(CedarPolicy); ok {
 		// The kernel judges again under the commit's locks, from the status
@@ -494,6 +502,11 @@ func (d *Daemon) commitTask(w http.ResponseWriter, r *http.Request, t *task.Task
 	}
 	opts.Select = func(e effects.Effect) bool {
 		if slices.Contains(in.Exclude, e.Path) {
+			return false
+		}
+		if !judged[e.Path] {
+			// It appeared after the app's status was judged: it stays in
+			// the copy for a commit that has judged it.
 			return false
 		}
 		switch rulings[e.Path].Verdict {
@@ -508,6 +521,7 @@ func (d *Daemon) commitTask(w http.ResponseWriter, r *http.Request, t *task.Task
 		}
 		return true
 	}
+	afterJudging(t)
 	rep, err := d.k.Commit(t, opts)
 	if err != nil {
 		fail(w, err)
