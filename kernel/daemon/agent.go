@@ -11,6 +11,7 @@ import (
 	"github.com/kulehq/kule/kernel/acp"
 	"github.com/kulehq/kule/kernel/agentrun"
 	"github.com/kulehq/kule/kernel/effects"
+	"github.com/kulehq/kule/kernel/sandboxlog"
 	"github.com/kulehq/kule/kernel/task"
 )
 
@@ -89,7 +90,9 @@ func (d *Daemon) RunAgent(ctx context.Context, t *task.Task, in AgentRequest) (*
 	}
 	kk := *d.k // this run's hooks only: connections the policy asks about wait for a person
 	kk.Net = d.netHooks(in.Agent)
+	logged := sandboxlog.Size(t.Paths.Dir)
 	run, err := agentrun.Start(rctx, &kk, t, o)
+	d.publishRefusals(t, logged) // a refused opening, or weaker isolation accepted
 	if err != nil {
 		turn.Error = err.Error()
 		end()

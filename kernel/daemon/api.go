@@ -102,6 +102,7 @@ func (d *Daemon) apiHandler() http.Handler {
 	m.HandleFunc("GET /api/tasks/{id}/image", d.withTask(d.serveImage))
 	m.HandleFunc("POST /api/tasks/{id}/group", d.withTask(d.setGroup))
 	m.HandleFunc("GET /api/tasks/{id}/network", d.withTask(d.taskNetwork))
+	m.HandleFunc("GET /api/tasks/{id}/sandbox", d.withTask(d.taskSandbox))
 	m.HandleFunc("GET /api/groups", d.listGroups)
 	m.HandleFunc("POST /api/groups", d.newGroup)
 	m.HandleFunc("PATCH /api/groups/{id}", d.patchGroup)

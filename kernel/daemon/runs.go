@@ -19,6 +19,7 @@ import (
 	"github.com/kulehq/kule/kernel"
 	"github.com/kulehq/kule/kernel/config"
 	"github.com/kulehq/kule/kernel/effects"
+	"github.com/kulehq/kule/kernel/sandboxlog"
 	"github.com/kulehq/kule/kernel/task"
 )
 
@@ -179,7 +180,9 @@ func (d *Daemon) Exec(ctx context.Context, t *task.Task, argv []string, label st
 		}
 		kk.Runner = r
 	}
+	logged := sandboxlog.Size(t.Paths.Dir)
 	code, st, err := k.Exec(rctx, t, opt)
+	d.publishRefusals(t, logged)
 	step := &Step{Time: start.UTC(), Kind: "exec", Command: label, Code: code, Seconds: time.Since(start).Seconds(), Output: out.String(), Source: "app"}
 	if err != nil {
 		step.Error = err.Error()

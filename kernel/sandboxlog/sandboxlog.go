@@ -54,6 +54,10 @@ type Record struct {
 	From string    `json:"from,omitempty"` // "sandbox" or "profile": which check decided
 }
 
+// AccessNote is what the Timeline and the docs say of a command's own
+// refused file accesses, which this log cannot list.
+const AccessNote = "What a command itself was refused inside the sandbox (a file Landlock kept it from) cannot be listed on this machine: Linux reports that only in its audit log (Linux 6.15 and later, read with CAP_AUDIT_READ), which Kule does not read. The command sees the refusal as a permission error."
+
 // Path is the log of the task whose directory is taskDir.
 func Path(taskDir string) string { return filepath.Join(taskDir, FileName) }
 

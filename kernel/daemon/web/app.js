@@ -431,7 +431,7 @@ const fmtTime = (s) => { const d = new Date(s); return d.toLocaleTimeString([], 
 
 async function loadTimeline() {
   const id = state.current;
-  const [hist, steps, net] = await Promise.all([api('GET', `/api/tasks/${id}/history`), api('GET', `/api/tasks/${id}/steps`), api('GET', `/api/tasks/${id}/network`)]);
+  const [hist, steps, net, sb] = await Promise.all([api('GET', `/api/tasks/${id}/history`), api('GET', `/api/tasks/${id}/steps`), api('GET', `/api/tasks/${id}/network`), api('GET', `/api/tasks/${id}/sandbox`)]);
   if (id !== state.current) return;
   const items = [];
   const undone = new Set(hist.entries.filter((e) => e.kind === 'undo').map((e) => e.data.checkpoint));
@@ -455,6 +455,7 @@ async function loadTimeline() {
   for (const n of net) {
     items.push({ time: n.time, kind: n.verdict === 'refused' ? 'refusal' : 'connection', what: `${n.verdict === 'refused' ? 'Refused' : 'Connected to'} ${n.host}:${n.port}`, detail: [n.rule, n.reason, n.error, n.requests ? n.requests + ' requests' : ''].filter(Boolean).join(' · ') });
   }
+  for (const r of sb.records) items.push({ time: r.time, kind: 'sandbox' + (r.kind === 'weaker' ? ' weaker' : ''), what: sandboxWhat(r), detail: [r.run ? (r.from === 'profile' ? '' : 'command: ') + r.run : '', r.why, r.do].filter(Boolean).join('\n') });
   for (const q of state.questions.filter((q) => q.task === id)) {
     items.push({ time: q.asked, kind: 'question', what: `${q.title}`, detail: `${q.kind} · ${q.state}${q.by ? ' by ' + q.by : ''}` });
   }
@@ -464,7 +465,20 @@ async function loadTimeline() {
     h('span', { class: 'when' }, fmtTime(it.time)), h('span', { class: 'mark ' + it.kind, 'aria-hidden': 'true' }),
     h('div', {}, h('div', { class: 'what' }, it.what), it.detail ? h('div', { class: 'detail' }, it.detail) : null),
     it.action || h('span'))));
-  if (!items.length) ol.append(h('li', { class: 'muted' }, 'Nothing yet: runs, commits, undos and questions show here.'));
+  if (!items.length) ol.append(h('li', { class: 'muted' }, 'Nothing yet: runs, commits, undos, connections, sandbox refusals and questions show here.'));
+  if (!sb.records.some((r) => r.kind !== 'weaker')) ol.append(h('li', { class: 'muted small', id: 'timeline-accesses' }, 'No sandbox refusals. ' + sb.accesses));
+  if (sb.damaged && sb.damaged.length) ol.append(h('li', { class: 'muted small' }, `${sb.damaged.length} line(s) of sandbox.jsonl could not be read: ${sb.damaged[0]}`));
+}
+
+// sandboxWhat is a sandbox record's title on the Timeline.
+function sandboxWhat(r) {
+  switch (r.kind) {
+    case 'not-run': return `Did not run: ${r.what}`;
+    case 'opening': return `Sandbox refused ${r.what}`;
+    case 'device': return `Sandbox refused the device ${r.what}`;
+    case 'weaker': return `Ran with weaker isolation: ${r.what}`;
+  }
+  return `Sandbox: ${r.what}`;
 }
 
 async function loadFiles() {
@@ -921,6 +935,11 @@ function connect() {
     liveSoon(ev.task);
   });
   on('agent', onAgentEvent);
+  on('sandbox', (ev) => {
+    const r = ev.data || {};
+    pushLive(ev.task, { kind: 'note', text: `${sandboxWhat(r)} · ${r.why || ''}` });
+    if (ev.task === state.current && state.view === 'timeline') refreshView();
+  });
   on('connection', (ev) => { pushLive(ev.task, { kind: 'conn', ...(ev.data || {}) }); if (ev.task === state.current && state.view === 'timeline') refreshView(); });
   on('meet', (ev) => {
     const d = ev.data || {};

@@ -1,0 +1,61 @@
+package daemon
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/chromedp/chromedp"
+)
+
+// TestAppTimelineShowsASandboxRefusal drives the app in Chromium: the empty
+// Timeline says that a command's own refused file accesses cannot be
+// listed here; a command typed while the Timeline is open, run in the real
+// sandbox asked to reveal ~/.ssh, is refused, and the refusal shows on the
+// Timeline with why and what to do, without reloading the page.
+func TestAppTimelineShowsASandboxRefusal(t *testing.T) {
+	ctx, shot := browser(t)
+	k := newKernel(t)
+	runnerFor, ssh := revealingSSH(t, k)
+	d := startDaemon(t, Config{Kernel: k, RunnerFor: runnerFor})
+	rep, err := k.NewTask(sampleFolder(t))
+	must(t, err)
+
+	step(t, ctx, shot, "open the app on the task's Timeline",
+		chromedp.Navigate(d.URL()),
+		chromedp.WaitVisible(chromedp.CSS(`#task-list li`)),
+		chromedp.Click(chromedp.CSS(`#task-list li`)),
+		chromedp.WaitVisible(chromedp.CSS(`#taskview`)),
+		chromedp.KeyEvent("3", chromedp.KeyModifiers(chromedp.ModifierCtrl)),
+		chromedp.WaitVisible(chromedp.CSS(`#timeline-accesses`)))
+	empty := value(t, ctx, shot, "read the empty Timeline", textOf(`#timeline`))
+	if !strings.Contains(empty, "No sandbox refusals") || !strings.Contains(empty, "cannot be listed on this machine") {
+		t.Fatalf("empty Timeline: %q", empty)
+	}
+
+	step(t, ctx, shot, "run a command the sandbox refuses",
+		chromedp.Click(chromedp.CSS(`#cmd`)),
+		chromedp.SendKeys(chromedp.CSS(`#cmd`), "echo hi > ran.txt"),
+		chromedp.KeyEvent("\r"),
+		chromedp.WaitVisible(chromedp.CSS(`#live li.run[data-state="ended"]`)),
+		chromedp.KeyEvent("3", chromedp.KeyModifiers(chromedp.ModifierCtrl)),
+		chromedp.WaitVisible(chromedp.CSS(`#timeline .mark.sandbox`)),
+		chromedp.WaitNotPresent(chromedp.CSS(`#timeline-accesses`)))
+	got := value(t, ctx, shot, "read the refusal", textOf(`#timeline`))
+	for _, want := range []string{"Sandbox refused --reveal " + ssh, "which Kule hides from every command", "run it again without --reveal", "echo hi > ran.txt"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("the Timeline lacks %q:\n%s", want, got)
+		}
+	}
+	if t.Failed() {
+		shot("timeline")
+		return
+	}
+
+	// Live: a run started elsewhere while the Timeline is open shows its
+	// refusal there, from the event stream.
+	go d.Exec(context.Background(), rep.Task, []string{"true"}, "a second command")
+	step(t, ctx, shot, "the second refusal arrives live",
+		chromedp.WaitVisible(chromedp.CSS(`#v-timeline`)),
+		void(chromedp.Poll[bool](`document.querySelectorAll('#timeline .mark.sandbox').length === 2 && document.querySelector('#timeline').innerText.includes('a second command')`)))
+}
