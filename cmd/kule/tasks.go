@@ -191,10 +191,12 @@ func statusCommand() *cobra.Command {
 				}
 				m["names"] = names
 				addBudgetJSON(m, k, t)
+				m["sandbox"] = refusalsJSON(t)
 				return printJSON(cmd.OutOrStdout(), m)
 			}
 			printStatus(cmd.OutOrStdout(), st, true, &names)
 			statusBudget(cmd.OutOrStdout(), k, t)
+			printRefusals(cmd.OutOrStdout(), t)
 			if perr != nil {
 				fmt.Fprintf(cmd.OutOrStdout(), "policy: cannot judge: %v\n", perr)
 			} else if len(st.Pending(false)) > 0 {
