@@ -46,7 +46,7 @@ kule app starts it for you.`,
 					return (&sandboxFlags{}).runnerFor(t, spec)
 				},
 				Policy:   daemon.NewCedarPolicy(k),
-				Reviewer: daemon.DiffReviewer{Open: func() *pluginhost.Host { return pluginHost(k.Store.Root) }},
+				Reviewer: daemon.DiffReviewer{Hosts: daemon.NewSharedHost(k.Store.Root, func() *pluginhost.Host { return pluginHost(k.Store.Root) })}, // one plugin host for the daemon's life
 				Rules:    &daemon.CedarRules{K: k},
 				AgentSet: func() (*agents.Set, error) { set, _, err := loadAgents(); return set, err },
 			})

@@ -15,6 +15,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -255,6 +256,9 @@ func (d *Daemon) Shutdown() {
 func (d *Daemon) closeAll() {
 	if d.Q != nil {
 		d.Q.Close()
+	}
+	if c, ok := d.cfg.Reviewer.(io.Closer); ok {
+		c.Close() // the review's plugin host: its plugin processes end
 	}
 	if d.sockL != nil {
 		d.sockL.Close()

@@ -181,17 +181,28 @@ type Rememberer interface {
 }
 
 // DiffReviewer names changed entities with the differs of a plugin host,
-// each running out of process. Open makes the host for one review.
+// each running out of process. Hosts, when set, is the daemon's one host
+// (kule daemon sets it; the daemon closes it when it stops); otherwise
+// Open makes a host for each review.
 type DiffReviewer struct {
-	Open func() *pluginhost.Host
-	Max  int64 // the largest file read; 0 = 8 MiB
+	Open  func() *pluginhost.Host
+	Hosts *SharedHost
+	Max   int64 // the largest file read; 0 = 8 MiB
+}
+
+// Close ends the shared host's plugins (the daemon calls it as it stops).
+func (r DiffReviewer) Close() error {
+	if r.Hosts != nil {
+		return r.Hosts.Close()
+	}
+	return nil
 }
 
 // Entities reads old and new contents of each reviewable effect and names
 // what changed inside.
 func (r DiffReviewer) Entities(ctx context.Context, t *task.Task, st *kernel.Status) (map[string][]string, error) {
 	es := st.Pending(false)
-	if len(es) == 0 || r.Open == nil {
+	if len(es) == 0 || (r.Open == nil && r.Hosts == nil) {
 		return nil, nil
 	}
 	max := r.Max
@@ -219,8 +230,15 @@ func (r DiffReviewer) Entities(ctx context.Context, t *task.Task, st *kernel.Sta
 	if len(cs) == 0 {
 		return nil, nil
 	}
-	h := r.Open()
-	defer h.Close()
+	var h *pluginhost.Host
+	if r.Hosts != nil {
+		var release func()
+		h, release = r.Hosts.acquire()
+		defer release()
+	} else {
+		h = r.Open()
+		defer h.Close()
+	}
 	rv := review.Compute(ctx, review.FromHost(h), cs)
 	out := map[string][]string{}
 	for _, f := range rv.Files {
