@@ -51,6 +51,17 @@ func TestAppTimelineShowsASandboxRefusal(t *testing.T) {
 		shot("timeline")
 		return
 	}
+	// Live shows the run once (from its events), not again from steps.jsonl.
+	step(t, ctx, shot, "back to Live",
+		chromedp.KeyEvent("1", chromedp.KeyModifiers(chromedp.ModifierCtrl)),
+		chromedp.WaitVisible(chromedp.CSS(`#live li.run`)))
+	if runs := value(t, ctx, shot, "count the runs in Live", chromedp.Evaluate[int](`document.querySelectorAll('#live li.run').length`)); runs != 1 {
+		shot("live-runs")
+		t.Fatalf("Live shows the one run %d times", runs)
+	}
+	step(t, ctx, shot, "to the Timeline again",
+		chromedp.KeyEvent("3", chromedp.KeyModifiers(chromedp.ModifierCtrl)),
+		chromedp.WaitVisible(chromedp.CSS(`#timeline .mark.sandbox`)))
 
 	// Live: a run started elsewhere while the Timeline is open shows its
 	// refusal there, from the event stream.

@@ -649,6 +649,9 @@ function onAgentEvent(ev) {
 function onRunEvent(ev) {
   const l = liveOf(ev.task), d = ev.data || {};
   if (d.state === 'start') {
+    // A run seen from its start is drawn from its events: steps.jsonl must
+    // not add it again when Live is first opened.
+    if (!l.seeded && ev.time) l.since = Math.min(l.since, new Date(ev.time).getTime());
     l.run = pushLive(ev.task, { kind: 'run', agent: d.agent, label: d.agent ? d.prompt : d.command, state: 'running', out: '', time: ev.time });
   } else if (d.state === 'end') {
     if (!l.run && !l.seeded) return; // its start came before this page: steps.jsonl has it
