@@ -22,6 +22,7 @@ func TestRefusedIsToldEachRefusal(t *testing.T) {
 		weaker bool
 		spec   runner.Spec
 		dev    []string
+		helper []string // a stand-in helper: /bin/sh with these arguments
 		runs   bool
 		want   want
 	}{
@@ -31,6 +32,7 @@ func TestRefusedIsToldEachRefusal(t *testing.T) {
 		"device-disk":       {dev: []string{"sda"}, want: want{DeviceRefused, "/dev/sda"}},
 		"device-memory":     {dev: []string{"/dev/mem"}, want: want{DeviceRefused, "/dev/mem"}},
 		"no-isolation":      {probe: &Availability{UserNSWhy: "sysctl user.max_user_namespaces is 0"}, want: want{NotRun, "no user namespaces"}},
+		"helper-fails":      {helper: []string{"-c", "echo could not mount /proc: EPERM >&4"}, want: want{NotRun, "could not mount /proc: EPERM"}},
 		"weaker-accepted":   {probe: &Availability{UserNS: true}, weaker: true, runs: true, want: want{WeakerAccepted, "no Landlock"}},
 	}
 	for name, tc := range tests {
@@ -46,6 +48,9 @@ func TestRefusedIsToldEachRefusal(t *testing.T) {
 			s := w.sandbox()
 			s.Devices, s.AcceptWeaker, s.Warn = tc.dev, tc.weaker, &strings.Builder{}
 			s.Refused = func(r Refusal) { got = append(got, r) }
+			if tc.helper != nil {
+				s.Exe, s.HelperArgs = "/bin/sh", tc.helper
+			}
 			spec := tc.spec
 			spec.Task, spec.Env, spec.Args = w.task, w.env, []string{"sh", "-c", "echo ran"}
 			var out strings.Builder
@@ -64,8 +69,8 @@ func TestRefusedIsToldEachRefusal(t *testing.T) {
 		})
 	}
 	// A run with nothing refused tells nothing.
-	skipUnlessSandbox(t)
 	probeHook = nil
+	skipUnlessSandbox(t)
 	s := w.sandbox()
 	told := 0
 	s.Refused = func(Refusal) { told++ }
