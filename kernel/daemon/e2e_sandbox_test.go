@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/chromedp/chromedp"
+
+	"github.com/kulehq/kule/kernel/daemon/client"
 )
 
 // TestAppTimelineShowsASandboxRefusal drives the app in Chromium: the empty
@@ -69,4 +71,43 @@ func TestAppTimelineShowsASandboxRefusal(t *testing.T) {
 	step(t, ctx, shot, "the second refusal arrives live",
 		chromedp.WaitVisible(chromedp.CSS(`#v-timeline`)),
 		void(chromedp.Poll[bool](`document.querySelectorAll('#timeline .mark.sandbox').length === 2 && document.querySelector('#timeline').innerText.includes('a second command')`)))
+}
+
+// TestAppTimelineMarksUncommittedSteps: the steps after the last commit,
+// while the copy holds their changes, are marked "not committed"; a commit
+// takes the mark off them, and the next run's step has it again.
+func TestAppTimelineMarksUncommittedSteps(t *testing.T) {
+	ctx, shot := browser(t)
+	d := startDaemon(t, Config{})
+	rep, err := d.k.NewTask(sampleFolder(t))
+	must(t, err)
+	c := client.New(d.home)
+	if _, err := d.Exec(context.Background(), rep.Task, []string{"sh", "-c", "echo one > one.txt"}, "make one"); err != nil {
+		t.Fatal(err)
+	}
+	marked := func() string {
+		return `[...document.querySelectorAll('#timeline li')].filter((li) => li.querySelector('.chip.uncommitted')).map((li) => li.querySelector('.what').innerText).join('|')`
+	}
+	step(t, ctx, shot, "open the Timeline",
+		chromedp.Navigate(d.URL()),
+		chromedp.WaitVisible(chromedp.CSS(`#task-list li`)),
+		chromedp.Click(chromedp.CSS(`#task-list li`)),
+		chromedp.WaitVisible(chromedp.CSS(`#taskview`)),
+		chromedp.KeyEvent("3", chromedp.KeyModifiers(chromedp.ModifierCtrl)),
+		chromedp.WaitVisible(chromedp.CSS(`#timeline .chip.uncommitted`)))
+	if got := value(t, ctx, shot, "read the marks", chromedp.Evaluate[string](marked())); !strings.HasPrefix(got, "Ran make one") {
+		t.Fatalf("marked before the commit: %q", got)
+	}
+	must(t, c.Do(context.Background(), "POST", "/api/tasks/"+rep.Task.ID+"/commit", map[string]any{}, nil))
+	step(t, ctx, shot, "the commit takes the mark off",
+		chromedp.WaitVisible(chromedp.CSS(`#v-timeline button[aria-label^="Undo checkpoint 1"]`)),
+		chromedp.WaitNotPresent(chromedp.CSS(`#timeline .chip.uncommitted`)))
+	if _, err := d.Exec(context.Background(), rep.Task, []string{"sh", "-c", "echo two > two.txt"}, "make two"); err != nil {
+		t.Fatal(err)
+	}
+	step(t, ctx, shot, "the next run is marked",
+		chromedp.WaitVisible(chromedp.CSS(`#timeline .chip.uncommitted`)))
+	if got := value(t, ctx, shot, "read the marks again", chromedp.Evaluate[string](marked())); !strings.HasPrefix(got, "Ran make two") || strings.Contains(got, "make one") {
+		t.Fatalf("marked after the second run: %q", got)
+	}
 }

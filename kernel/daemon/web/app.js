@@ -448,9 +448,15 @@ async function loadTimeline() {
     const canUndo = lastCommit && e.seq === lastCommit.seq;
     items.push({ time: e.time, kind: e.kind, what, detail, action: canUndo ? h('button', { class: 'ghost', 'aria-label': `Undo checkpoint ${d.checkpoint}`, onclick: () => undo().catch((x) => toast(x.message, true)) }, 'Undo') : null });
   }
+  // Steps after the last commit, while the copy holds changes, are what a
+  // commit would take in: marked, so the Timeline says what is not in the
+  // folder yet.
+  const lastAt = lastCommit ? new Date(lastCommit.time) : new Date(0);
+  const open = (cur() || {}).changes > 0;
+  const mark = (time) => (open && new Date(time) > lastAt ? h('span', { class: 'chip small uncommitted', title: 'after the last commit: its changes are in the copy, not yet in the folder' }, 'not committed') : null);
   for (const s of steps) {
-    if (s.n === undefined) items.push({ time: s.time, kind: 'exec', what: `Ran ${s.command}`, detail: `exit ${s.code}${s.error ? ' · ' + s.error : ''}${s.summary ? ' · ' + s.summary : ''}` });
-    else if (s.n !== undefined) items.push({ time: s.started || s.time, kind: 'exec', what: `Agent: ${s.title || s.kind || 'tool call'}`, detail: [s.status, s.command, (s.effects || []).map(effLine).join(', ')].filter(Boolean).join(' · ') });
+    if (s.n === undefined) items.push({ time: s.time, kind: 'exec', badge: mark(s.time), what: `Ran ${s.command}`, detail: `exit ${s.code}${s.error ? ' · ' + s.error : ''}${s.summary ? ' · ' + s.summary : ''}` });
+    else if (s.n !== undefined) items.push({ time: s.started || s.time, kind: 'exec', badge: mark(s.started || s.time), what: `Agent: ${s.title || s.kind || 'tool call'}`, detail: [s.status, s.command, (s.effects || []).map(effLine).join(', ')].filter(Boolean).join(' · ') });
   }
   for (const n of net) {
     items.push({ time: n.time, kind: n.verdict === 'refused' ? 'refusal' : 'connection', what: `${n.verdict === 'refused' ? 'Refused' : 'Connected to'} ${n.host}:${n.port}`, detail: [n.rule, n.reason, n.error, n.requests ? n.requests + ' requests' : ''].filter(Boolean).join(' · ') });
@@ -463,7 +469,7 @@ async function loadTimeline() {
   const ol = $('timeline');
   ol.replaceChildren(...items.map((it) => h('li', {},
     h('span', { class: 'when' }, fmtTime(it.time)), h('span', { class: 'mark ' + it.kind, 'aria-hidden': 'true' }),
-    h('div', {}, h('div', { class: 'what' }, it.what), it.detail ? h('div', { class: 'detail' }, it.detail) : null),
+    h('div', {}, h('div', { class: 'what' }, it.what, it.badge ? ' ' : null, it.badge || null), it.detail ? h('div', { class: 'detail' }, it.detail) : null),
     it.action || h('span'))));
   if (!items.length) ol.append(h('li', { class: 'muted' }, 'Nothing yet: runs, commits, undos, connections, sandbox refusals and questions show here.'));
   if (!sb.records.some((r) => r.kind !== 'weaker')) ol.append(h('li', { class: 'muted small', id: 'timeline-accesses' }, 'No sandbox refusals. ' + sb.accesses));
