@@ -169,7 +169,10 @@ func Decode(data []byte) (*Manifest, error) {
 	if !bytes.HasPrefix(body, []byte(magic)) {
 		return nil, fmt.Errorf("%w: not a manifest", ErrDamaged)
 	}
-	d := decoder{b: body[len(magic):]}
+	// One copy of the whole body as a string: every path and target is a
+	// substring of it, not an allocation of its own.
+	rest := body[len(magic):]
+	d := decoder{b: rest, s: string(rest)}
 	m := &Manifest{Backend: d.str()}
 	n := d.uv()
 	if n > uint64(len(d.b)) { // every entry takes at least one byte
@@ -220,6 +223,7 @@ func Decode(data []byte) (*Manifest, error) {
 
 type decoder struct {
 	b   []byte
+	s   string // the same bytes as b was at the start
 	err error
 }
 
@@ -270,7 +274,14 @@ func (d *decoder) take(n uint64) []byte {
 	return v
 }
 
-func (d *decoder) str() string { return string(d.take(d.uv())) }
+func (d *decoder) str() string {
+	n := d.uv()
+	off := len(d.s) - len(d.b)
+	if d.take(n) == nil {
+		return ""
+	}
+	return d.s[off : off+int(n)]
+}
 
 // Load reads the manifest file at path.
 func Load(path string) (*Manifest, error) {
