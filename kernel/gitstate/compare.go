@@ -90,7 +90,7 @@ func Compare(base *Snapshot, copyGitDir, copyWorktree string) (*Effects, error) 
 	if err != nil {
 		return nil, err
 	}
-	now, err := readNow(l)
+	now, err := readNow(l, base)
 	if err != nil {
 		return nil, err
 	}
@@ -134,8 +134,8 @@ type current struct {
 	config  map[string]string
 }
 
-func readNow(l layout) (*current, error) {
-	s, err := take(l)
+func readNow(l layout, base *Snapshot) (*current, error) {
+	s, err := take(l, base)
 	if err != nil {
 		return nil, err
 	}
@@ -219,8 +219,10 @@ func compareFiles(old, new map[string]string) []FileChange {
 func stagedDiffers(changes []IndexChange, removed []string, now []indexEntry, worktree string) ([]string, error) {
 	var out []string
 	inIndex := map[string]bool{}
-	for _, e := range now {
-		inIndex[e.Path] = true
+	if len(removed) > 0 { // 100,000 paths are not worth a map for nothing
+		for _, e := range now {
+			inIndex[e.Path] = true
+		}
 	}
 	for _, p := range removed {
 		if inIndex[p] {

@@ -1,8 +1,9 @@
 package gitstate
 
 import (
-	"bufio"
+	"bytes"
 	"crypto/sha1"
+	"crypto/sha256"
 	"encoding/base64"
 	"encoding/binary"
 	"encoding/hex"
@@ -50,22 +51,50 @@ func (e indexEntry) less(o indexEntry) bool {
 // readIndexFile decodes an index with go-git. A missing file is an empty
 // index (a repository nothing was ever added to).
 func readIndexFile(path string) (*index.Index, error) {
-	f, err := os.Open(path)
+	raw, err := readIndexBytes(path)
+	if err != nil {
+		return nil, err
+	}
+	return decodeIndex(path, raw)
+}
+
+// readIndexBytes reads an index file whole; a missing file is nil.
+func readIndexBytes(path string) ([]byte, error) {
+	raw, err := os.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
-		return &index.Index{Version: 2}, nil
+		return nil, nil
 	}
 	if err != nil {
 		return nil, fmt.Errorf("gitstate: read index: %w", err)
 	}
-	defer f.Close()
+	return raw, nil
+}
+
+// decodeIndex decodes the bytes of an index file with go-git; nil is an
+// empty index.
+func decodeIndex(path string, raw []byte) (*index.Index, error) {
+	if raw == nil {
+		return &index.Index{Version: 2}, nil
+	}
 	idx := &index.Index{}
-	if err := index.NewDecoder(bufio.NewReaderSize(f, 1<<16)).Decode(idx); err != nil {
+	if err := index.NewDecoder(bytes.NewReader(raw)).Decode(idx); err != nil {
 		if errors.Is(err, index.ErrUnknownExtension) {
 			return nil, fmt.Errorf("%w: %s has a required extension (split or sparse index)", ErrUnsupported, path)
 		}
 		return nil, fmt.Errorf("%w: %s: %v", ErrMalformed, path, err)
 	}
 	return idx, nil
+}
+
+// indexSum is the sha256 of an index file's bytes, hex; "" for no file. A
+// snapshot keeps it so that Compare can tell an untouched index without
+// decoding 100,000 entries.
+func indexSum(raw []byte) string {
+	if raw == nil {
+		return ""
+	}
+	sum := sha256.Sum256(raw)
+	return hex.EncodeToString(sum[:])
 }
 
 func entriesOf(idx *index.Index) []indexEntry {

@@ -32,6 +32,10 @@ type Snapshot struct {
 	Hooks map[string]string `json:"hooks,omitempty"`
 	// Config maps "config" and "config.worktree" to the sha256 of each.
 	Config map[string]string `json:"config,omitempty"`
+	// IndexSum is the sha256 of the index file Index was read from ("" for
+	// none, and in snapshots made before it was kept): an index with the
+	// same bytes has the same entries, so Compare need not decode it.
+	IndexSum string `json:"index_sum,omitempty"`
 }
 
 // Take reads the repository at gitDir. (The engine calls it at `kule new`
@@ -41,10 +45,12 @@ func Take(gitDir string) (*Snapshot, error) {
 	if err != nil {
 		return nil, err
 	}
-	return take(l)
+	return take(l, nil)
 }
 
-func take(l layout) (*Snapshot, error) {
+// take reads the repository; where known holds the index with the same
+// bytes, its entries are reused instead of decoded.
+func take(l layout, known *Snapshot) (*Snapshot, error) {
 	s := &Snapshot{Format: SnapshotFormat}
 	var err error
 	if s.Refs, err = readRefs(l); err != nil {
@@ -55,11 +61,20 @@ func take(l layout) (*Snapshot, error) {
 			return nil, fmt.Errorf("%w: ref name %q is not UTF-8", ErrUnsupported, name)
 		}
 	}
-	idx, err := readIndexFile(l.index())
+	raw, err := readIndexBytes(l.index())
 	if err != nil {
 		return nil, err
 	}
-	s.Index = entriesOf(idx)
+	s.IndexSum = indexSum(raw)
+	if known != nil && known.IndexSum != "" && known.IndexSum == s.IndexSum {
+		s.Index = known.Index
+	} else {
+		idx, err := decodeIndex(l.index(), raw)
+		if err != nil {
+			return nil, err
+		}
+		s.Index = entriesOf(idx)
+	}
 	if s.Objects, err = listObjects(l); err != nil {
 		return nil, err
 	}
@@ -107,6 +122,9 @@ func DecodeSnapshot(b []byte) (*Snapshot, error) {
 		if (name != "config" && name != "config.worktree") || !validFileHash(h) {
 			return nil, fmt.Errorf("%w: config %q", ErrSnapshot, name)
 		}
+	}
+	if s.IndexSum != "" && (len(s.IndexSum) != 64 || !isHex(s.IndexSum) || s.IndexSum != strings.ToLower(s.IndexSum)) {
+		return nil, fmt.Errorf("%w: index sum %q", ErrSnapshot, s.IndexSum)
 	}
 	return &s, nil
 }
