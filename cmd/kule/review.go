@@ -83,7 +83,13 @@ func reviewNames(ctx context.Context, k *kernel.Kernel, st *kernel.Status) names
 			}
 		}
 	}
-	if fst, err := k.FolderStatusOf(st); err == nil {
+	// The person's edits can meet the task only on a file the task changed:
+	// the folder is compared at those paths, not walked.
+	var paths []string
+	for _, f := range rv.Files {
+		paths = append(paths, f.Path)
+	}
+	if fst, err := k.FolderStatusAt(st, paths); err == nil {
 		ms := review.Meet(rv, review.Compute(ctx, ds, changesOf(fst)))
 		if len(ms) > 0 {
 			v.Meets = append(v.Meets, meetView{ByHand: true, Meetings: ms, Line: "you changed them too, by hand in the folder: " + review.MeetList(ms)})
