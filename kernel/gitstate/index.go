@@ -86,6 +86,21 @@ func decodeIndex(path string, raw []byte) (*index.Index, error) {
 	return idx, nil
 }
 
+// hashIndexFile is indexSum of the file at path, read in a small buffer; ""
+// when it cannot be read (the caller then reads it whole and says why).
+func hashIndexFile(path string) string {
+	f, err := os.Open(path)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return ""
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
 // indexSum is the sha256 of an index file's bytes, hex; "" for no file. A
 // snapshot keeps it so that Compare can tell an untouched index without
 // decoding 100,000 entries.
@@ -186,6 +201,7 @@ func decodeEntries(b []byte, count int) ([]indexEntry, error) {
 		return nil, fmt.Errorf("index entries: bad count %d", count)
 	}
 	es := make([]indexEntry, 0, count)
+	all := string(b) // every path is a substring of one copy
 	for len(b) > 0 {
 		mode, n := binary.Uvarint(b)
 		if n <= 0 || mode > 0xffffffff {
@@ -205,7 +221,8 @@ func decodeEntries(b []byte, count int) ([]indexEntry, error) {
 		if n <= 0 || pl == 0 || pl > uint64(len(b)-n) {
 			return nil, errors.New("index entries: bad path length")
 		}
-		e.Path = string(b[n : n+int(pl)])
+		off := len(all) - len(b) + n
+		e.Path = all[off : off+int(pl)]
 		b = b[n+int(pl):]
 		if len(es) > 0 && !es[len(es)-1].less(e) {
 			return nil, errors.New("index entries: not sorted")

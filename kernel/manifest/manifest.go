@@ -17,6 +17,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"unsafe"
 
 	"github.com/kulehq/kule/kernel/effects"
 	"github.com/kulehq/kule/kernel/walk"
@@ -159,6 +160,12 @@ func (m *Manifest) Encode(w io.Writer) error {
 
 // Decode reads what Encode wrote. Damage anywhere is ErrDamaged.
 func Decode(data []byte) (*Manifest, error) {
+	return decode(data, false)
+}
+
+// decode is Decode; owned says data is the caller's to give away (never
+// written again), so the paths may point into it instead of a copy.
+func decode(data []byte, owned bool) (*Manifest, error) {
 	if len(data) < len(magic)+4 {
 		return nil, fmt.Errorf("%w: too short", ErrDamaged)
 	}
@@ -172,7 +179,12 @@ func Decode(data []byte) (*Manifest, error) {
 	// One copy of the whole body as a string: every path and target is a
 	// substring of it, not an allocation of its own.
 	rest := body[len(magic):]
-	d := decoder{b: rest, s: string(rest)}
+	d := decoder{b: rest}
+	if owned && len(rest) > 0 {
+		d.s = unsafe.String(&rest[0], len(rest))
+	} else {
+		d.s = string(rest)
+	}
 	m := &Manifest{Backend: d.str()}
 	n := d.uv()
 	if n > uint64(len(d.b)) { // every entry takes at least one byte
@@ -289,7 +301,7 @@ func Load(path string) (*Manifest, error) {
 	if err != nil {
 		return nil, fmt.Errorf("manifest: %w", err)
 	}
-	m, err := Decode(b)
+	m, err := decode(b, true) // b is read here and never written again
 	if err != nil {
 		return nil, fmt.Errorf("manifest %s: %w", path, err)
 	}
