@@ -8,6 +8,7 @@ import (
 	"github.com/kulehq/kule/kernel"
 	"github.com/kulehq/kule/kernel/effects"
 	"github.com/kulehq/kule/kernel/review"
+	"github.com/kulehq/kule/kernel/summary"
 )
 
 // reviewMax is the largest file whose names the review reads.
@@ -57,16 +58,45 @@ func changesOf(st *kernel.Status) []review.Change {
 	return out
 }
 
+// wholeChangesOf is changesOf without reading any file: the paths and what
+// happened to them (a move keeps its content, so it is left out as there).
+func wholeChangesOf(st *kernel.Status) []review.Change {
+	var out []review.Change
+	for _, e := range st.Pending(false) {
+		if !kernel.Reviewable(e) || e.Kind == effects.Move {
+			continue
+		}
+		op := review.Changed
+		switch e.Kind {
+		case effects.Add:
+			op = review.Added
+		case effects.Delete:
+			op = review.Deleted
+		}
+		out = append(out, review.Change{Path: e.Path, Op: op})
+	}
+	return out
+}
+
 // reviewNames reviews st by name through the plugin host and finds where it
-// meets the other tasks on its folder and the person's edits since base.
+// meets the other tasks on its folder and the person's edits since base. It
+// keeps what it found as the task's summary (kernel/summary), which kule
+// list reads; names of files whose bytes are as at the last status are
+// reused from it, so no differ starts for them.
 func reviewNames(ctx context.Context, k *kernel.Kernel, st *kernel.Status) namesView {
+	sum := summary.New(st.Task, st.Pending(false))
+	sum.Named = true
 	if len(st.Effects) == 0 {
-		return namesView{} // nothing to name, and nothing that can meet
+		_ = summary.Save(st.Task, sum) // a cache: kule list works without it
+		return namesView{}             // nothing to name, and nothing that can meet
 	}
 	h := pluginHost(k.Store.Root)
 	defer h.Close()
 	ds := review.FromHost(h)
-	rv := review.Compute(ctx, ds, changesOf(st))
+	plugins := summary.PluginsKey(k.Store.Root)
+	compute := func(cs []review.Change) review.Review { return review.Compute(ctx, ds, cs) }
+	namer := summary.NewNamer(summary.Load(st.Task), plugins)
+	rv := namer.Review(compute, changesOf(st))
 	v := namesView{Files: rv.Files}
 	if others, err := k.Store.List(); err == nil {
 		for _, o := range others {
@@ -77,7 +107,8 @@ func reviewNames(ctx context.Context, k *kernel.Kernel, st *kernel.Status) names
 			if err != nil {
 				continue
 			}
-			ms := review.Meet(rv, review.Compute(ctx, ds, changesOf(ost)))
+			orv := summary.NewNamer(summary.Load(o), plugins).Review(compute, changesOf(ost))
+			ms := review.Meet(rv, orv)
 			if len(ms) > 0 {
 				v.Meets = append(v.Meets, meetView{Task: o.ID, Meetings: ms, Line: review.FormatMeet("task "+o.ID, ms)})
 			}
@@ -90,15 +121,46 @@ func reviewNames(ctx context.Context, k *kernel.Kernel, st *kernel.Status) names
 		paths = append(paths, f.Path)
 	}
 	if fst, err := k.FolderStatusAt(st, paths); err == nil {
-		ms := review.Meet(rv, review.Compute(ctx, ds, changesOf(fst)))
+		frv := namer.Review(compute, changesOf(fst))
+		sum.ByHand = frv.Files
+		ms := review.Meet(rv, frv)
 		if len(ms) > 0 {
-			v.Meets = append(v.Meets, meetView{ByHand: true, Meetings: ms, Line: "you changed them too, by hand in the folder: " + review.MeetList(ms)})
+			v.Meets = append(v.Meets, meetView{ByHand: true, Meetings: ms, Line: byHandLine(ms)})
 		}
 	} else {
 		v.Notices = append(v.Notices, "could not compare with the folder: "+err.Error())
 	}
+	sum.Files = rv.Files
+	sum.Names, sum.Plugins = namer.Names()
+	_ = summary.Save(st.Task, sum)
 	v.Notices = append(v.Notices, h.Notices()...)
 	return v
+}
+
+func byHandLine(ms []review.Meeting) string {
+	return "you changed them too, by hand in the folder: " + review.MeetList(ms)
+}
+
+// saveWholeSummary keeps st as the task's summary without naming anything
+// (no differ starts): what kule exec and kule list record. Names the last
+// status found stay remembered for reuse.
+func saveWholeSummary(k *kernel.Kernel, st *kernel.Status) *summary.Summary {
+	sum := summary.New(st.Task, st.Pending(false))
+	sum.Files = summary.Whole(wholeChangesOf(st))
+	if len(sum.Files) > 0 {
+		var paths []string
+		for _, f := range sum.Files {
+			paths = append(paths, f.Path)
+		}
+		if fst, err := k.FolderStatusAt(st, paths); err == nil {
+			sum.ByHand = summary.Whole(wholeChangesOf(fst))
+		}
+	}
+	if prev := summary.Load(st.Task); prev != nil {
+		sum.Names, sum.Plugins = prev.Names, prev.Plugins
+	}
+	_ = summary.Save(st.Task, sum)
+	return sum
 }
 
 // namesByPath indexes the review for printing under each effect.
