@@ -118,12 +118,13 @@ func Walk(root string, opt Options) (*Result, error) {
 	// Each directory was listed sorted by name; put the listings together
 	// in path order (a plain byte order of whole paths, as the manifest
 	// keeps it) without sorting all the paths at once.
-	byDir := make(map[string][]Item)
+	byDir := make(map[string]*listing)
 	n := 0
 	out := &Result{}
 	for _, r := range results {
-		for _, l := range r.listings {
-			byDir[l.dir] = l.items
+		for i := range r.listings {
+			l := &r.listings[i]
+			byDir[l.dir] = l
 			n += len(l.items)
 		}
 		out.Problems = append(out.Problems, r.problems...)
@@ -136,46 +137,60 @@ func Walk(root string, opt Options) (*Result, error) {
 // assemble appends dir's listing and, in their place, its subdirectories'
 // listings. A subdirectory "a" is followed by its own entry and then, where
 // "a/" sorts among its siblings, its subtree: "a", "a-b", "a/x", "a0".
-func assemble(dir string, byDir map[string][]Item, out []Item) []Item {
-	items := byDir[dir]
+func assemble(dir string, byDir map[string]*listing, out []Item) []Item {
+	l := byDir[dir]
+	if l == nil {
+		return out
+	}
 	subs := 0
-	for i := range items {
-		if items[i].Type == effects.TypeDir {
-			if _, ok := byDir[items[i].Path]; ok {
-				subs++
-			}
+	for _, i := range l.order {
+		if l.items[i].Type == effects.TypeDir && byDir[l.items[i].Path] != nil {
+			subs++
 		}
 	}
 	if subs == 0 {
-		return append(out, items...)
+		for _, i := range l.order {
+			out = append(out, l.items[i])
+		}
+		return out
 	}
 	type key struct {
 		name string
-		i    int
+		i    int32
 		sub  bool
 	}
-	keys := make([]key, 0, len(items)+subs)
-	for i := range items {
-		name := items[i].Path[len(items[i].Path)-nameLen(items[i].Path):]
+	keys := make([]key, 0, len(l.items)+subs)
+	for _, i := range l.order {
+		it := &l.items[i]
+		name := it.Path[len(it.Path)-nameLen(it.Path):]
 		keys = append(keys, key{name, i, false})
-		if items[i].Type == effects.TypeDir {
-			if _, ok := byDir[items[i].Path]; ok {
-				keys = append(keys, key{name + "/", i, true})
-			}
+		if it.Type == effects.TypeDir && byDir[it.Path] != nil {
+			keys = append(keys, key{name + "/", i, true})
 		}
 	}
 	slices.SortFunc(keys, func(a, b key) int { return strings.Compare(a.name, b.name) })
 	for _, k := range keys {
 		if k.sub {
-			out = assemble(items[k.i].Path, byDir, out)
+			out = assemble(l.items[k.i].Path, byDir, out)
 		} else {
-			out = append(out, items[k.i])
+			out = append(out, l.items[k.i])
 		}
 	}
 	return out
 }
 
 func nameLen(rel string) int { return len(rel) - strings.LastIndexByte(rel, '/') - 1 }
+
+// byName orders a directory's items by name: the order of their indexes,
+// so that sorting moves four bytes an item, not a whole Item.
+func byName(items []Item) []int32 {
+	idx := make([]int32, len(items))
+	for i := range idx {
+		idx[i] = int32(i)
+	}
+	slices.SortFunc(idx, func(a, b int32) int { return strings.Compare(items[a].Path, items[b].Path) })
+	return idx
+}
 
 type walker struct {
 	root    string
@@ -191,10 +206,11 @@ type worker struct {
 	problems []Problem
 }
 
-// listing is one directory's entries, sorted by name.
+// listing is one directory's entries; order lists them by name.
 type listing struct {
 	dir   string
 	items []Item
+	order []int32
 }
 
 // enqueue hands a directory to the workers. The queue is bounded, and a worker
@@ -250,16 +266,19 @@ func (w *walker) listDir(dir string, r *worker) {
 				break
 			}
 			name := b[19:reclen]
-			if i := bytes.IndexByte(name, 0); i >= 0 {
-				name = name[:i]
+			i := bytes.IndexByte(name, 0)
+			if i < 0 {
+				break // the kernel always ends a name with NUL
 			}
+			cname := name[:i+1] // with its NUL, for the system call
+			name = name[:i]
 			b = b[reclen:]
 			if len(name) == 0 || (name[0] == '.' && (len(name) == 1 || (len(name) == 2 && name[1] == '.'))) {
 				continue
 			}
 			rel := prefix + string(name)
 			var st unix.Stat_t
-			if err := unix.Fstatat(fd, rel[len(prefix):], &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+			if err := fstatat(fd, cname, &st); err != nil {
 				kind := Unreadable
 				if errors.Is(err, unix.ENOENT) {
 					kind = Vanished
@@ -281,8 +300,7 @@ func (w *walker) listDir(dir string, r *worker) {
 			}
 		}
 	}
-	slices.SortFunc(items, func(a, b Item) int { return strings.Compare(a.Path, b.Path) })
-	r.listings = append(r.listings, listing{dir: dir, items: items})
+	r.listings = append(r.listings, listing{dir: dir, items: items, order: byName(items)})
 	for _, sd := range subdirs {
 		w.enqueue(sd, r)
 	}
