@@ -4,9 +4,11 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"sync"
 
 	"github.com/kulehq/kule/kernel"
 	"github.com/kulehq/kule/kernel/effects"
+	"github.com/kulehq/kule/kernel/pluginhost"
 	"github.com/kulehq/kule/kernel/review"
 	"github.com/kulehq/kule/kernel/summary"
 )
@@ -83,19 +85,17 @@ func wholeChangesOf(st *kernel.Status) []review.Change {
 // keeps what it found as the task's summary (kernel/summary), which kule
 // list reads; names of files whose bytes are as at the last status are
 // reused from it, so no differ starts for them.
-func reviewNames(ctx context.Context, k *kernel.Kernel, st *kernel.Status) namesView {
+func reviewNames(ctx context.Context, k *kernel.Kernel, st *kernel.Status, h *pluginhost.Host, prev *summary.Summary) namesView {
 	sum := summary.New(st.Task, st.Pending(false))
 	sum.Named = true
 	if len(st.Effects) == 0 {
 		_ = summary.Save(st.Task, sum) // a cache: kule list works without it
 		return namesView{}             // nothing to name, and nothing that can meet
 	}
-	h := pluginHost(k.Store.Root)
-	defer h.Close()
 	ds := review.FromHost(h)
 	plugins := summary.PluginsKey(k.Store.Root)
 	compute := func(cs []review.Change) review.Review { return review.Compute(ctx, ds, cs) }
-	namer := summary.NewNamer(summary.Load(st.Task), plugins)
+	namer := summary.NewNamer(prev, plugins)
 	rv := namer.Review(compute, changesOf(st))
 	v := namesView{Files: rv.Files}
 	if others, err := k.Store.List(); err == nil {
@@ -135,6 +135,36 @@ func reviewNames(ctx context.Context, k *kernel.Kernel, st *kernel.Status) names
 	_ = summary.Save(st.Task, sum)
 	v.Notices = append(v.Notices, h.Notices()...)
 	return v
+}
+
+// prestartDiffers starts, in the background, the differs of the files a
+// summary kule exec wrote lists (exec names nothing, so the status after it
+// most likely asks them): a differ's process start then overlaps the walk
+// of the copy instead of following it. A differ started for nothing is
+// stopped with the host; call the returned wait before closing the host,
+// so that no start finishes after it.
+func prestartDiffers(ctx context.Context, h *pluginhost.Host, prev *summary.Summary) (wait func()) {
+	var wg sync.WaitGroup
+	if prev == nil || prev.Named {
+		return wg.Wait
+	}
+	started := map[string]bool{}
+	for _, f := range prev.Files {
+		if f.Op == review.Deleted {
+			continue
+		}
+		d := h.DifferFor(ctx, f.Path)
+		if d == nil || started[d.Name()] {
+			continue
+		}
+		started[d.Name()] = true
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, _ = d.Entities(ctx, f.Path, []byte{}) // the first call starts the process
+		}()
+	}
+	return wg.Wait
 }
 
 func byHandLine(ms []review.Meeting) string {

@@ -182,12 +182,16 @@ func statusCommand() *cobra.Command {
 			// for a fraction of a second: fewer collections, each a pause
 			// that waits for busy walkers on a loaded machine.
 			defer debug.SetGCPercent(debug.SetGCPercent(400))
+			h := pluginHost(k.Store.Root)
+			defer h.Close()
+			prev := summary.Load(t)
+			defer prestartDiffers(cmd.Context(), h, prev)() // waits before the host closes
 			st, err := k.Status(t)
 			if err != nil {
 				return err
 			}
 			ruling, perr := judge(k.Store.Root, t, st.Pending(false))
-			names := reviewNames(cmd.Context(), k, st)
+			names := reviewNames(cmd.Context(), k, st, h, prev)
 			if asJSON {
 				m := statusJSON(st).(map[string]any)
 				if perr != nil {
