@@ -148,22 +148,25 @@ func prestartDiffers(ctx context.Context, h *pluginhost.Host, prev *summary.Summ
 	if prev == nil || prev.Named {
 		return wg.Wait
 	}
-	started := map[string]bool{}
-	for _, f := range prev.Files {
-		if f.Op == review.Deleted {
-			continue
-		}
-		d := h.DifferFor(ctx, f.Path)
-		if d == nil || started[d.Name()] {
-			continue
-		}
-		started[d.Name()] = true
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+	wg.Add(1)
+	go func() { // finding a third-party differ may start it too
+		defer wg.Done()
+		started := map[string]bool{}
+		for i, f := range prev.Files {
+			if i == 1000 { // a guess; not worth more than this
+				break
+			}
+			if f.Op == review.Deleted {
+				continue
+			}
+			d := h.DifferFor(ctx, f.Path)
+			if d == nil || started[d.Name()] {
+				continue
+			}
+			started[d.Name()] = true
 			_, _ = d.Entities(ctx, f.Path, []byte{}) // the first call starts the process
-		}()
-	}
+		}
+	}()
 	return wg.Wait
 }
 
