@@ -97,13 +97,15 @@ func (k *Kernel) status(t *task.Task) (*Status, error) {
 		}
 		gitDone <- gitResult{gb, effs, err}
 	}()
+	walking := scan.Start(t.Paths.Copy) // walks while the manifest loads
 	m, err := manifest.Load(manifestPath(t.Paths))
 	if err != nil {
+		walking.Wait()
 		<-gitDone
 		return nil, fmt.Errorf("status %s: %w (the task's base is damaged; the folder itself is untouched — `kule rollback` cannot help here, make a new task)", t.ID, err)
 	}
 	ign := k.ignoreRules(t, m)
-	res, err := scan.Scan(t.Paths.Copy, m, baseOf(t), scan.Options{Ignore: ign})
+	res, err := walking.Compare(m, baseOf(t), scan.Options{Ignore: ign})
 	gr := <-gitDone
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {

@@ -45,26 +45,54 @@ type Options struct {
 
 // Scan compares copyDir with the manifest m of its base.
 func Scan(copyDir string, m *manifest.Manifest, base clone.Base, opt Options) (*Result, error) {
-	var (
-		mu      sync.Mutex
-		gitDirs []string
-	)
-	w, err := walk.Walk(copyDir, walk.Options{Skip: func(rel string, _ effects.EntryType) bool {
-		if relpath.Base(rel) != ".git" {
-			return false
-		}
-		dir := relpath.Dir(rel)
-		if dir == "" {
-			dir = "."
-		}
-		mu.Lock()
-		gitDirs = append(gitDirs, dir)
-		mu.Unlock()
-		return true
-	}})
-	if err != nil {
-		return nil, err
+	return Start(copyDir).Compare(m, base, opt)
+}
+
+// Walking is a walk of a copy under way, to be compared with the base's
+// manifest once that is loaded: the walk (system calls) and the manifest's
+// decoding (memory) then overlap instead of following each other.
+type Walking struct {
+	copyDir string
+	done    chan struct{}
+	w       *walk.Result
+	gitDirs []string
+	err     error
+}
+
+// Start begins walking copyDir in the background.
+func Start(copyDir string) *Walking {
+	wk := &Walking{copyDir: copyDir, done: make(chan struct{})}
+	go func() {
+		defer close(wk.done)
+		var mu sync.Mutex
+		wk.w, wk.err = walk.Walk(copyDir, walk.Options{Skip: func(rel string, _ effects.EntryType) bool {
+			if relpath.Base(rel) != ".git" {
+				return false
+			}
+			dir := relpath.Dir(rel)
+			if dir == "" {
+				dir = "."
+			}
+			mu.Lock()
+			wk.gitDirs = append(wk.gitDirs, dir)
+			mu.Unlock()
+			return true
+		}})
+	}()
+	return wk
+}
+
+// Wait waits for the walk to end, for a caller that will not Compare.
+func (wk *Walking) Wait() { <-wk.done }
+
+// Compare waits for the walk and compares it with the manifest m of the
+// copy's base.
+func (wk *Walking) Compare(m *manifest.Manifest, base clone.Base, opt Options) (*Result, error) {
+	<-wk.done
+	if wk.err != nil {
+		return nil, wk.err
 	}
+	w, copyDir, gitDirs := wk.w, wk.copyDir, wk.gitDirs
 	slices.Sort(gitDirs)
 	s := &scanner{copyDir: copyDir, base: base, res: &Result{Problems: w.Problems, GitDirs: gitDirs}}
 	old := m.Entries
