@@ -181,6 +181,20 @@ func assemble(dir string, byDir map[string]*listing, out []Item) []Item {
 
 func nameLen(rel string) int { return len(rel) - strings.LastIndexByte(rel, '/') - 1 }
 
+// countDirents counts the records in a getdents buffer.
+func countDirents(b []byte) int {
+	n := 0
+	for len(b) >= 19 {
+		reclen := int(binary.NativeEndian.Uint16(b[16:18]))
+		if reclen < 19 || reclen > len(b) {
+			break
+		}
+		b = b[reclen:]
+		n++
+	}
+	return n
+}
+
 // byName orders a directory's items by name: the order of their indexes,
 // so that sorting moves four bytes an item, not a whole Item.
 func byName(items []Item) []int32 {
@@ -260,6 +274,7 @@ func (w *walker) listDir(dir string, r *worker) {
 			break
 		}
 		// linux_dirent64: ino u64, off s64, reclen u16, type u8, name NUL-terminated.
+		items = slices.Grow(items, countDirents(r.buf[:n])) // no growing garbage
 		for b := r.buf[:n]; len(b) >= 19; {
 			reclen := int(binary.NativeEndian.Uint16(b[16:18]))
 			if reclen < 19 || reclen > len(b) {
