@@ -42,7 +42,12 @@ func TestBaseLoadsBinaryAndOlderJSON(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
-		if d := cmp.Diff(base, got, cmpopts.EquateEmpty()); d != "" {
+		for _, r := range got.Repos {
+			if _, err := r.Snapshot.index(); err != nil {
+				t.Fatalf("%s: index of %s: %v", name, r.Path, err)
+			}
+		}
+		if d := cmp.Diff(base, got, cmpopts.EquateEmpty(), cmpopts.IgnoreUnexported(Snapshot{})); d != "" {
 			t.Errorf("%s round trip (-saved +loaded):\n%s", name, d)
 		}
 	}
@@ -64,7 +69,15 @@ func TestBaseLoadsBinaryAndOlderJSON(t *testing.T) {
 func TestCompareReadsTheIndexOnlyWhenItsBytesChanged(t *testing.T) {
 	t.Parallel()
 	w := newWorld(t, nil)
-	base, err := TakeBase(w.copy)
+	taken, err := TakeBase(w.copy)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(t.TempDir(), "git.json")
+	if err := taken.Save(p); err != nil {
+		t.Fatal(err)
+	}
+	base, err := LoadBase(p) // its index entries stay encoded until needed
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,6 +93,9 @@ func TestCompareReadsTheIndexOnlyWhenItsBytesChanged(t *testing.T) {
 	}
 	if len(effs) != 1 || len(effs[0].Index) != 1 || effs[0].Index[0].Path != "new.txt" || effs[0].Index[0].Kind != "add" {
 		t.Fatalf("after git add: %+v", effs)
+	}
+	if err := base.Check(w.folder, effs); err != nil {
+		t.Fatalf("Check against the untouched folder: %v", err)
 	}
 	// The same repositories are found by probing the directories a walk
 	// saw as by Find's own walk.

@@ -111,12 +111,18 @@ func Compare(base *Snapshot, copyGitDir, copyWorktree string) (*Effects, error) 
 		return nil, err
 	}
 	var removed []string
-	diffEntries(base.Index, now.index, func(o, n *indexEntry) {
-		eff.Index = append(eff.Index, changeOf(o, n))
-		if n == nil {
-			removed = append(removed, o.Path)
+	if base.IndexSum == "" || now.indexSum != base.IndexSum { // else the same bytes: no change
+		baseIndex, err := base.index()
+		if err != nil {
+			return nil, err
 		}
-	})
+		diffEntries(baseIndex, now.index, func(o, n *indexEntry) {
+			eff.Index = append(eff.Index, changeOf(o, n))
+			if n == nil {
+				removed = append(removed, o.Path)
+			}
+		})
+	}
 	eff.StagedDiffers, err = stagedDiffers(eff.Index, removed, now.index, copyWorktree)
 	if err != nil {
 		return nil, err
@@ -127,8 +133,9 @@ func Compare(base *Snapshot, copyGitDir, copyWorktree string) (*Effects, error) 
 }
 
 type current struct {
-	refs    map[string]string
-	index   []indexEntry
+	refs     map[string]string
+	index    []indexEntry // nil when indexSum is the base's (not decoded)
+	indexSum string
 	objects objectSet
 	hooks   map[string]string
 	config  map[string]string
@@ -139,7 +146,7 @@ func readNow(l layout, base *Snapshot) (*current, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &current{refs: s.Refs, index: s.Index, objects: s.Objects, hooks: s.Hooks, config: s.Config}, nil
+	return &current{refs: s.Refs, index: s.Index, indexSum: s.IndexSum, objects: s.Objects, hooks: s.Hooks, config: s.Config}, nil
 }
 
 func compareRefs(l layout, old, new map[string]string) ([]RefChange, error) {

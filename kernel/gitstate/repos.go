@@ -94,7 +94,7 @@ func (b *Base) EncodeBase() ([]byte, error) {
 	head := Base{Repos: make([]BaseRepo, len(b.Repos))}
 	for i, r := range b.Repos {
 		s := *r.Snapshot
-		s.Index, s.Objects.Loose = nil, nil
+		s.Index, s.Objects.Loose, s.lazy = nil, nil, nil
 		head.Repos[i] = BaseRepo{Path: r.Path, Nested: r.Nested, Snapshot: &s}
 	}
 	hj, err := json.Marshal(head)
@@ -104,8 +104,14 @@ func (b *Base) EncodeBase() ([]byte, error) {
 	out := append([]byte(baseMagic), binary.AppendUvarint(nil, uint64(len(hj)))...)
 	out = append(out, hj...)
 	for _, r := range b.Repos {
-		es := encodeEntries(r.Snapshot.Index)
-		out = binary.AppendUvarint(out, uint64(len(r.Snapshot.Index)))
+		var es []byte
+		var count int
+		if lz := r.Snapshot.lazy; lz != nil {
+			es, count = lz.raw, lz.count
+		} else {
+			es, count = encodeEntries(r.Snapshot.Index), len(r.Snapshot.Index)
+		}
+		out = binary.AppendUvarint(out, uint64(count))
 		out = binary.AppendUvarint(out, uint64(len(es)))
 		out = append(out, es...)
 		out = binary.AppendUvarint(out, uint64(len(r.Snapshot.Objects.Loose)))
@@ -164,9 +170,12 @@ func DecodeBase(raw []byte) (*Base, error) {
 		if !ok {
 			return nil, fmt.Errorf("%w: repository %s: index truncated", ErrSnapshot, r.Path)
 		}
-		if r.Snapshot.Index, err = decodeEntries(es, int(count)); err != nil {
-			return nil, fmt.Errorf("%w: repository %s: %v", ErrSnapshot, r.Path, err)
+		if count > uint64(len(es)/22+1) {
+			return nil, fmt.Errorf("%w: repository %s: index count %d", ErrSnapshot, r.Path, count)
 		}
+		// Decoded when first needed (the CRC above guards the bytes); a
+		// status whose index did not change never needs them.
+		r.Snapshot.Index, r.Snapshot.lazy = nil, &lazyIndex{raw: es, count: int(count)}
 		loose, ok := num()
 		if !ok || loose > uint64(len(rest)/20) {
 			return nil, fmt.Errorf("%w: repository %s: object ids truncated", ErrSnapshot, r.Path)

@@ -36,6 +36,38 @@ type Snapshot struct {
 	// none, and in snapshots made before it was kept): an index with the
 	// same bytes has the same entries, so Compare need not decode it.
 	IndexSum string `json:"index_sum,omitempty"`
+
+	// lazy holds the index entries still encoded, as a binary base keeps
+	// them: a status whose copy has the same index never needs them
+	// decoded. Read them through index().
+	lazy *lazyIndex
+}
+
+type lazyIndex struct {
+	raw   []byte
+	count int
+}
+
+// index returns the index entries, decoding them first if the snapshot
+// came from a binary base.
+func (s *Snapshot) index() (indexList, error) {
+	if s.lazy != nil {
+		es, err := decodeEntries(s.lazy.raw, s.lazy.count)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %v", ErrSnapshot, err)
+		}
+		s.Index, s.lazy = es, nil
+	}
+	return s.Index, nil
+}
+
+// MarshalJSON writes the snapshot with its index entries decoded.
+func (s *Snapshot) MarshalJSON() ([]byte, error) {
+	if _, err := s.index(); err != nil {
+		return nil, err
+	}
+	type plain Snapshot
+	return json.Marshal((*plain)(s))
 }
 
 // Take reads the repository at gitDir. (The engine calls it at `kule new`
@@ -65,7 +97,7 @@ func take(l layout, known *Snapshot) (*Snapshot, error) {
 		// The same bytes as the base read: the same entries. Hashed in a
 		// small buffer, so an untouched 100,000-entry index costs no
 		// decoding and no copy of its own.
-		s.IndexSum, s.Index = known.IndexSum, known.Index
+		s.IndexSum, s.Index, s.lazy = known.IndexSum, known.Index, known.lazy
 	} else {
 		raw, err := readIndexBytes(l.index())
 		if err != nil {
