@@ -136,9 +136,9 @@ type current struct {
 	refs     map[string]string
 	index    []indexEntry // nil when indexSum is the base's (not decoded)
 	indexSum string
-	objects objectSet
-	hooks   map[string]string
-	config  map[string]string
+	objects  objectSet
+	hooks    map[string]string
+	config   map[string]string
 }
 
 func readNow(l layout, base *Snapshot) (*current, error) {
