@@ -8,9 +8,11 @@ TIMEOUT ?= 40m
 
 build:
 	$(GO) build -o $(BIN) ./cmd/kule
+	CGO_ENABLED=0 $(GO) build -o $(dir $(BIN))kule-sandbox ./cmd/kule-sandbox
 
 install:
 	$(GO) install ./cmd/kule
+	CGO_ENABLED=0 $(GO) install ./cmd/kule-sandbox
 
 test:
 	$(GO) vet ./...

@@ -1,6 +1,9 @@
 package kernel
 
 import (
+	"bytes"
+	"context"
+	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -27,18 +30,27 @@ import (
 	"github.com/kulehq/kule/kernel/walk"
 )
 
-// CommitOptions choose what a commit applies.
+// CommitOptions choose what a commit applies. Everything that decides what
+// goes in runs under the commit's locks, on the very status the commit then
+// applies: nothing that changes the copy meanwhile goes in unjudged.
 type CommitOptions struct {
 	// IncludeIgnored also applies paths the folder's .gitignore excludes.
 	IncludeIgnored bool
-	// Select, when set, decides effect by effect what goes in (the policy's
-	// seam); what it leaves out stays in the copy.
+	// Policy judges the effects with the policy in force for the folder
+	// (Judge): only what passes goes in, and what asks when Approve. The
+	// ruling is in the report; what it keeps out stays in the copy.
+	Policy  bool
+	Approve bool
+	// Select, when set, also decides effect by effect what goes in (the
+	// daemon's per-path choices); what it leaves out stays in the copy.
 	Select func(effects.Effect) bool
-	// Merge, when set, merges a file both the task and the folder changed
-	// since the base, three ways (kernel/review.Merge through the differs).
-	// conflicts non-empty means the file cannot merge; then the commit
-	// refuses as changed underneath, naming them.
-	Merge func(path string, base, ours, theirs []byte) (merged []byte, conflicts, notes []string)
+	// Merge merges a file both the task and the folder changed since the
+	// base, three ways; conflicts non-empty means the file cannot merge, and
+	// the commit refuses as changed underneath, naming them. Nil merges
+	// through the differs (entity by entity where one reads the file, else
+	// by lines); NoMerge refuses every such file instead.
+	Merge   func(path string, base, ours, theirs []byte) (merged []byte, conflicts, notes []string)
+	NoMerge bool
 	// Git is what a person approved of the repositories' changes (git.go).
 	Git GitApproval
 }
@@ -49,6 +61,8 @@ type CommitReport struct {
 	Left       []effects.Effect // stayed in the copy: ignored or not selected
 	Checkpoint int              // the checkpoint that undo uses; 0 when nothing was applied
 	Merged     []string         // files merged three ways with the folder's changes, and how
+	// Judgement is the policy's ruling the commit applied (Policy only).
+	Judgement *Judgement
 
 	// Git is the repositories' changes the commit applied (git.go).
 	Git []*gitstate.Effects
@@ -82,6 +96,8 @@ type journalData struct {
 	Paths      []relpath.Path `json:"paths"` // top paths the change touched, for the base update
 	Counts     effects.Counts `json:"counts"`
 	Summary    []string       `json:"summary,omitempty"`
+	// Git is set when the change wrote into the folder's repositories.
+	Git *gitJournal `json:"git,omitempty"`
 }
 
 // Commit applies the task's changes to the folder (ARCHITECTURE.md §4).
@@ -97,18 +113,15 @@ func (k *Kernel) Commit(t *task.Task, opt CommitOptions) (*CommitReport, error) 
 	}
 	defer fl.Unlock()
 
+	// From here to the journal, one status is judged and applied.
 	st, err := k.status(t)
 	if err != nil {
 		return nil, err
 	}
 	rep := &CommitReport{}
-	var chosen []effects.Effect
-	for _, e := range st.Effects {
-		if (e.Ignored && !opt.IncludeIgnored) || (opt.Select != nil && !opt.Select(e)) {
-			rep.Left = append(rep.Left, e)
-			continue
-		}
-		chosen = append(chosen, e)
+	chosen, err := k.choose(t, st, opt, rep, nil)
+	if err != nil {
+		return nil, err
 	}
 	git := applicableGit(st.Git)
 	if len(chosen) == 0 && len(git) == 0 {
@@ -123,24 +136,25 @@ func (k *Kernel) Commit(t *task.Task, opt CommitOptions) (*CommitReport, error) 
 		}
 	}
 	if bad := k.underneath(t, st.manifest, chosen); len(bad) > 0 {
-		merged, conflicts, ok := k.mergeUnderneath(t, st, chosen, bad, opt.Merge)
+		merge := opt.Merge
+		if merge == nil && !opt.NoMerge {
+			ds, _, done := k.differs()
+			defer done()
+			merge = mergeByDiffers(context.Background(), ds)
+		}
+		merged, conflicts, ok := k.mergeUnderneath(t, st, chosen, bad, merge)
 		if !ok {
 			return nil, &UnderneathError{Paths: bad, Conflicts: conflicts}
 		}
 		// The merged files are now changes against the folder's version:
-		// judge and check again from the start.
+		// judge and check again from the start, from one new status.
 		again, err := k.status(t)
 		if err != nil {
 			return nil, err
 		}
-		st, chosen = again, nil
-		rep.Left = nil
-		for _, e := range st.Effects {
-			if (e.Ignored && !opt.IncludeIgnored) || (opt.Select != nil && !opt.Select(e) && merged[e.Path] == "") {
-				rep.Left = append(rep.Left, e)
-				continue
-			}
-			chosen = append(chosen, e)
+		st = again
+		if chosen, err = k.choose(t, st, opt, rep, merged); err != nil {
+			return nil, err
 		}
 		if bad := k.underneath(t, st.manifest, chosen); len(bad) > 0 {
 			return nil, &UnderneathError{Paths: bad}
@@ -150,47 +164,107 @@ func (k *Kernel) Commit(t *task.Task, opt CommitOptions) (*CommitReport, error) 
 		}
 		sort.Strings(rep.Merged)
 	}
+	crashpoint.Hit("commit.judged")
 	cp, err := checkpoint.Open(t.Paths.Checkpoints)
 	if err != nil {
 		return nil, err
 	}
 	defer cp.Close()
-	p := &planner{t: t, cp: cp, ignored: !opt.IncludeIgnored, st: st}
+	p := &planner{t: t, cp: cp, ignored: !opt.IncludeIgnored, st: st, judged: rep.Judgement, env: k.envVault(t)}
 	ops, items, err := p.plan(chosen)
 	if err != nil {
 		return nil, fmt.Errorf("commit: %w (nothing was applied)", err)
 	}
+	// What was judged is what goes in: each file is staged only if it
+	// still holds the content planned here, from the judged status.
+	p.pin(ops)
+	// The repositories' writes join the files' in one journal (git.go).
+	var gitUndo *gitstate.UndoSet
+	var gitJ *gitJournal
+	if len(git) > 0 {
+		gops, undo, err := gitOps(t, st.gitBase, git, opt.Git)
+		if err != nil {
+			return nil, fmt.Errorf("commit: %w (no file and no ref, index entry, hook or config of the folder was changed)", err)
+		}
+		ops, gitUndo, gitJ = append(ops, gops...), undo, &gitJournal{Hooks: opt.Git.Hooks, Config: opt.Git.Config}
+	}
+	crashpoint.Hit("commit.planned")
 	jid := apply.NewID()
 	rec := &checkpoint.Record{Time: time.Now().UTC(), Commit: jid, Items: items}
 	if err := cp.Save(rec); err != nil {
 		return nil, fmt.Errorf("commit: keep a checkpoint: %w (nothing was applied)", err)
 	}
+	if gitUndo != nil && len(gitUndo.Repos) > 0 {
+		if err := saveGitUndo(t, rec.ID, gitUndo); err != nil {
+			_ = cp.MarkUndone(rec.ID)
+			return nil, fmt.Errorf("commit: keep the repositories' undo: %w (nothing was applied)", err)
+		}
+	}
 	crashpoint.Hit("commit.checkpoint-saved")
-	data := journalData{Kind: "commit", Checkpoint: rec.ID, Paths: topPaths(chosen), Counts: effects.Count(chosen), Summary: append(summaryLines(chosen), gitLines(git)...)}
+	data := journalData{Kind: "commit", Checkpoint: rec.ID, Paths: topPaths(chosen), Counts: effects.Count(chosen), Summary: append(summaryLines(chosen), gitLines(git)...), Git: gitJ}
 	raw, _ := json.Marshal(data)
 	j := &apply.Journal{ID: jid, Kind: "commit", Ops: ops, Data: raw}
-	if err := apply.Run(t.Folder, t.Paths.Journal, j, k.opener(t, cp), func(j *apply.Journal) error { return k.finish(t, j) }); err != nil {
+	if err := apply.Run(t.Folder, t.Paths.Journal, j, k.opener(t, cp, p.env), func(j *apply.Journal) error { return k.finish(t, j) }); err != nil {
 		if _, statErr := os.Stat(t.Paths.Journal); errors.Is(statErr, os.ErrNotExist) {
 			_ = cp.MarkUndone(rec.ID) // never applied: nothing for undo to take back
 		}
 		return nil, err
 	}
-	if len(git) > 0 {
-		if err := commitGit(t, st.gitBase, git, opt.Git, rec.ID); err != nil {
-			return nil, fmt.Errorf("commit: the files were committed but the git repository changes were not: %w — run `kule commit` again to apply them (what was applied is kept for undo)", err)
-		}
-	}
 	rep.Applied, rep.Checkpoint, rep.Git = chosen, rec.ID, git
+	if _, err := k.maskEnv(t); err != nil {
+		return rep, fmt.Errorf("commit: the change went in (checkpoint %d; kule undo takes it back), but %w — the next command masks them first or does not run", rec.ID, err)
+	}
 	return rep, nil
 }
 
-// opener reads staged content: "copy:<rel>" from the task's copy,
+// choose splits st's effects into what the commit applies and what stays in
+// the copy (rep.Left): ignored paths unless asked, what the policy or Select
+// keeps out. merged names files a merge just wrote into the copy: they were
+// chosen before, so Select is not asked again.
+func (k *Kernel) choose(t *task.Task, st *Status, opt CommitOptions, rep *CommitReport, merged map[string]string) ([]effects.Effect, error) {
+	var j *Judgement
+	if opt.Policy {
+		var err error
+		if j, err = k.Judge(t, st.Pending(opt.IncludeIgnored), opt.Approve); err != nil {
+			return nil, fmt.Errorf("commit: %w (nothing was applied)", err)
+		}
+	}
+	rep.Left, rep.Judgement = nil, j
+	var chosen []effects.Effect
+	for _, e := range st.Effects {
+		in := !e.Ignored || opt.IncludeIgnored
+		if in && j != nil && !j.Allows(e) {
+			in = false
+		}
+		if in && opt.Select != nil && merged[e.Path] == "" && !opt.Select(e) {
+			in = false
+		}
+		if !in {
+			rep.Left = append(rep.Left, e)
+			continue
+		}
+		chosen = append(chosen, e)
+	}
+	return chosen, nil
+}
+
+// opener reads staged content: "copy:<rel>" from the task's copy (a
+// settings file with its real values in place of placeholders),
 // "blob:<id>" from the checkpoint store.
-func (k *Kernel) opener(t *task.Task, cp *checkpoint.Store) apply.Opener {
+func (k *Kernel) opener(t *task.Task, cp *checkpoint.Store, ev *envVault) apply.Opener {
 	return func(src string) (io.ReadCloser, error) {
 		switch {
 		case strings.HasPrefix(src, "copy:"):
-			return os.OpenFile(filepath.Join(t.Paths.Copy, src[len("copy:"):]), os.O_RDONLY|unix.O_NOFOLLOW, 0)
+			rel := src[len("copy:"):]
+			if ev != nil && isSettingsFile(rel) {
+				// The folder gets the real values, never placeholders.
+				b, err := ev.readCopy(rel)
+				if err != nil {
+					return nil, err
+				}
+				return io.NopCloser(bytes.NewReader(b)), nil
+			}
+			return os.OpenFile(filepath.Join(t.Paths.Copy, rel), os.O_RDONLY|unix.O_NOFOLLOW, 0)
 		case strings.HasPrefix(src, "blob:"):
 			return cp.Open(src[len("blob:"):])
 		}
@@ -309,7 +383,29 @@ type planner struct {
 	ignored bool // leave ignored entries below an added directory out
 	ops     []apply.Op
 	items   []checkpoint.Item
-	at      map[string]int // path → index in items: effects overlap (a move out of a deleted directory)
+	at      map[string]int      // path → index in items: effects overlap (a move out of a deleted directory)
+	want    map[string][32]byte // the copy's content hash of each file, as planned
+	judged  *Judgement          // when set, what appeared below a new directory since is left out
+	env     *envVault           // settings files are applied unmasked
+}
+
+// pin makes each staged file carry the content hash planned for it, so that
+// staging refuses a copy that changed since (apply.ErrSourceChanged).
+func (p *planner) pin(ops []apply.Op) {
+	for i := range ops {
+		op := &ops[i]
+		if op.Kind != apply.Replace {
+			continue
+		}
+		if op.Type == effects.TypeFile {
+			op.Want = p.want[string(op.Path)]
+		}
+		for k := range op.Tree {
+			if te := &op.Tree[k]; te.Type == effects.TypeFile {
+				te.Want = p.want[relpath.Join(string(op.Path), te.Rel)]
+			}
+		}
+	}
 }
 
 func (p *planner) plan(es []effects.Effect) ([]apply.Op, []checkpoint.Item, error) {
@@ -348,6 +444,9 @@ func (p *planner) one(e effects.Effect, moveDest map[string]bool) error {
 	if err != nil {
 		return err
 	}
+	if op.Type != e.NewType {
+		return fmt.Errorf("%w: it is a %s now, it was judged a %s (nothing was applied; commit again to judge it anew)", ErrCopyChanged, op.Type, e.NewType)
+	}
 	p.ops = append(p.ops, op)
 	return p.record(e.Path, true, true)
 }
@@ -383,6 +482,9 @@ func (p *planner) stageFromCopy(rel string, moveDest map[string]bool) (apply.Op,
 			full := relpath.Join(rel, r)
 			if moveDest[full] || filepath.Base(r) == ".git" {
 				return true
+			}
+			if p.judged.unseen(rel, full) {
+				return true // appeared after judging: stays in the copy for the next commit
 			}
 			return p.ignored && p.st.isIgnored(full)
 		}})
@@ -424,8 +526,11 @@ func (p *planner) record(rel string, before, after bool) error {
 		if !root.on {
 			continue
 		}
+		inCopy := root.dir == p.t.Paths.Copy
 		if it, err := walk.Lstat(root.dir, rel); err == nil && it.Type == effects.TypeDir {
-			w, err := walk.Walk(filepath.Join(root.dir, rel), walk.Options{Skip: func(r string, _ effects.EntryType) bool { return filepath.Base(r) == ".git" }})
+			w, err := walk.Walk(filepath.Join(root.dir, rel), walk.Options{Skip: func(r string, _ effects.EntryType) bool {
+				return filepath.Base(r) == ".git" || inCopy && p.judged.unseen(rel, relpath.Join(rel, r))
+			}})
 			if err != nil {
 				return err
 			}
@@ -492,8 +597,21 @@ func (p *planner) state(root, rel string, keep bool) (checkpoint.State, error) {
 			s.Blob, s.Hash, err = p.cp.PutFile(abs)
 		} else {
 			var h [32]byte
-			h, err = clone.HashFile(abs)
+			if root == p.t.Paths.Copy && isSettingsFile(rel) {
+				var b []byte
+				if b, err = p.env.readCopy(rel); err == nil {
+					h = sha256.Sum256(b) // what the folder will hold
+				}
+			} else {
+				h, err = clone.HashFile(abs)
+			}
 			s.Hash = hex.EncodeToString(h[:])
+			if err == nil {
+				if p.want == nil {
+					p.want = map[string][32]byte{}
+				}
+				p.want[rel] = h
+			}
 		}
 	case effects.TypeLink:
 		s.Target, err = os.Readlink(abs)
@@ -565,7 +683,7 @@ func (k *Kernel) mergeUnderneath(t *task.Task, st *Status, chosen []effects.Effe
 		}
 		old, err := io.ReadAll(r)
 		r.Close()
-		ours, err2 := os.ReadFile(filepath.Join(t.Paths.Copy, p))
+		ours, err2 := k.envVault(t).readCopy(p)
 		theirs, err3 := os.ReadFile(filepath.Join(t.Folder, p))
 		if err != nil || err2 != nil || err3 != nil {
 			return nil, nil, false

@@ -8,7 +8,10 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/kulehq/kule/kernel/apply"
+	"github.com/kulehq/kule/kernel/atomicfile"
 	"github.com/kulehq/kule/kernel/gitstate"
+	"github.com/kulehq/kule/kernel/relpath"
 	"github.com/kulehq/kule/kernel/task"
 )
 
@@ -74,57 +77,112 @@ func gitWaits(effs []*gitstate.Effects, a GitApproval) []string {
 	return out
 }
 
-// commitGit applies the repositories' effects after the files were
-// committed, keeps the undo beside the checkpoint and moves the git base.
-func commitGit(t *task.Task, b *gitstate.Base, effs []*gitstate.Effects, a GitApproval, checkpoint int) error {
-	opts := gitstate.ApplyOptions{Hooks: a.Hooks, Config: a.Config}
-	undo, err := b.Apply(t.Folder, t.Paths.Copy, effs, opts)
-	if undo != nil && len(undo.Repos) > 0 {
-		raw, merr := json.Marshal(undo)
-		if merr == nil {
-			merr = os.WriteFile(gitUndoPath(t.Paths, checkpoint), raw, 0o600)
-		}
-		if merr != nil && err == nil {
-			err = merr
-		}
+// gitOps plans the repositories' effects as journal ops: the new objects
+// are added to the folder's repositories now (objects are only ever added),
+// and the writes of index, refs, config and hooks become Lock ops that the
+// commit's journal carries out with the files, so a crash leaves the folder
+// and its repositories as before or as committed, as a whole. It returns the
+// undo of those writes, which the caller keeps beside the checkpoint.
+func gitOps(t *task.Task, b *gitstate.Base, effs []*gitstate.Effects, a GitApproval) ([]apply.Op, *gitstate.UndoSet, error) {
+	writes, undo, err := b.PlanApply(t.Folder, t.Paths.Copy, effs, gitstate.ApplyOptions{Hooks: a.Hooks, Config: a.Config})
+	if err != nil {
+		return nil, nil, err
 	}
+	ops, err := lockOps(t.Folder, writes)
+	return ops, undo, err
+}
+
+func lockOps(folder string, writes []gitstate.Write) ([]apply.Op, error) {
+	var ops []apply.Op
+	for _, w := range writes {
+		rel, err := w.Rel(folder)
+		if err != nil {
+			return nil, err
+		}
+		ops = append(ops, apply.Op{Kind: apply.Lock, Path: relpath.Path(rel), Data: w.Data, Mode: uint32(w.Mode.Perm()), Remove: w.Remove, Expect: w.Expect})
+	}
+	return ops, nil
+}
+
+// saveGitUndo keeps a commit's repository undo beside its checkpoint,
+// before the journal that applies it.
+func saveGitUndo(t *task.Task, checkpoint int, undo *gitstate.UndoSet) error {
+	raw, err := json.Marshal(undo)
 	if err != nil {
 		return err
 	}
-	nb, err := b.After(t.Paths.Copy, opts)
+	return atomicfile.Write(gitUndoPath(t.Paths, checkpoint), raw, 0o600)
+}
+
+// gitJournal is what finishing a commit or an undo needs of the
+// repositories.
+type gitJournal struct {
+	Hooks  bool `json:"hooks,omitempty"`
+	Config bool `json:"config,omitempty"`
+}
+
+// finishGitCommit moves the git base once the folder's repositories hold
+// the commit. It is idempotent.
+func finishGitCommit(t *task.Task, g *gitJournal) error {
+	b, err := gitstate.LoadBase(gitBasePath(t.Paths))
+	if err != nil {
+		return err
+	}
+	nb, err := b.After(t.Paths.Copy, gitstate.ApplyOptions{Hooks: g.Hooks, Config: g.Config})
 	if err != nil {
 		return err
 	}
 	return nb.Save(gitBasePath(t.Paths))
 }
 
-// undoGit reverts the repositories' changes of a checkpoint in the folder,
-// then in the copy (so the undone change does not reappear as pending), and
-// moves the git base. It returns false when the checkpoint changed no
-// repository.
-func undoGit(t *task.Task, checkpoint int) (bool, error) {
+// undoGitOps plans the revert of a checkpoint's repository changes in the
+// folder as journal ops; nil when the checkpoint changed no repository.
+func undoGitOps(t *task.Task, checkpoint int) ([]apply.Op, error) {
+	set, err := loadGitUndo(t, checkpoint)
+	if err != nil || set == nil {
+		return nil, err
+	}
+	writes, err := gitstate.PlanRevert(t.Folder, set)
+	if err != nil {
+		return nil, err
+	}
+	return lockOps(t.Folder, writes)
+}
+
+func loadGitUndo(t *task.Task, checkpoint int) (*gitstate.UndoSet, error) {
 	raw, err := os.ReadFile(gitUndoPath(t.Paths, checkpoint))
 	if errors.Is(err, os.ErrNotExist) {
-		return false, nil
+		return nil, nil
 	}
 	if err != nil {
-		return false, err
+		return nil, err
 	}
 	var set gitstate.UndoSet
 	if err := json.Unmarshal(raw, &set); err != nil {
-		return false, fmt.Errorf("git undo of checkpoint %d: %w", checkpoint, err)
+		return nil, fmt.Errorf("git undo of checkpoint %d: %w", checkpoint, err)
 	}
-	if err := gitstate.RevertSet(t.Folder, &set); err != nil {
-		return false, err
+	return &set, nil
+}
+
+// finishGitUndo follows an undone checkpoint's repository changes in the
+// copy (so they do not reappear as pending) and moves the git base. It is
+// idempotent: the undo record goes last.
+func finishGitUndo(t *task.Task, checkpoint int) error {
+	set, err := loadGitUndo(t, checkpoint)
+	if err != nil || set == nil {
+		return err
 	}
 	// The copy held what the commit wrote; if the task moved on since, it
 	// keeps its own state and the folder's differences show as conflicts
 	// at the next commit rather than being lost.
-	_ = gitstate.RevertSet(t.Paths.Copy, &set)
-	if err := os.Remove(gitUndoPath(t.Paths, checkpoint)); err != nil {
-		return true, err
+	_ = gitstate.RevertSet(t.Paths.Copy, set)
+	if err := saveGitBase(t); err != nil {
+		return err
 	}
-	return true, saveGitBase(t)
+	if err := os.Remove(gitUndoPath(t.Paths, checkpoint)); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	return nil
 }
 
 // applicableGit leaves out repositories a commit never applies (one the

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/kulehq/kule/kernel"
+	"github.com/kulehq/kule/kernel/apply"
 	"github.com/kulehq/kule/kernel/gitstate"
 )
 
@@ -133,4 +134,73 @@ func TestGitCommandsInATaskTrustSizeAndMtime(t *testing.T) {
 	if strings.Contains(string(b), "checkStat") {
 		t.Error("the copy's config was edited")
 	}
+}
+
+// A git command holding the index lock in the folder makes the commit wait
+// for it: nothing of the files or the repository changes, and the person's
+// lock stays theirs. Once git is done, the commit goes in.
+func TestGitCommitRefusesWhileAGitCommandHoldsTheLock(t *testing.T) {
+	f := gitFixture(t)
+	tk := f.newTask()
+	f.sh(tk, "echo two >> a.txt && echo b > b.txt && git add -A && "+gitID+"commit -qm task")
+	beforeFiles, beforeHead := tree(t, f.folder), gitIn(t, f.folder, "rev-parse", "main")
+	lock := filepath.Join(f.folder, ".git", "index.lock")
+	must(t, os.WriteFile(lock, []byte("git's own\n"), 0o644))
+	_, err := f.k.Commit(tk, kernel.CommitOptions{})
+	if !errors.Is(err, apply.ErrBusy) {
+		t.Fatalf("commit while git holds index.lock = %v, want ErrBusy", err)
+	}
+	if b, err := os.ReadFile(lock); err != nil || string(b) != "git's own\n" {
+		t.Fatalf("the commit took git's lock away: %q, %v", b, err)
+	}
+	var after []string
+	for _, l := range tree(t, f.folder) {
+		if !strings.HasPrefix(l, ".git") {
+			after = append(after, l)
+		}
+	}
+	var before []string
+	for _, l := range beforeFiles {
+		if !strings.HasPrefix(l, ".git") {
+			before = append(before, l)
+		}
+	}
+	if strings.Join(before, "\n") != strings.Join(after, "\n") || gitIn(t, f.folder, "rev-parse", "main") != beforeHead {
+		t.Fatal("a refused commit changed the folder or its repository")
+	}
+	must(t, os.Remove(lock))
+	if _, err := f.k.Commit(tk, kernel.CommitOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if got := gitIn(t, f.folder, "log", "--format=%s", "main"); got != "task\nfirst" {
+		t.Errorf("folder log = %q", got)
+	}
+	gitIn(t, f.folder, "fsck", "--strict", "--no-progress")
+}
+
+// The person commits in the folder while Kule prepares the commit: the ref
+// is checked again under git's lock, and the commit refuses whole.
+func TestGitRefMovedWhileCommittingRefusesWhole(t *testing.T) {
+	f := gitFixture(t)
+	tk := f.newTask()
+	f.sh(tk, "echo two >> a.txt && "+gitID+"commit -qam task")
+	atStep(t, "commit.planned", func() {
+		must(t, os.WriteFile(filepath.Join(f.folder, "c.txt"), []byte("mine\n"), 0o644))
+		gitIn(t, f.folder, "add", "c.txt")
+		gitIn(t, f.folder, "commit", "-q", "-m", "person")
+	})
+	_, err := f.k.Commit(tk, kernel.CommitOptions{})
+	if !errors.Is(err, apply.ErrConflict) {
+		t.Fatalf("commit after the person moved main = %v, want a conflict", err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(f.folder, "a.txt")); string(b) != "one\n" {
+		t.Fatalf("a.txt = %q: the files went in without the repository", b)
+	}
+	if got := gitIn(t, f.folder, "log", "--format=%s", "main"); got != "person\nfirst" {
+		t.Errorf("folder log = %q, want the person's commit kept", got)
+	}
+	if _, err := f.k.Undo(tk); !errors.Is(err, kernel.ErrNothingToUndo) {
+		t.Fatalf("undo after a refused commit = %v", err)
+	}
+	gitIn(t, f.folder, "fsck", "--strict", "--no-progress")
 }

@@ -9,6 +9,7 @@ package kernel
 
 import (
 	"crypto/ed25519"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -16,14 +17,20 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hashicorp/go-hclog"
+
 	"github.com/kulehq/kule/kernel/apply"
+	"github.com/kulehq/kule/kernel/checkpoint"
 	"github.com/kulehq/kule/kernel/clone"
 	"github.com/kulehq/kule/kernel/effects"
 	"github.com/kulehq/kule/kernel/history"
 	"github.com/kulehq/kule/kernel/homelayer"
 	"github.com/kulehq/kule/kernel/limits"
 	"github.com/kulehq/kule/kernel/manifest"
+	"github.com/kulehq/kule/kernel/pluginhost"
+	"github.com/kulehq/kule/kernel/review"
 	"github.com/kulehq/kule/kernel/runner"
+	"github.com/kulehq/kule/kernel/sandbox"
 	"github.com/kulehq/kule/kernel/task"
 	"github.com/kulehq/kule/kernel/walk"
 )
@@ -35,6 +42,9 @@ var (
 	ErrNothingToUndo     = errors.New("nothing to undo")
 	ErrUndoBlocked       = errors.New("the folder no longer holds what that commit wrote")
 	ErrInsideKuleHome    = errors.New("the folder is inside Kule's home")
+	// ErrCopyChanged: the copy changed between judging and applying (a
+	// command still writing to it); nothing was applied.
+	ErrCopyChanged = apply.ErrSourceChanged
 )
 
 // Config builds a Kernel.
@@ -42,14 +52,28 @@ type Config struct {
 	Home    string        // $KULE_HOME
 	Runner  runner.Runner // how exec starts commands; runner.Direct when nil
 	Backend string        // force a workspace backend ("reflink" or "copy"); "" picks
+
+	// Plugins are the built-in plugins the plugin host may start (cmd/kule
+	// hands over plugins/builtin's table: the kernel never imports plugins).
+	Plugins []pluginhost.Builtin
+	// PluginSandbox is the sandbox every plugin starts in (nil: the zero
+	// sandbox, which fails closed where isolation is missing).
+	PluginSandbox *sandbox.Sandbox
+	// Logger is the kernel's log; plugins log under their names in it.
+	Logger hclog.Logger
+	// Differs, when set, reads file formats instead of the plugin host
+	// (tests give review.InProcess).
+	Differs review.Differs
 }
 
 // Kernel is Kule's core.
 type Kernel struct {
 	Store   *task.Store
 	Runner  runner.Runner
+	Net     NetHooks // how a run's connections reach a person (the daemon); zero: refused at once
 	backend string
 	key     ed25519.PrivateKey
+	cfg     Config
 }
 
 // New opens the Kule home.
@@ -66,7 +90,7 @@ func New(cfg Config) (*Kernel, error) {
 	if b == "" {
 		b = os.Getenv("KULE_BACKEND")
 	}
-	return &Kernel{Store: s, Runner: r, backend: b}, nil
+	return &Kernel{Store: s, Runner: r, backend: b, cfg: cfg}, nil
 }
 
 func (k *Kernel) signingKey() (ed25519.PrivateKey, error) {
@@ -102,23 +126,7 @@ func (k *Kernel) VerifyHistory(t *task.Task) error {
 // LimitsFor is what a task's runs may take: the task's own fields over the
 // home's [limits] settings.
 func LimitsFor(t *task.Task, home limits.Limits) limits.Limits {
-	l := home
-	if t.Limits.CPU != 0 {
-		l.CPU = t.Limits.CPU
-	}
-	if t.Limits.Memory != 0 {
-		l.Memory = t.Limits.Memory
-	}
-	if t.Limits.Disk != 0 {
-		l.Disk = t.Limits.Disk
-	}
-	if t.Limits.Time != 0 {
-		l.Time = t.Limits.Time
-	}
-	if t.Limits.Idle != 0 {
-		l.Idle = t.Limits.Idle
-	}
-	return l
+	return t.Limits.Over(home)
 }
 
 // NewReport is what making a task learned.
@@ -188,6 +196,9 @@ func (k *Kernel) NewTask(folder string) (*NewReport, error) {
 	if err := saveGitBase(t); err != nil { // .git is judged by meaning: see git.go
 		return nil, fmt.Errorf("new: judge the folder's git repositories: %w (nothing was made)", err)
 	}
+	if _, err := k.maskEnv(t); err != nil { // .env values the agent never sees: see envmask.go
+		return nil, fmt.Errorf("new: %w (nothing was made)", err)
+	}
 	if err := k.Store.Save(t); err != nil {
 		return nil, fmt.Errorf("new: %w", err)
 	}
@@ -232,9 +243,22 @@ func (k *Kernel) recover(t *task.Task) error {
 		return err
 	}
 	defer fl.Unlock()
-	_, _, err = apply.Recover(t.Folder, t.Paths.Journal, func(j *apply.Journal) error { return k.finish(t, j) })
+	j, forward, err := apply.Recover(t.Folder, t.Paths.Journal, func(j *apply.Journal) error { return k.finish(t, j) })
 	if err != nil {
 		return fmt.Errorf("recover task %s: %w", t.ID, err)
+	}
+	if j != nil && !forward && j.Kind == "commit" {
+		// Rolled back: the commit never happened, so undo must not take
+		// its checkpoint back.
+		var d journalData
+		if json.Unmarshal(j.Data, &d) == nil && d.Checkpoint > 0 {
+			cp, err := checkpoint.Open(t.Paths.Checkpoints)
+			if err != nil {
+				return err
+			}
+			defer cp.Close()
+			return cp.MarkUndone(d.Checkpoint)
+		}
 	}
 	return nil
 }

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 
 	"github.com/kulehq/kule/kernel/config"
+	"github.com/kulehq/kule/kernel/group"
 	"github.com/kulehq/kule/kernel/policy"
 	"github.com/kulehq/kule/kernel/proxy"
 	"github.com/kulehq/kule/kernel/runner"
@@ -20,6 +21,28 @@ func TaskInfo(t *task.Task) policy.TaskInfo {
 	return policy.TaskInfo{ID: t.ID, Group: t.Group, FolderIsGit: err == nil}
 }
 
+// NetHooks let the daemon take part in a run's connections. Both are
+// optional; the CLI sets neither.
+type NetHooks struct {
+	// Ask is called for a connection the policy puts to a person (verdict
+	// ask); the connection is held until it returns, and made only if it
+	// returns true. Nil refuses at once.
+	Ask func(ctx context.Context, t *task.Task, host string, port int, rule string) bool
+	// Seen is told of every connection judged: verdict is "pass", "ask"
+	// (answered: allowed says how) or "deny".
+	Seen func(t *task.Task, host string, port int, verdict, rule string, allowed bool)
+}
+
+// LoadPolicyFor reads the policy that holds for a task: its group's, or the
+// home's for its folder.
+func (k *Kernel) LoadPolicyFor(t *task.Task) (*policy.Engine, error) {
+	cfg, err := config.Load(k.Store.Root)
+	if err != nil {
+		return nil, err
+	}
+	return group.Open(k.Store.Root).LoadPolicy(t.Group, t.Folder, cfg.Policy.Choice)
+}
+
 // LoadPolicy reads the policy that holds for a task's folder.
 func (k *Kernel) LoadPolicy(folder string) (*policy.Engine, error) {
 	cfg, err := config.Load(k.Store.Root)
@@ -29,22 +52,46 @@ func (k *Kernel) LoadPolicy(folder string) (*policy.Engine, error) {
 	return policy.Load(k.Store.Root, folder, cfg.Policy.Choice)
 }
 
-// startProxy starts the task's proxy for one run: every connection judged by
+// ProxyOptions are what one run adds to the task's proxy.
+type ProxyOptions struct {
+	// Sandboxed says whether commands see the task's tmp at /tmp.
+	Sandboxed bool
+	// Agent is the profile of the agent that runs, "" for none; AgentHosts
+	// are its profile's hosts, which the policy lets pass while it runs.
+	Agent      string
+	AgentHosts []string
+	// Secrets are put into requests to their hosts only, beside the
+	// person's stored secrets (one of the same name is replaced).
+	Secrets []proxy.Secret
+	// Configure, when set, may change the proxy's config before it starts
+	// (tests point its upstream at a stand-in for a vendor's API).
+	Configure func(*proxy.Config)
+}
+
+// startProxy starts the task's proxy for one command of kule exec.
+func (k *Kernel) startProxy(ctx context.Context, t *task.Task, sandboxed bool) (*proxy.Proxy, error) {
+	return k.StartProxy(ctx, t, ProxyOptions{Sandboxed: sandboxed})
+}
+
+// StartProxy starts the task's proxy for one run: every connection judged by
 // the policy (net.connect) and logged in network.jsonl, the person's secrets
 // put into requests to their hosts only, publishing to registries refused.
-// sandboxed says whether commands see the task's tmp at /tmp.
-func (k *Kernel) startProxy(ctx context.Context, t *task.Task, sandboxed bool) (*proxy.Proxy, error) {
-	eng, err := k.LoadPolicy(t.Folder)
+func (k *Kernel) StartProxy(ctx context.Context, t *task.Task, o ProxyOptions) (*proxy.Proxy, error) {
+	eng, err := k.LoadPolicyFor(t)
 	if err != nil {
 		return nil, err
 	}
 	info := TaskInfo(t)
+	if o.Agent != "" {
+		info.Agent, info.AgentRunning, info.ModelHosts = o.Agent, true, o.AgentHosts
+	}
+	hooks := k.Net
 	seen := t.Paths.Tmp
-	if sandboxed {
+	if o.Sandboxed {
 		seen = "/tmp"
 	}
 	cfg := proxy.ForTask(t.Paths.Dir, t.Paths.Tmp, seen)
-	cfg.Decide = func(_ context.Context, host string, port int) proxy.Decision {
+	cfg.Decide = func(pctx context.Context, host string, port int) proxy.Decision {
 		r := eng.Judge(info, []policy.Request{policy.NetRequest(host, port)})
 		if len(r.Verdicts) == 0 {
 			return proxy.Decision{Reason: "no verdict"}
@@ -57,13 +104,29 @@ func (k *Kernel) startProxy(ctx context.Context, t *task.Task, sandboxed bool) (
 		switch v.Outcome {
 		case policy.Ask:
 			d.Reason = "waits for approval"
+			if hooks.Ask != nil {
+				// Held until a person answers or the task's wait runs out.
+				if d.Allow = hooks.Ask(pctx, t, host, port, d.Rule); d.Allow {
+					d.Reason = "approved by a person"
+				} else {
+					d.Reason = "not approved by a person"
+				}
+			}
 		case policy.Deny:
 			d.Reason = "denied"
+		}
+		if hooks.Seen != nil {
+			word, _ := v.Outcome.MarshalText()
+			hooks.Seen(t, host, port, string(word), d.Rule, d.Allow)
 		}
 		return d
 	}
 	for _, h := range policy.RegistryHosts() {
 		cfg.Registries = append(cfg.Registries, proxy.Registry{Host: h})
+	}
+	own := map[string]bool{}
+	for _, s := range o.Secrets {
+		own[s.Name] = true
 	}
 	if store, err := secrets.Open(k.Store.Root); err == nil {
 		all, err := store.All()
@@ -71,8 +134,14 @@ func (k *Kernel) startProxy(ctx context.Context, t *task.Task, sandboxed bool) (
 			return nil, fmt.Errorf("secrets: %w (nothing ran)", err)
 		}
 		for _, s := range all {
-			cfg.Secrets = append(cfg.Secrets, proxy.Secret{Name: s.Name, Value: s.Value, Hosts: s.Hosts})
+			if !own[s.Name] {
+				cfg.Secrets = append(cfg.Secrets, proxy.Secret{Name: s.Name, Value: s.Value, Hosts: s.Hosts})
+			}
 		}
+	}
+	cfg.Secrets = append(cfg.Secrets, o.Secrets...)
+	if o.Configure != nil {
+		o.Configure(&cfg)
 	}
 	return proxy.Start(ctx, cfg)
 }

@@ -7,7 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 
 	"github.com/kulehq/kule/kernel/effects"
 	"github.com/kulehq/kule/kernel/gitstate"
@@ -180,32 +179,30 @@ func (k *Kernel) Exec(ctx context.Context, t *task.Task, opt ExecOptions) (int, 
 		spec.Env = withEnv(spec.Env, "HOME", t.Paths.Home)
 		spec.Env = withEnv(spec.Env, "XDG_CONFIG_HOME", filepath.Join(t.Paths.Home, ".config"))
 	}
-	var (
-		supMu sync.Mutex // Started may be called from the runner's goroutine
-		sup   *limits.Supervisor
-	)
 	lim := opt.Limits
-	if lim != (limits.Limits{}) {
-		spec.FileSizeLimit = lim.Disk
-		if lim.Disk > 0 && t.DiskBase == 0 {
-			// Measured once, at the first run with a disk limit (a walk of
-			// the whole copy is not worth paying when the task is made).
-			t.DiskBase = limits.DiskUsage(t.Paths.Copy, t.Paths.Tmp, t.Paths.Home)
-			if err := k.Store.Save(t); err != nil {
-				return -1, nil, err
-			}
+	if lim.Disk > 0 && t.DiskBase == 0 {
+		// Measured once, at the first run with a disk limit (a walk of
+		// the whole copy is not worth paying when the task is made).
+		t.DiskBase = limits.DiskUsage(t.Paths.Copy, t.Paths.Tmp, t.Paths.Home)
+		if err := k.Store.Save(t); err != nil {
+			return -1, nil, err
 		}
-		paths := []string{t.Paths.Copy, t.Paths.Tmp, t.Paths.Home}
-		base := t.DiskBase
-		started := spec.Started
-		spec.Started = func(pid int) {
-			supMu.Lock()
-			sup = limits.Start(ctx, lim, limits.Watch{Root: pid, DiskPaths: paths, DiskBase: base})
-			supMu.Unlock()
-			if started != nil {
-				started(pid)
-			}
+	}
+	// Every run is supervised: its time is the task's (--task-time).
+	sup, err := limits.Supervise(ctx, lim, limits.Task{Dir: t.Paths.Dir, DiskPaths: []string{t.Paths.Copy, t.Paths.Tmp, t.Paths.Home}, DiskBase: t.DiskBase}, nil)
+	if err != nil {
+		return -1, nil, fmt.Errorf("exec: %w", err)
+	}
+	spec.FileSizeLimit = sup.FileSizeLimit()
+	started := spec.Started
+	spec.Started = func(pid int) {
+		sup.Started(pid)
+		if started != nil {
+			started(pid)
 		}
+	}
+	if _, err := k.maskEnv(t); err != nil { // see envmask.go
+		return -1, nil, fmt.Errorf("exec: %w (the command did not run)", err)
 	}
 	stopProxy, err := k.withProxy(ctx, t, &spec)
 	if err != nil {
@@ -216,14 +213,10 @@ func (k *Kernel) Exec(ctx context.Context, t *task.Task, opt ExecOptions) (int, 
 	st, err := k.status(t)
 	if st != nil {
 		st.Network = netLines
+		k.SaveWholeSummary(st) // what kule list shows, until the next status
 	}
-	supMu.Lock()
-	defer supMu.Unlock()
-	if sup != nil {
-		sup.Wait()
-		if lerr := sup.Err(); lerr != nil {
-			return code, st, fmt.Errorf("exec: %w", lerr)
-		}
+	if lerr := sup.Wait(); lerr != nil {
+		return code, st, fmt.Errorf("exec: %w", lerr)
 	}
 	if runErr != nil {
 		return code, st, runErr

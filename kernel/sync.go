@@ -47,6 +47,15 @@ func (k *Kernel) finish(t *task.Task, j *apply.Journal) error {
 		if err := k.syncCopy(t, paths); err != nil {
 			return err
 		}
+		if d.Git != nil {
+			if err := finishGitUndo(t, d.Checkpoint); err != nil {
+				return err
+			}
+		}
+	} else if d.Git != nil {
+		if err := finishGitCommit(t, d.Git); err != nil {
+			return err
+		}
 	}
 	if err := k.appendHistoryOnce(t, j.ID, d); err != nil {
 		return err
@@ -275,6 +284,9 @@ func (k *Kernel) Rollback(t *task.Task) (int, error) {
 	}
 	if err := k.resyncBase(t, paths); err != nil {
 		return 0, fmt.Errorf("rollback: %w (the folder is untouched; run rollback again)", err)
+	}
+	if _, err := k.maskEnv(t); err != nil {
+		return len(st.Effects), fmt.Errorf("rollback: the copy matches the folder again, but %w — the next command masks them first or does not run", err)
 	}
 	return len(st.Effects), nil
 }

@@ -59,7 +59,7 @@ func (k *Kernel) Undo(t *task.Task) (*UndoReport, error) {
 		return nil, err
 	}
 	defer cp.Close()
-	rec, err := cp.Latest()
+	rec, err := k.latestCommitted(t, cp)
 	if errors.Is(err, checkpoint.ErrNone) {
 		return nil, fmt.Errorf("undo: %w: task %s has no commit left to take back", ErrNothingToUndo, t.ID)
 	}
@@ -69,21 +69,65 @@ func (k *Kernel) Undo(t *task.Task) (*UndoReport, error) {
 	if bad := holdsAfter(t.Folder, rec.Items); len(bad) > 0 {
 		return nil, &UndoBlockedError{Checkpoint: rec.ID, Paths: bad}
 	}
-	if _, err := undoGit(t, rec.ID); err != nil { // see git.go
-		return nil, fmt.Errorf("undo: %w", err)
+	gops, err := undoGitOps(t, rec.ID) // the repositories go back with the files: see git.go
+	if err != nil {
+		return nil, fmt.Errorf("undo: %w (nothing was changed)", err)
 	}
-	ops := undoOps(rec.Items)
+	ops := append(undoOps(rec.Items), gops...)
 	var paths []relpath.Path
 	for _, it := range rec.Items {
 		paths = append(paths, relpath.Path(it.Path))
 	}
 	data := journalData{Kind: "undo", Checkpoint: rec.ID, Paths: paths, Summary: []string{fmt.Sprintf("undo checkpoint %d", rec.ID)}}
+	if len(gops) > 0 {
+		data.Git = &gitJournal{}
+	}
 	raw, _ := json.Marshal(data)
 	j := &apply.Journal{Kind: "undo", Ops: ops, Data: raw}
-	if err := apply.Run(t.Folder, t.Paths.Journal, j, k.opener(t, cp), func(j *apply.Journal) error { return k.finish(t, j) }); err != nil {
+	if err := apply.Run(t.Folder, t.Paths.Journal, j, k.opener(t, cp, nil), func(j *apply.Journal) error { return k.finish(t, j) }); err != nil {
 		return nil, err
 	}
-	return &UndoReport{Checkpoint: rec.ID, Paths: len(rec.Items)}, nil
+	rep := &UndoReport{Checkpoint: rec.ID, Paths: len(rec.Items)}
+	if _, err := k.maskEnv(t); err != nil {
+		return rep, fmt.Errorf("undo: checkpoint %d was taken back, but %w — the next command masks them first or does not run", rec.ID, err)
+	}
+	return rep, nil
+}
+
+// latestCommitted is the newest checkpoint not undone whose commit reached
+// the history. A checkpoint kept just before a crash, whose commit never
+// wrote its journal, is marked undone on the way: nothing of it was applied.
+func (k *Kernel) latestCommitted(t *task.Task, cp *checkpoint.Store) (*checkpoint.Record, error) {
+	var done map[string]bool
+	for {
+		rec, err := cp.Latest()
+		if err != nil || rec.Commit == "" {
+			return rec, err
+		}
+		if done == nil {
+			log, err := k.HistoryLog(t)
+			if err != nil {
+				return nil, err
+			}
+			es, err := log.Entries()
+			if err != nil {
+				return nil, err
+			}
+			done = map[string]bool{}
+			for _, e := range es {
+				var d HistoryData
+				if e.Kind == "commit" && json.Unmarshal(e.Data, &d) == nil {
+					done[d.Journal] = true
+				}
+			}
+		}
+		if done[rec.Commit] {
+			return rec, nil
+		}
+		if err := cp.MarkUndone(rec.ID); err != nil {
+			return nil, err
+		}
+	}
 }
 
 // holdsAfter lists the items where the folder holds something other than

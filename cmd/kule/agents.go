@@ -3,14 +3,14 @@ package main
 import (
 	"bufio"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -20,10 +20,11 @@ import (
 
 	"github.com/kulehq/kule/kernel"
 	"github.com/kulehq/kule/kernel/acp"
+	"github.com/kulehq/kule/kernel/agentrun"
 	"github.com/kulehq/kule/kernel/agents"
+	"github.com/kulehq/kule/kernel/config"
 	"github.com/kulehq/kule/kernel/effects"
-	"github.com/kulehq/kule/kernel/proxy"
-	"github.com/kulehq/kule/kernel/runner"
+	"github.com/kulehq/kule/kernel/sandbox"
 	"github.com/kulehq/kule/kernel/task"
 	agentplug "github.com/kulehq/kule/plugins/agent"
 )
@@ -51,11 +52,18 @@ func agentsCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			printAgents(cmd.OutOrStdout(), set, agents.Check(set, home, root))
+			o := agents.CheckOptions{KuleHome: home, PackagesRoot: root}
+			if store, err := openSecrets(); err == nil {
+				o.HasKey = func(name string) bool { s, err := store.Get(name); return err == nil && s.Value != "" }
+			}
+			if cfg, err := config.Load(home); err == nil && !cfg.Sandbox.AcceptWeaker {
+				o.Isolation = sandbox.Probe().Missing()
+			}
+			printAgents(cmd.OutOrStdout(), set, agents.Check(set, o))
 			return nil
 		},
 	}
-	c.AddCommand(agentsShowCommand(), agentsApproveCommand(), agentsRegistryCommand(), agentsAddCommand(), agentsInstallCommand())
+	c.AddCommand(agentsShowCommand(), agentsApproveCommand(), agentsRegistryCommand(), agentsAddCommand(), agentsInstallCommand(), agentsTryCommand())
 	return c
 }
 
@@ -89,7 +97,12 @@ func printAgents(w io.Writer, set *agents.Set, sts []agents.Status) {
 				for k := range s.Profile.Keys {
 					ks = append(ks, k)
 				}
-				fmt.Fprintf(w, "      no key or login found: set %s, or log in to it once outside kule\n", strings.Join(ks, " or "))
+				sort.Strings(ks)
+				where := "log in to it once outside kule"
+				if s.Profile.OwnHome != "" {
+					where = "log in to it once in a kule run (it has a home of its own in kule)"
+				}
+				fmt.Fprintf(w, "      no key or login found: set %s (or kule secrets add it), or %s\n", strings.Join(ks, " or "), where)
 			}
 		}
 	}
@@ -107,7 +120,11 @@ func printAgents(w io.Writer, set *agents.Set, sts []agents.Status) {
 				fmt.Fprintf(w, "      waits for approval: kule agents show %s, then kule agents approve %s\n", s.Profile.Name, s.Profile.Name)
 			}
 			for _, m := range s.Missing {
-				fmt.Fprintf(w, "      install %s\n", m)
+				if strings.HasPrefix(m, "the sandbox") {
+					fmt.Fprintf(w, "      %s\n", m)
+				} else {
+					fmt.Fprintf(w, "      install %s\n", m)
+				}
 			}
 		}
 	}
@@ -278,6 +295,108 @@ func agentsInstallCommand() *cobra.Command {
 	}
 }
 
+// agentsTryCommand: kule agents try NAME [--apply].
+func agentsTryCommand() *cobra.Command {
+	var apply bool
+	var prompt string
+	var sf sandboxFlags // none given: a trial is never opened wider
+	c := &cobra.Command{
+		Use:   "try NAME [--apply]",
+		Short: "Run an agent once in an empty folder, opened no wider than its draft, and list the hosts it wanted",
+		Long: `Runs the agent (a profile, or a registry entry's draft) once on an empty
+folder of its own, with nothing of your home opened, no keys and no hosts,
+and lists the hosts it asked for. --apply adds the refused HTTPS hosts to its
+profile in agents.toml (drafting it from the registry if needed); the
+profile then waits for approval like any change.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			k, err := openKernel()
+			if err != nil {
+				return err
+			}
+			set, home, err := loadAgents()
+			if err != nil {
+				return err
+			}
+			out, errw := cmd.OutOrStdout(), cmd.ErrOrStderr()
+			p, gerr := set.Get(args[0])
+			fromRegistry := false
+			if gerr != nil {
+				r, err := registry()
+				if err != nil {
+					return err
+				}
+				e, ok := r.Find(args[0])
+				if !ok {
+					return gerr
+				}
+				if p, _, err = agents.Draft(e); err != nil {
+					return err
+				}
+				fromRegistry = true
+			}
+			if apply && p.Builtin {
+				return fmt.Errorf("agents try: %s is built in and is not changed; copy it into %s under another name to change it", p.Name, agents.PersonalPath(home))
+			}
+			fmt.Fprintf(errw, "trying %s once in an empty folder, opened no wider than its draft (nothing of your home, no keys, no hosts)\n", p.Name)
+			pr := &printer{w: out}
+			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			rep, err := agentrun.Try(ctx, k, agentrun.Options{Agents: set, Trial: &p, Prompt: prompt, OnEvent: pr.event, Sandbox: sf.options(), Stderr: errw})
+			pr.endLine()
+			if err != nil && rep == nil {
+				return err
+			}
+			if rep.Err != nil {
+				fmt.Fprintf(errw, "the turn failed: %v\n", rep.Err)
+			} else {
+				fmt.Fprintf(errw, "turn ended: %s\n", strings.ReplaceAll(rep.Result.StopReason, "_", " "))
+			}
+			if len(rep.Hosts) == 0 {
+				fmt.Fprintln(out, "It reached for no host.")
+			} else {
+				fmt.Fprintln(out, "Hosts it wanted to reach:")
+				for _, h := range rep.Hosts {
+					verdict := "refused"
+					if h.Passed {
+						verdict = "passed"
+					}
+					fmt.Fprintf(out, "  %-40s %s (%s)\n", fmt.Sprintf("%s:%d", h.Host, h.Port), verdict, orDash(h.Rule))
+				}
+			}
+			if runtime.GOOS == "linux" {
+				fmt.Fprintln(out, "The files it was refused cannot be listed on Linux: the sandbox hides them without a trace.")
+			}
+			wanted := rep.Wanted()
+			switch {
+			case len(wanted) == 0:
+			case !apply:
+				fmt.Fprintf(out, "kule agents try %s --apply adds %s to its profile's hosts (it then waits for approval)\n", p.Name, strings.Join(wanted, ", "))
+			case fromRegistry:
+				p.Hosts = wanted
+				if err := agents.AppendPersonal(home, p, set.Profiles); err != nil {
+					return err
+				}
+				fmt.Fprintf(out, "added %s to %s with hosts %s; it waits for approval: kule agents show %s, then kule agents approve %s\n", p.Name, agents.PersonalPath(home), strings.Join(wanted, ", "), p.Name, p.Name)
+			default:
+				added, err := agents.AddHosts(home, p.Name, wanted)
+				if err != nil {
+					return err
+				}
+				if len(added) == 0 {
+					fmt.Fprintf(out, "%s already names those hosts\n", p.Name)
+				} else {
+					fmt.Fprintf(out, "added %s to the hosts of %s; it waits for approval: kule agents show %s, then kule agents approve %s\n", strings.Join(added, ", "), p.Name, p.Name, p.Name)
+				}
+			}
+			return err
+		},
+	}
+	c.Flags().BoolVar(&apply, "apply", false, "add the refused hosts to the profile (it then waits for approval)")
+	c.Flags().StringVar(&prompt, "prompt", "Say hello in one short line.", "what to ask the agent")
+	return c
+}
+
 // runCommand: kule run TASK --agent NAME [--ask] "prompt".
 func runCommand() *cobra.Command {
 	var name string
@@ -310,158 +429,26 @@ Nothing reaches the folder until kule commit.`,
 
 func runAgent(cmd *cobra.Command, k *kernel.Kernel, t *task.Task, name, prompt string, ask, fresh bool, sf *sandboxFlags) error {
 	out, errw := cmd.OutOrStdout(), cmd.ErrOrStderr()
-	set, home, err := loadAgents()
+	set, _, err := loadAgents()
 	if err != nil {
 		return err
 	}
-	p, err := set.Get(name)
-	if err != nil {
-		return err
-	}
-	if err := agents.CheckApproved(home, p); err != nil {
-		return err
-	}
-	root, err := agents.PackagesRoot()
-	if err != nil {
-		return err
-	}
-	if pkg, ok, _ := agents.PackageOf(p.Command); ok && pkg.Runner == "npx" && !agents.Installed(root, pkg) {
-		fmt.Fprintf(errw, "installing %s@%s once into %s (no install scripts run)…\n", pkg.Name, pkg.Version, root)
-	}
-	ctx, cancelTurn := context.WithCancel(context.Background())
-	defer cancelTurn()
-	argv, err := agents.Launch(ctx, p, root, true, errw)
-	if err != nil {
-		return err
-	}
-	// The run holds the task: no commit applies a copy the agent is writing.
-	if _, err := k.Status(t); err != nil {
-		return err
-	}
-	lock, err := task.LockFile(t.Paths.Lock)
-	if err != nil {
-		return err
-	}
-	defer lock.Unlock()
-
-	realHome, _ := os.UserHomeDir()
-	ownHome := ""
-	if p.OwnHome != "" {
-		ownHome = filepath.Join(home, "agent-homes", p.Name)
-		if err := os.MkdirAll(ownHome, 0o700); err != nil {
-			return fmt.Errorf("run: %w", err)
-		}
-	}
-	// The task's proxy: the agent reaches only its profile's hosts, and
-	// each key it names reaches it as a placeholder that the proxy swaps
-	// for the key on the way to that key's hosts.
-	open := agents.OpeningsOf(p, set.Profiles, realHome, ownHome)
-	keyValue := keyLookup(p)
-	var keySecrets []proxy.Secret
-	for name, hosts := range p.Keys {
-		if v := keyValue(name); v != "" {
-			keySecrets = append(keySecrets, proxy.Secret{Name: name, Value: v, Hosts: hosts})
-		}
-	}
-	allowed := map[string]bool{}
-	for _, h := range open.Hosts {
-		allowed[h] = true
-	}
-	// The sandbox bridges the proxy's port into the agent's namespace and
-	// sets the proxy variables itself (without a token); outside it the
-	// token keeps other local processes off the proxy.
-	token := ""
-	if sf.noSandbox {
-		token = randomToken()
-	}
-	px, err := proxy.Start(ctx, proxy.Config{
-		Decide: func(_ context.Context, host string, port int) proxy.Decision {
-			if port == 443 && allowed[host] {
-				return proxy.Decision{Allow: true, Rule: "profile " + p.Name}
-			}
-			return proxy.Decision{Rule: "profile " + p.Name, Reason: "not among the profile's hosts"}
-		},
-		LogPath:    filepath.Join(t.Paths.Dir, "network.jsonl"),
-		Secrets:    keySecrets,
-		BundlePath: filepath.Join(t.Paths.Tmp, "kule-ca.pem"),
-		Token:      token,
-	})
-	if err != nil {
-		return fmt.Errorf("run: the task's proxy: %w (nothing was started)", err)
-	}
-	defer px.Close()
-	placeholders := map[string]string{}
-	for _, kv := range px.SecretEnv() {
-		k, v, _ := strings.Cut(kv, "=")
-		placeholders[k] = v
-	}
-	env, notes := agents.Environ(p, agents.EnvOptions{
-		Getenv: func(k string) string {
-			if _, ok := p.Keys[k]; ok {
-				return keyValue(k)
-			}
-			return os.Getenv(k)
-		},
-		Home: realHome, OwnHome: ownHome, Tmp: t.Paths.Tmp,
-		Placeholder: func(k string) string { return placeholders[k] },
-	})
-	env = append(env, proxy.ProxyEnv(px.Addr(), token)...)
-	env = append(env, px.CAEnv()...)
-	for _, n := range notes {
-		fmt.Fprintln(errw, "note:", n)
-	}
-	stepsF, err := os.OpenFile(filepath.Join(t.Paths.Dir, acp.StepsFile), os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600)
-	if err != nil {
-		return fmt.Errorf("run: %w", err)
-	}
-	defer stepsF.Close()
-	usageF, err := os.OpenFile(filepath.Join(t.Paths.Dir, acp.UsageFile), os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600)
-	if err != nil {
-		return fmt.Errorf("run: %w", err)
-	}
-	defer usageF.Close()
-	old, _, _ := acp.ReadSteps(filepath.Join(t.Paths.Dir, acp.StepsFile))
-
 	pr := &printer{w: out}
-	o := acp.Options{
-		Runner: k.Runner,
-		Copy:   t.Paths.Copy,
-		Effects: func() ([]effects.Effect, error) {
-			st, err := k.Status(t)
-			if err != nil {
-				return nil, err
-			}
-			return st.Effects, nil
-		},
-		OnEvent:    pr.event,
-		Steps:      stepsF,
-		Usage:      usageF,
-		Stderr:     agentLog(t),
-		FirstStep:  len(old),
-		ClientName: "kule",
-	}
-	o.Spec.Args = argv
-	o.Spec.Env = env
-	o.Spec.Task.ID, o.Spec.Task.Dir, o.Spec.Task.Copy, o.Spec.Task.Folder = t.ID, t.Paths.Dir, t.Paths.Copy, t.Folder
-	o.Spec.Task.Tmp, o.Spec.Task.Home, o.Spec.Task.KuleDir = t.Paths.Tmp, t.Paths.Home, k.Store.Root
-	o.Spec.Dir = t.Paths.Copy
-	// What the profile opens in the sandbox (the direct runner ignores it).
-	o.Spec.AllowWrite, o.Spec.Reveal, o.Spec.Hide = open.AllowWrite, open.Reveal, open.Hide
-	o.Spec.Network, o.Spec.ProxyAddr = runner.NetworkProxy, px.Addr()
-	r, err := sf.runnerFor(t, &o.Spec)
-	if err != nil {
-		return err
-	}
-	o.Runner = r
+	o := agentrun.Options{Agents: set, Agent: name, Prompt: prompt, Fresh: fresh, OnEvent: pr.event, Sandbox: sf.options(), Stderr: errw}
 	if ask {
 		o.Ask = terminalAsk(pr, os.Stdin, errw)
+		if da := daemonPermissionAsk(k.Store.Root, t, name); da != nil {
+			o.Ask = da
+			pr.note("permission questions wait in the app (kule app), under Needs you")
+		}
 	}
-	c, err := acp.Start(ctx, o)
-	if err != nil {
-		return err
-	}
-	defer c.Stop()
-
+	// Ctrl-C cancels the start or the turn; a second stops the agent.
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var (
+		mu  sync.Mutex
+		run *agentrun.Run
+	)
 	sig := make(chan os.Signal, 2)
 	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
 	defer signal.Stop(sig)
@@ -469,96 +456,46 @@ func runAgent(cmd *cobra.Command, k *kernel.Kernel, t *task.Task, name, prompt s
 		n := 0
 		for range sig {
 			n++
+			mu.Lock()
+			r := run
+			mu.Unlock()
 			if n == 1 {
 				pr.note("cancelling the turn (Ctrl-C again stops the agent)")
-				cancelTurn()
-			} else {
+				cancel()
+			} else if r != nil {
 				pr.note("stopping the agent")
-				go c.Stop()
+				go r.Stop()
 			}
 		}
 	}()
-
-	info, err := c.Initialize(ctx)
+	r, err := agentrun.Start(ctx, k, t, o)
 	if err != nil {
-		return fmt.Errorf("run: %s: %w", p.Name, err)
+		return err
 	}
-	rec, had, err := acp.LoadSession(t.Paths.Dir)
-	if err != nil {
-		pr.note(err.Error())
+	mu.Lock()
+	run = r
+	mu.Unlock()
+	res, perr := r.Wait()
+	pr.endLine()
+	if res.Status != nil {
+		fmt.Fprintf(errw, "\n%s in the copy; kule status %s shows them, kule commit %s applies them\n", effects.Summary(res.Status.Effects), t.ID, t.ID)
 	}
-	continued := false
-	if had && !fresh && rec.Agent == p.Name {
-		if err := c.ContinueSession(ctx, rec.Session); err == nil {
-			continued = true
-		} else if !errors.Is(err, acp.ErrNotSupported) {
-			pr.note(fmt.Sprintf("could not continue the earlier conversation (%v); starting a new one", err))
-		}
-	}
-	if !continued {
-		_, err := c.NewSession(ctx)
-		var rerr *acp.RPCError
-		if err != nil && p.Auth != "" && errors.As(err, &rerr) && rerr.Code == acp.CodeAuthRequired {
-			// The agent wants a login: use the profile's method (an
-			// api-key method reads the key variable: a placeholder).
-			if aerr := c.Authenticate(ctx, p.Auth, nil); aerr != nil {
-				return fmt.Errorf("run: %s: %w", p.Name, aerr)
-			}
-			_, err = c.NewSession(ctx)
-		}
-		if err != nil {
-			return fmt.Errorf("run: %s: %w", p.Name, err)
-		}
-	}
-	if p.Mode != "" {
-		if err := c.SetMode(ctx, p.Mode); err != nil {
-			return fmt.Errorf("run: %s: %w (the profile's mode must be one the agent offers)", p.Name, err)
-		}
-	}
-	if err := acp.SaveSession(t.Paths.Dir, acp.SessionRecord{Agent: p.Name, Session: c.SessionID(), Cwd: t.Paths.Copy}); err != nil {
-		pr.note(err.Error())
-	}
-	agentName := p.Name
-	if info.Name != "" {
-		agentName = info.Name + " " + info.Version
-	}
-	verb := "new conversation"
-	if continued {
-		verb = "continuing the conversation"
-	}
-	fmt.Fprintf(errw, "%s · task %s · %s\n", agentName, t.ID, verb)
 	defer func() {
-		for _, l := range px.Summary() {
+		for _, l := range res.Network {
 			fmt.Fprintln(errw, "  "+l)
 		}
 	}()
-	res, perr := c.Prompt(ctx, prompt)
-	stopErr := c.Stop()
-	pr.endLine()
-	st, serr := k.Status(t)
-	if serr == nil {
-		fmt.Fprintf(errw, "\n%s in the copy; kule status %s shows them, kule commit %s applies them\n", effects.Summary(st.Effects), t.ID, t.ID)
-	}
 	if perr != nil {
-		return fmt.Errorf("run: %w (steps so far are in kule steps %s; the folder is untouched)", perr, t.ID)
+		return perr
 	}
-	if stopErr != nil {
-		pr.note(stopErr.Error())
+	if res.StopErr != nil {
+		pr.note(res.StopErr.Error())
 	}
 	fmt.Fprintf(errw, "turn ended: %s\n", strings.ReplaceAll(res.StopReason, "_", " "))
 	if res.StopReason == "cancelled" {
 		return exitCode(130)
 	}
 	return nil
-}
-
-// agentLog is where the agent's stderr goes: agent.log in the task's directory.
-func agentLog(t *task.Task) io.Writer {
-	f, err := os.OpenFile(filepath.Join(t.Paths.Dir, "agent.log"), os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600)
-	if err != nil {
-		return io.Discard
-	}
-	return f // closed when kule exits
 }
 
 // printer streams a run to the terminal.
@@ -738,24 +675,4 @@ func stepsCommand() *cobra.Command {
 	}
 	c.Flags().BoolVar(&asJSON, "json", false, "print the steps as JSON")
 	return c
-}
-
-// keyLookup finds the value of a profile's key: in Kule's secrets store
-// (`kule secrets add`) first, then in the person's environment.
-func keyLookup(p agents.Profile) func(string) string {
-	store, _ := openSecrets()
-	return func(name string) string {
-		if store != nil {
-			if sec, err := store.Get(name); err == nil && sec.Value != "" {
-				return sec.Value
-			}
-		}
-		return os.Getenv(name)
-	}
-}
-
-func randomToken() string {
-	var b [16]byte
-	_, _ = rand.Read(b[:])
-	return hex.EncodeToString(b[:])
 }

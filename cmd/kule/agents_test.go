@@ -117,3 +117,38 @@ func TestRunAgentThroughCLI(t *testing.T) {
 }
 
 func strconvQuote(s string) string { b, _ := json.Marshal(s); return string(b) }
+
+// TestAgentsTry: kule agents try runs a profile once in an empty folder,
+// unapproved and opened no wider than its command, and says what it reached.
+func TestAgentsTry(t *testing.T) {
+	if testing.Short() {
+		t.Skip("end-to-end; -short skips it")
+	}
+	sdk := npmtest.Package(t, "@agentclientprotocol/sdk", "1.9.0")
+	home := t.TempDir()
+	t.Setenv("KULE_HOME", filepath.Join(home, "kule"))
+	t.Setenv("HOME", home)
+	t.Setenv("XDG_DATA_HOME", filepath.Join(home, "data"))
+	agent := filepath.Join(sdk, "node_modules", "@agentclientprotocol/sdk", "dist", "examples", "agent.js")
+	os.MkdirAll(filepath.Join(home, "kule"), 0o700)
+	profile := "[[agent]]\nname = \"example\"\ncommand = [\"node\", " + strconvQuote(agent) + "]\nstate = [\".example\"]\n"
+	os.WriteFile(filepath.Join(home, "kule", "agents.toml"), []byte(profile), 0o600)
+	out, err := kuleCLI(t, "agents", "try", "example")
+	if err != nil {
+		t.Fatalf("kule agents try: %v\n%s", err, out)
+	}
+	for _, want := range []string{"trying example once in an empty folder", "turn ended: end turn", "It reached for no host.", "cannot be listed on Linux"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("kule agents try's output lacks %q:\n%s", want, out)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(home, ".example")); err == nil {
+		t.Error("the trial opened the profile's state")
+	}
+	if out, _ := kuleCLI(t, "list"); strings.Contains(out, "kule-try-") {
+		t.Errorf("the trial's task was left behind:\n%s", out)
+	}
+	if out, err := kuleCLI(t, "agents", "try", "nosuch"); err == nil || !strings.Contains(out, "no such agent") {
+		t.Errorf("an unknown agent: %v\n%s", err, out)
+	}
+}

@@ -93,7 +93,7 @@ func snapshot(t *testing.T, root string) []string {
 }
 
 var commitSteps = []string{
-	"commit.checkpoint-saved", "commit.journal-written", "commit.staging", "commit.staged-files",
+	"commit.judged", "commit.planned", "commit.checkpoint-saved", "commit.journal-written", "commit.staging", "commit.staged-files",
 	"commit.staged", "commit.applying", "commit.renamed", "commit.applied",
 	"commit.history-appended", "commit.finished",
 }
@@ -215,6 +215,228 @@ func TestCrashDuringUndoLeavesOldOrNewAsAWhole(t *testing.T) {
 			if out := c.must("status", id); !strings.Contains(out, "0 file changes") {
 				t.Fatalf("after the undo the copy does not match the folder:\n%s", out)
 			}
+		})
+	}
+}
+
+// gitState is what a person checks of a repository: its branches and where
+// they point, HEAD, and the index by entries.
+func gitState(t *testing.T, folder string) string {
+	t.Helper()
+	return git(t, folder, "for-each-ref", "--format=%(refname) %(objectname)") + "\n" +
+		git(t, folder, "symbolic-ref", "HEAD") + "\n" + git(t, folder, "ls-files", "-s")
+}
+
+func git(t *testing.T, dir string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command("git", append([]string{"-c", "user.name=Ada", "-c", "user.email=ada@example.com"}, args...)...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "GIT_CONFIG_NOSYSTEM=1", "HOME="+filepath.Dir(dir))
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("git %v: %v\n%s", args, err, out)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// gitSetup makes a folder that is a git repository, a task on it, and a
+// change that edits, deletes and adds files and commits them with git, and
+// makes a branch: the commit writes the folder's files and its repository.
+func gitSetup(t *testing.T) (cli, string, string) {
+	if _, err := exec.LookPath("git"); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("git is not installed: %v", err)
+		}
+		t.Skip("git is not installed")
+	}
+	dir := t.TempDir()
+	folder := filepath.Join(dir, "folder")
+	for p, body := range map[string]string{"a.txt": "one\n", "notes/plan.md": "# Plan\n", "notes/old.md": "old\n"} {
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(folder, p)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(folder, p), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	git(t, folder, "init", "-q", "-b", "main")
+	git(t, folder, "add", ".")
+	git(t, folder, "commit", "-q", "-m", "first")
+	c := cli{t: t, home: filepath.Join(dir, "home")}
+	c.must("new", folder)
+	id := strings.Fields(c.must("list"))[0]
+	c.must("exec", id, "--", "sh", "-c",
+		"echo more >> notes/plan.md; rm notes/old.md; echo n > new.txt; git add -A && "+
+			"git -c user.name=Ada -c user.email=ada@example.com commit -qm task && git branch topic")
+	return c, id, folder
+}
+
+// filesOf is snapshot without .git: the repository is compared by meaning.
+func filesOf(t *testing.T, folder string) []string {
+	var out []string
+	for _, l := range snapshot(t, folder) {
+		if l != ".git" && !strings.HasPrefix(l, ".git ") && !strings.HasPrefix(l, ".git/") {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+// gitHealthy checks what git itself says of the folder's repository: fsck
+// passes, no lock file is left, and the work tree matches the index.
+func gitHealthy(t *testing.T, folder string) {
+	t.Helper()
+	git(t, folder, "fsck", "--strict", "--no-progress", "--no-dangling")
+	_ = filepath.Walk(filepath.Join(folder, ".git"), func(p string, info os.FileInfo, err error) error {
+		if err == nil && (strings.HasSuffix(p, ".lock") || strings.HasPrefix(filepath.Base(p), ".kule-")) {
+			t.Errorf("left behind in the repository: %s", p)
+		}
+		return nil
+	})
+	if st := git(t, folder, "status", "--porcelain"); st != "" {
+		t.Errorf("git status in the folder is not clean:\n%s", st)
+	}
+}
+
+var gitCommitSteps = append(append([]string(nil), commitSteps...), "commit.git-locked")
+var gitUndoSteps = append(append([]string(nil), undoSteps...), "undo.git-locked")
+
+// A SIGKILL at every step of a commit that writes files and the repository:
+// after the next kule call the folder and its repository are both as before
+// or both as committed, git fsck passes, and history verifies.
+func TestCrashDuringGitCommitLeavesFilesAndRepositoryOldOrNew(t *testing.T) {
+	for _, step := range gitCommitSteps {
+		t.Run(step, func(t *testing.T) {
+			t.Parallel()
+			c, id, folder := gitSetup(t)
+			beforeFiles, beforeGit := filesOf(t, folder), gitState(t, folder)
+			copyDir := filepath.Join(c.home, "tasks", id, "copy")
+			afterFiles, afterGit := filesOf(t, copyDir), gitState(t, copyDir)
+			out, err := c.kule(step, "commit", id, "--approve")
+			if !killed(err) {
+				t.Fatalf("commit was not killed at %s: %v\n%s", step, err, out)
+			}
+			c.must("status", id)
+			files, gs := filesOf(t, folder), gitState(t, folder)
+			switch {
+			case cmp.Equal(files, beforeFiles) && gs == beforeGit:
+				gitHealthy(t, folder)
+				c.must("commit", id, "--approve")
+				if d := cmp.Diff(afterFiles, filesOf(t, folder)); d != "" {
+					t.Fatalf("commit after recovery (-copy +folder):\n%s", d)
+				}
+				if d := cmp.Diff(afterGit, gitState(t, folder)); d != "" {
+					t.Fatalf("commit after recovery, repository (-copy +folder):\n%s", d)
+				}
+			case cmp.Equal(files, afterFiles) && gs == afterGit:
+				if out := c.must("status", id); !strings.Contains(out, "0 file changes") || strings.Contains(out, "git:") {
+					t.Fatalf("rolled forward, but status still lists changes:\n%s", out)
+				}
+			default:
+				t.Fatalf("after a crash at %s the folder and its repository are not old or new as a whole:\nfiles (-before +got):\n%s\nrepository before:\n%s\ngot:\n%s\nthe commit's:\n%s",
+					step, cmp.Diff(beforeFiles, files), beforeGit, gs, afterGit)
+			}
+			gitHealthy(t, folder)
+			noLeftovers(t, folder)
+			c.must("history", id, "--verify")
+			c.must("undo", id)
+			if d := cmp.Diff(beforeFiles, filesOf(t, folder)); d != "" {
+				t.Fatalf("undo after recovery did not restore the files:\n%s", d)
+			}
+			if gs := gitState(t, folder); gs != beforeGit {
+				t.Fatalf("undo after recovery did not restore the repository:\n%s\nwant:\n%s", gs, beforeGit)
+			}
+			gitHealthy(t, folder)
+			c.must("history", id, "--verify")
+		})
+	}
+}
+
+func TestCrashDuringGitUndoLeavesFilesAndRepositoryOldOrNew(t *testing.T) {
+	for _, step := range gitUndoSteps {
+		t.Run(step, func(t *testing.T) {
+			t.Parallel()
+			c, id, folder := gitSetup(t)
+			beforeFiles, beforeGit := filesOf(t, folder), gitState(t, folder)
+			c.must("commit", id, "--approve")
+			committedFiles, committedGit := filesOf(t, folder), gitState(t, folder)
+			out, err := c.kule(step, "undo", id)
+			if !killed(err) {
+				t.Fatalf("undo was not killed at %s: %v\n%s", step, err, out)
+			}
+			c.must("status", id)
+			files, gs := filesOf(t, folder), gitState(t, folder)
+			switch {
+			case cmp.Equal(files, committedFiles) && gs == committedGit:
+				gitHealthy(t, folder)
+				c.must("undo", id)
+				if d := cmp.Diff(beforeFiles, filesOf(t, folder)); d != "" || gitState(t, folder) != beforeGit {
+					t.Fatalf("undo after recovery:\n%s\n%s", d, gitState(t, folder))
+				}
+			case cmp.Equal(files, beforeFiles) && gs == beforeGit:
+				if out, err := c.kule("", "undo", id); err == nil || !strings.Contains(out, "nothing to undo") {
+					t.Fatalf("undo rolled forward, yet a second undo says: %v\n%s", err, out)
+				}
+			default:
+				t.Fatalf("after a crash at %s the folder and its repository are neither committed nor undone as a whole:\nfiles (-committed +got):\n%s\nrepository committed:\n%s\ngot:\n%s",
+					step, cmp.Diff(committedFiles, files), committedGit, gs)
+			}
+			gitHealthy(t, folder)
+			noLeftovers(t, folder)
+			c.must("history", id, "--verify")
+			if out := c.must("status", id); !strings.Contains(out, "0 file changes") || strings.Contains(out, "git:") {
+				t.Fatalf("after the undo the copy does not match the folder:\n%s", out)
+			}
+		})
+	}
+}
+
+// A SIGKILL at every step of committing an agent's edit to a masked .env:
+// the folder's .env is its old bytes or the edit with the real values, never
+// a placeholder, and the copy never shows the real value.
+func TestCrashDuringCommitOfAMaskedEnv(t *testing.T) {
+	const secret = "sk_live_4eC39HqLyjWDarjtT1zdp7dc"
+	old := "STRIPE_KEY=" + secret + "\nDEBUG=true\n"
+	for _, step := range commitSteps {
+		t.Run(step, func(t *testing.T) {
+			t.Parallel()
+			dir := t.TempDir()
+			folder := filepath.Join(dir, "folder")
+			if err := os.MkdirAll(folder, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(folder, ".env"), []byte(old), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			c := cli{t: t, home: filepath.Join(dir, "home")}
+			c.must("new", folder)
+			id := strings.Fields(c.must("list"))[0]
+			copyEnv := filepath.Join(c.home, "tasks", id, "copy", ".env")
+			c.must("exec", id, "--", "sh", "-c", "echo FEATURE=on >> .env")
+			out, err := c.kule(step, "commit", id)
+			if !killed(err) {
+				t.Fatalf("commit was not killed at %s: %v\n%s", step, err, out)
+			}
+			c.must("status", id)
+			got, _ := os.ReadFile(filepath.Join(folder, ".env"))
+			switch string(got) {
+			case old:
+				c.must("commit", id)
+			case old + "FEATURE=on\n":
+			default:
+				t.Fatalf("after a crash at %s the folder's .env is %q", step, got)
+			}
+			if got, _ := os.ReadFile(filepath.Join(folder, ".env")); string(got) != old+"FEATURE=on\n" {
+				t.Fatalf("the folder's .env after the commit = %q", got)
+			}
+			if b, _ := os.ReadFile(copyEnv); strings.Contains(string(b), secret) || !strings.Contains(string(b), "FEATURE=on") {
+				t.Fatalf("the copy's .env = %q", b)
+			}
+			if out := c.must("status", id); !strings.Contains(out, "0 file changes") {
+				t.Fatalf("status after the commit:\n%s", out)
+			}
+			noLeftovers(t, folder)
+			c.must("history", id, "--verify")
 		})
 	}
 }

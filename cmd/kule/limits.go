@@ -15,13 +15,16 @@ import (
 func limitsCommand() *cobra.Command {
 	var cpu float64
 	var memory, disk string
-	var runTime, idle time.Duration
+	var runTime, idle, taskTime time.Duration
+	var gpu string
 	c := &cobra.Command{
 		Use:   "limits [TASK]",
-		Short: "Show or set what a run may take: --cpu 2 --memory 4G --disk 10G --time 30m --idle 10m",
+		Short: "Show or set what a run may take: --cpu 2 --memory 4G --disk 10G --time 30m --task-time 4h --idle 10m --gpu off",
 		Long: `Without TASK the limits hold for every task; with TASK for that task only (its
 fields win over the home's). 0 removes a limit. Over its CPU share a run is
-slowed, not stopped; over memory, disk, time or idle it is stopped and says why.`,
+slowed, not stopped; over memory, disk, time, task-time (all of the task's
+runs together) or idle it is stopped and says why. --gpu off leaves
+/dev/dri and NVIDIA's devices out of the sandbox.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			k, err := openKernel()
@@ -65,15 +68,46 @@ slowed, not stopped; over memory, disk, time or idle it is stopped and says why.
 			if f.Changed("idle") {
 				target.Idle, changed = idle, true
 			}
+			if f.Changed("task-time") {
+				target.TaskTime, changed = taskTime, true
+			}
+			if f.Changed("gpu") {
+				if gpu != limits.GPUOn && gpu != limits.GPUOff {
+					return fmt.Errorf("%w, not %q", limits.ErrBadGPU, gpu)
+				}
+				target.GPU, changed = gpu, true
+			}
+			for name, d := range map[string]time.Duration{"time": target.Time, "idle": target.Idle, "task-time": target.TaskTime} {
+				if d < 0 {
+					return fmt.Errorf("limits: --%s %s is below zero (0 removes the limit)", name, d)
+				}
+			}
+			if target.CPU < 0 {
+				return fmt.Errorf("limits: --cpu %g is below zero (0 removes the limit)", target.CPU)
+			}
 			if changed {
 				if err := save(); err != nil {
 					return err
 				}
 			}
-			printLimits(cmd.OutOrStdout(), where, *target)
+			w := cmd.OutOrStdout()
+			printLimits(w, where, *target, cfg.Sandbox.NoGPU)
+			if target.CPU > 0 {
+				fmt.Fprintln(w, "cpu is held by pausing and resuming the run's processes a tenth of a second at a time (cgroup cpu.max is not used)")
+			}
 			if len(args) == 1 {
 				t, _ := k.Resolve(args[0])
-				printLimits(cmd.OutOrStdout(), "task "+t.ID+" with the home's (in force)", kernel.LimitsFor(t, cfg.Limits))
+				in := kernel.LimitsFor(t, cfg.Limits)
+				printLimits(w, "task "+t.ID+" with the home's (in force)", in, cfg.Sandbox.NoGPU)
+				used, err := limits.LoadTaskTime(limits.TaskTimeFile(t.Paths.Dir))
+				switch {
+				case err != nil:
+					fmt.Fprintf(w, "task time: %v\n", err)
+				case in.TaskTime > 0:
+					fmt.Fprintf(w, "task time: its runs have taken %s of %s\n", used.Round(time.Second), in.TaskTime)
+				case used > 0:
+					fmt.Fprintf(w, "task time: its runs have taken %s\n", used.Round(time.Second))
+				}
 			}
 			return nil
 		},
@@ -82,18 +116,25 @@ slowed, not stopped; over memory, disk, time or idle it is stopped and says why.
 	c.Flags().StringVar(&memory, "memory", "", "memory a run's processes may hold together (e.g. 4G)")
 	c.Flags().StringVar(&disk, "disk", "", "how much the task may grow (e.g. 10G); also the largest file")
 	c.Flags().DurationVar(&runTime, "time", 0, "one run's wall time (e.g. 30m)")
+	c.Flags().DurationVar(&taskTime, "task-time", 0, "all of the task's runs together (e.g. 4h)")
 	c.Flags().DurationVar(&idle, "idle", 0, "stop a run with no activity for this long (e.g. 10m)")
+	c.Flags().StringVar(&gpu, "gpu", "", "on or off: off leaves /dev/dri and NVIDIA's devices out of the sandbox")
 	return c
 }
 
-func printLimits(w io.Writer, where string, l limits.Limits) {
+func printLimits(w io.Writer, where string, l limits.Limits, sandboxNoGPU bool) {
 	show := func(v bool, s string) string {
 		if !v {
 			return "none"
 		}
 		return s
 	}
-	fmt.Fprintf(w, "limits for %s: cpu %s · memory %s · disk %s · time %s · idle %s\n", where,
+	gpu := "on"
+	if l.NoGPU(sandboxNoGPU) {
+		gpu = "off"
+	}
+	fmt.Fprintf(w, "limits for %s: cpu %s · memory %s · disk %s · time %s · task-time %s · idle %s · gpu %s\n", where,
 		show(l.CPU > 0, fmt.Sprintf("%g cores", l.CPU)), show(l.Memory > 0, limits.Bytes(l.Memory)),
-		show(l.Disk > 0, limits.Bytes(l.Disk)), show(l.Time > 0, l.Time.String()), show(l.Idle > 0, l.Idle.String()))
+		show(l.Disk > 0, limits.Bytes(l.Disk)), show(l.Time > 0, l.Time.String()), show(l.TaskTime > 0, l.TaskTime.String()),
+		show(l.Idle > 0, l.Idle.String()), gpu)
 }

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/kulehq/kule/kernel"
 )
 
 // TestListShowsWhereTasksMeet: kule list shows each task's changes and
@@ -49,10 +51,10 @@ func TestListShowsWhereTasksMeet(t *testing.T) {
 		}
 	}
 	var rows []struct {
-		ID      string     `json:"id"`
-		Changes int        `json:"changes"`
-		Named   bool       `json:"named"`
-		Meets   []meetView `json:"meets"`
+		ID      string        `json:"id"`
+		Changes int           `json:"changes"`
+		Named   bool          `json:"named"`
+		Meets   []kernel.Meet `json:"meets"`
 	}
 	if err := json.Unmarshal([]byte(c.must("list", "--json")), &rows); err != nil {
 		t.Fatal(err)

@@ -10,7 +10,9 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/spf13/cobra"
 
+	"github.com/kulehq/kule/kernel/config"
 	"github.com/kulehq/kule/kernel/pluginhost"
+	"github.com/kulehq/kule/kernel/sandbox"
 	"github.com/kulehq/kule/kernel/task"
 	"github.com/kulehq/kule/plugins/builtin"
 	sdkplugin "github.com/kulehq/kule/sdk/plugin"
@@ -20,6 +22,9 @@ import (
 // of its built-in plugins to a kernel that started it. It never returns
 // while the plugin serves; it is not a command a person runs.
 func servePlugin(args []string) int {
+	if len(args) == 2 && args[0] == pluginhost.ConfineArg {
+		return pluginhost.ConfineMain(args[1]) // inside the sandbox, before the plugin
+	}
 	if len(args) != 1 {
 		fmt.Fprintln(os.Stderr, "kule __plugin: want one argument, <kind>/<name>")
 		return 2
@@ -43,14 +48,33 @@ func kernelLogger() hclog.Logger {
 	return hclog.New(&hclog.LoggerOptions{Name: "kule", Level: level, Output: os.Stderr})
 }
 
-// pluginHost is the plugin host on home with the built-in plugins.
-func pluginHost(home string) *pluginhost.Host {
+// builtinPlugins is plugins/builtin's table as the plugin host takes it.
+func builtinPlugins() []pluginhost.Builtin {
 	var bs []pluginhost.Builtin
 	for _, b := range builtin.Differs {
 		kind, name, _ := strings.Cut(b.Name, "/")
 		bs = append(bs, pluginhost.Builtin{Kind: kind, Name: name, Accepts: b.New().Accepts})
 	}
-	return pluginhost.New(home, pluginhost.Options{Builtins: bs, Logger: kernelLogger()})
+	return bs
+}
+
+// pluginSandbox is the sandbox every plugin starts in; with isolation
+// missing none starts, unless the person accepted weaker isolation (kule
+// isolation --accept-weaker on).
+func pluginSandbox(home string) *sandbox.Sandbox {
+	sb := &sandbox.Sandbox{}
+	if cfg, err := config.Load(home); err == nil {
+		sb.AcceptWeaker = cfg.Sandbox.AcceptWeaker
+	}
+	if os.Getenv("KULE_AS_CLI") == "1" {
+		sb.HelperEnv = []string{"KULE_AS_CLI=1"} // a test binary stands in for kule
+	}
+	return sb
+}
+
+// pluginHost is the plugin host on home with the built-in plugins.
+func pluginHost(home string) *pluginhost.Host {
+	return pluginhost.New(home, pluginhost.Options{Builtins: builtinPlugins(), Logger: kernelLogger(), Sandbox: pluginSandbox(home)})
 }
 
 func openPluginHost() (*pluginhost.Host, error) {
@@ -134,6 +158,7 @@ func pluginsShowCommand() *cobra.Command {
 				for _, b := range h.Builtins() {
 					if b.Name == name {
 						fmt.Fprintf(out, "%s: built-in %s, part of the kule binary (runs as `kule __plugin %s/%s`, trusted as kule itself)\n", name, b.Kind, b.Kind, name)
+						fmt.Fprintf(out, "sandbox:     %s\n", pluginhost.Profiles[b.Kind].Says)
 						return nil
 					}
 				}
@@ -162,6 +187,9 @@ func showStatus(out io.Writer, h *pluginhost.Host, st pluginhost.Status) {
 		perms = strings.Join(m.Permissions, ", ")
 	}
 	fmt.Fprintf(out, "asks for:    %s\n", perms)
+	if p, ok := pluginhost.Profiles[m.Kind]; ok {
+		fmt.Fprintf(out, "sandbox:     %s\n", p.Says)
+	}
 	if a := st.Approval; a != nil {
 		fmt.Fprintf(out, "approved:    version %s, sha256 %s, on %s\n", a.Version, a.SHA256, a.ApprovedAt.Format("2006-01-02 15:04 MST"))
 	}

@@ -50,38 +50,6 @@ func folderArg(f string) (string, error) {
 	return abs, nil
 }
 
-// loadPolicy reads the policy that judges a task's changes: the person's
-// choice from config.toml, their policy.cedar, and the real folder's own
-// .kule/policy.cedar (never the copy's).
-func loadPolicy(home, folder string) (*policy.Engine, error) {
-	cfg, err := config.Load(home)
-	if err != nil {
-		return nil, err
-	}
-	return policy.Load(home, folder, cfg.Policy.Choice)
-}
-
-// taskInfo is what the policy knows of a task.
-func taskInfo(t *task.Task) policy.TaskInfo {
-	_, err := os.Lstat(filepath.Join(t.Folder, ".git"))
-	return policy.TaskInfo{ID: t.ID, Group: t.Group, FolderIsGit: err == nil}
-}
-
-// judge rules on the effects a commit would apply.
-func judge(home string, t *task.Task, pending []effects.Effect) (policy.Ruling, error) {
-	eng, err := loadPolicy(home, t.Folder)
-	if err != nil {
-		return policy.Ruling{}, err
-	}
-	facts := policy.GatherFacts(t.Paths.Copy, t.Folder, pending)
-	return eng.Judge(taskInfo(t), policy.FromEffects(pending, facts)), nil
-}
-
-// effectKey identifies an effect between a judgement and the commit.
-func effectKey(e effects.Effect) string {
-	return string(e.Kind) + "\x00" + e.Path + "\x00" + e.From
-}
-
 func printRuling(w io.Writer, r policy.Ruling) {
 	for _, l := range r.Summary() {
 		fmt.Fprintln(w, l)
@@ -117,7 +85,11 @@ replaces the built-ins; Kule never writes that file.`,
 			if err != nil {
 				return err
 			}
-			eng, err := loadPolicy(home, folder)
+			k, err := openKernel()
+			if err != nil {
+				return err
+			}
+			eng, err := k.LoadPolicy(folder)
 			if err != nil {
 				return err
 			}
@@ -285,77 +257,12 @@ func rulesForgetCommand() *cobra.Command {
 	}
 }
 
-// policyCommit is a commit's ruling and what it lets the commit apply.
-type policyCommit struct {
-	ruling  policy.Ruling
-	pending []effects.Effect
-	approve bool
-	allowed map[string]bool // by effectKey
-}
-
-// judgeCommit judges what a commit would apply. A policy that cannot be
-// read stops the commit before anything is applied.
-func judgeCommit(k *kernel.Kernel, t *task.Task, includeIgnored, approve bool) (*policyCommit, error) {
-	st, err := k.Status(t)
-	if err != nil {
-		return nil, err
+// printHeld says what the policy kept in the copy at a commit.
+func printHeld(w io.Writer, t *task.Task, j *kernel.Judgement, applied []effects.Effect) {
+	if j == nil {
+		return
 	}
-	pending := st.Pending(includeIgnored)
-	ruling, err := judge(k.Store.Root, t, pending)
-	if err != nil {
-		return nil, fmt.Errorf("commit: %w", err)
-	}
-	pc := &policyCommit{ruling: ruling, pending: pending, approve: approve, allowed: map[string]bool{}}
-	for _, v := range ruling.Verdicts {
-		e, ok := pc.effectOf(v)
-		if ok && (v.Outcome == policy.Pass || (approve && v.Outcome == policy.Ask)) {
-			pc.allowed[effectKey(e)] = true
-		}
-	}
-	// An effect is applied only if every request about it lets it through
-	// (today one request an effect; git's own requests will add more).
-	for _, v := range ruling.Verdicts {
-		if e, ok := pc.effectOf(v); ok && !(v.Outcome == policy.Pass || (approve && v.Outcome == policy.Ask)) {
-			delete(pc.allowed, effectKey(e))
-		}
-	}
-	return pc, nil
-}
-
-// effectOf is the effect a verdict is about, if it is about one.
-func (pc *policyCommit) effectOf(v policy.Verdict) (effects.Effect, bool) {
-	i := v.Request.Effect
-	if i < 0 || i >= len(pc.pending) {
-		return effects.Effect{}, false
-	}
-	return pc.pending[i], true
-}
-
-// selects is the commit's Select: only what the ruling lets through, and
-// nothing it did not see (an effect that appeared since stays in the copy).
-func (pc *policyCommit) selects(e effects.Effect) bool { return pc.allowed[effectKey(e)] }
-
-// report says what the policy kept in the copy.
-func (pc *policyCommit) report(w io.Writer, t *task.Task, applied []effects.Effect) {
-	done := map[string]bool{}
-	for _, e := range applied {
-		done[effectKey(e)] = true
-	}
-	var waiting, denied, unseen []policy.Verdict
-	for _, v := range pc.ruling.Verdicts {
-		e, ok := pc.effectOf(v)
-		if !ok || done[effectKey(e)] {
-			continue
-		}
-		switch {
-		case v.Outcome == policy.Deny:
-			denied = append(denied, v)
-		case v.Outcome == policy.Ask && !pc.approve:
-			waiting = append(waiting, v)
-		case pc.allowed[effectKey(e)]:
-			unseen = append(unseen, v)
-		}
-	}
+	waiting, denied := j.Held(applied)
 	list := func(vs []policy.Verdict) {
 		for i, v := range vs {
 			if i == 40 {
@@ -373,43 +280,17 @@ func (pc *policyCommit) report(w io.Writer, t *task.Task, applied []effects.Effe
 		fmt.Fprintf(w, "policy: %d denied, never applied; they stay in the copy:\n", len(denied))
 		list(denied)
 	}
-	if len(unseen) > 0 {
-		fmt.Fprintf(w, "%d changed while the commit ran and stay in the copy (kule status %s, then commit again):\n", len(unseen), t.ID)
-		list(unseen)
-	}
 }
 
-// remember keeps the approvals of what asked and was applied.
-func (pc *policyCommit) remember(w io.Writer, home string, t *task.Task, applied []effects.Effect) error {
-	done := map[string]bool{}
-	for _, e := range applied {
-		done[effectKey(e)] = true
+// printRemembered says what --remember kept.
+func printRemembered(w io.Writer, t *task.Task, r *kernel.Remembered) {
+	fmt.Fprintf(w, "remembered %s for %s (kule rules lists them)\n", plural(r.Added, "approval"), t.Folder)
+	if r.Skipped > 0 {
+		fmt.Fprintf(w, "not remembered: %s (mass deletes, history rewrites, links and .kule/ always ask)\n", plural(r.Skipped, "approval"))
 	}
-	var approved []policy.Verdict
-	skipped := 0
-	for _, v := range pc.ruling.Verdicts {
-		e, ok := pc.effectOf(v)
-		if v.Outcome != policy.Ask || !ok || !done[effectKey(e)] {
-			continue
-		}
-		if !v.Rememberable {
-			skipped++
-			continue
-		}
-		approved = append(approved, v)
-	}
-	added, notKept, err := policy.Remember(home, t.Folder, approved)
-	if err != nil {
-		return fmt.Errorf("the commit was applied, but %w", err)
-	}
-	fmt.Fprintf(w, "remembered %s for %s (kule rules lists them)\n", plural(len(added), "approval"), t.Folder)
-	if skipped > 0 {
-		fmt.Fprintf(w, "not remembered: %s (mass deletes, history rewrites, links and .kule/ always ask)\n", plural(skipped, "approval"))
-	}
-	for _, s := range notKept {
+	for _, s := range r.NotKept {
 		fmt.Fprintf(w, "not remembered: %s (its name cannot be written as a rule)\n", effects.Quote(s))
 	}
-	return nil
 }
 
 func plural(n int, word string) string {

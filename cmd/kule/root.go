@@ -36,13 +36,14 @@ func rootCommand() *cobra.Command {
 		policyCommand(),
 		rulesCommand(),
 		limitsCommand(),
+		budgetCommand(), dailyBudgetCommand(),
 		homeCommand(),
 		secretsCommand(),
 		pluginsCommand(),
 		agentsCommand(),
 		runCommand(),
 		stepsCommand(),
-		daemonCommand(), appCommand(), nameCommand(), colorCommand(),
+		daemonCommand(), appCommand(), nameCommand(), colorCommand(), groupCommand(),
 	)
 	return root
 }

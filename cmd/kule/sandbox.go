@@ -1,7 +1,6 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -9,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/kulehq/kule/kernel"
 	"github.com/kulehq/kule/kernel/config"
 	"github.com/kulehq/kule/kernel/reveal"
 	"github.com/kulehq/kule/kernel/runner"
@@ -36,49 +36,25 @@ func (f *sandboxFlags) add(c *cobra.Command) {
 	fl.BoolVar(&f.openNetwork, "open-network", false, "the host's network, without proxy or policy")
 }
 
+// options are the flags as the kernel takes them.
+func (f *sandboxFlags) options() kernel.SandboxOptions {
+	o := kernel.SandboxOptions{NoSandbox: f.noSandbox, AllowWrite: f.allowWrite, Reveal: f.reveal, Hide: f.hide, NoNetwork: f.noNetwork, OpenNetwork: f.openNetwork}
+	if os.Getenv("KULE_AS_CLI") == "1" {
+		// A test binary stands in for kule (cmd/kule's TestMain): the
+		// re-executed helper must reach run() too.
+		o.HelperEnv = []string{"KULE_AS_CLI=1"}
+	}
+	return o
+}
+
 // runnerFor picks how exec runs a command in t and fills spec with the
-// isolation flags. The sandbox is the default; --no-sandbox is said loudly.
+// isolation flags (kernel.SandboxRunner).
 func (f *sandboxFlags) runnerFor(t *task.Task, spec *runner.Spec) (runner.Runner, error) {
-	if f.noNetwork && f.openNetwork {
-		return nil, errors.New("exec: --no-network and --open-network contradict each other; pick one")
-	}
-	if f.noSandbox {
-		fmt.Fprintln(os.Stderr, "kule: WARNING: --no-sandbox: this command runs WITHOUT isolation. It can read your SSH keys and")
-		fmt.Fprintln(os.Stderr, "kule: WARNING: other credentials and write anywhere you can; only its changes to the copy are reviewed.")
-		return runner.Direct{}, nil
-	}
 	root, err := task.DefaultRoot()
 	if err != nil {
 		return nil, err
 	}
-	cfg, err := config.Load(root)
-	if err != nil {
-		return nil, err
-	}
-	spec.AllowWrite = append(spec.AllowWrite, f.allowWrite...)
-	spec.Reveal = append(append(spec.Reveal, cfg.Sandbox.RevealsFor(t.Folder)...), f.reveal...)
-	spec.Hide = append(spec.Hide, f.hide...)
-	switch {
-	case f.noNetwork:
-		spec.Network = runner.NetworkNone
-	case f.openNetwork:
-		spec.Network = runner.NetworkOpen
-		fmt.Fprintln(os.Stderr, "kule: --open-network: the command reaches the host's network without proxy or policy")
-	}
-	if spec.Env == nil {
-		env, dropped := sandbox.FilterEnv(os.Environ())
-		if len(dropped) > 0 {
-			fmt.Fprintf(os.Stderr, "kule: kept from the command's environment: %s\n", strings.Join(dropped, ", "))
-		}
-		spec.Env = env
-	}
-	s := &sandbox.Sandbox{AcceptWeaker: cfg.Sandbox.AcceptWeaker, Devices: cfg.Sandbox.Devices, NoGPU: cfg.Sandbox.NoGPU}
-	if os.Getenv("KULE_AS_CLI") == "1" {
-		// A test binary stands in for kule (cmd/kule's TestMain): the
-		// re-executed helper must reach run() too.
-		s.HelperEnv = []string{"KULE_AS_CLI=1"}
-	}
-	return s, nil
+	return kernel.SandboxRunner(root, t, spec, f.options())
 }
 
 func isolationCommand() *cobra.Command {

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+	"golang.org/x/sys/unix"
 	"golang.org/x/term"
 
 	"github.com/kulehq/kule/kernel/secrets"
@@ -36,8 +37,13 @@ func secretsCommand() *cobra.Command {
 func readValue(cmd *cobra.Command, name string) (string, error) {
 	in := cmd.InOrStdin()
 	if f, ok := in.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
+		// Echo goes off before the prompt shows, so a value typed (or
+		// pasted) the moment the prompt appears is never echoed.
+		fd := int(f.Fd())
+		restore := echoOff(fd)
 		fmt.Fprintf(cmd.ErrOrStderr(), "Value of %s (not shown): ", name)
-		b, err := term.ReadPassword(int(f.Fd()))
+		b, err := term.ReadPassword(fd)
+		restore()
 		fmt.Fprintln(cmd.ErrOrStderr())
 		if err != nil {
 			return "", fmt.Errorf("secrets add: read the value: %w", err)
@@ -161,4 +167,18 @@ func secretsRemoveCommand() *cobra.Command {
 			return nil
 		},
 	}
+}
+
+// echoOff turns the terminal's echo off and returns what turns it back on.
+func echoOff(fd int) func() {
+	old, err := unix.IoctlGetTermios(fd, unix.TCGETS)
+	if err != nil {
+		return func() {}
+	}
+	quiet := *old
+	quiet.Lflag &^= unix.ECHO
+	if unix.IoctlSetTermios(fd, unix.TCSETS, &quiet) != nil {
+		return func() {}
+	}
+	return func() { _ = unix.IoctlSetTermios(fd, unix.TCSETS, old) }
 }

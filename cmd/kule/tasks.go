@@ -20,9 +20,8 @@ import (
 	"github.com/kulehq/kule/kernel/config"
 	"github.com/kulehq/kule/kernel/effects"
 	"github.com/kulehq/kule/kernel/history"
+	"github.com/kulehq/kule/kernel/policy"
 	"github.com/kulehq/kule/kernel/relpath"
-	"github.com/kulehq/kule/kernel/review"
-	"github.com/kulehq/kule/kernel/summary"
 	"github.com/kulehq/kule/kernel/task"
 	"github.com/kulehq/kule/kernel/walk"
 )
@@ -33,7 +32,7 @@ func openKernel() (*kernel.Kernel, error) {
 	if err != nil {
 		return nil, err
 	}
-	return kernel.New(kernel.Config{Home: root})
+	return kernel.New(kernel.Config{Home: root, Plugins: builtinPlugins(), Logger: kernelLogger(), PluginSandbox: pluginSandbox(root)})
 }
 
 func withTask(fn func(k *kernel.Kernel, t *task.Task, cmd *cobra.Command, args []string) error) func(*cobra.Command, []string) error {
@@ -137,10 +136,10 @@ and lists what it changed. Nothing reaches the folder until kule commit.`,
 				return err
 			}
 			k.Runner = r
+			k.Net = daemonNetHooks(ctx, k.Store.Root, strings.Join(argv, " "))
 			code, st, err := k.Exec(ctx, t, opt)
 			if st != nil {
 				printStatus(cmd.ErrOrStderr(), st, false, nil)
-				saveWholeSummary(k, st) // for kule list
 			}
 			if err != nil {
 				return err
@@ -182,31 +181,31 @@ func statusCommand() *cobra.Command {
 			// for a fraction of a second: fewer collections, each a pause
 			// that waits for busy walkers on a loaded machine.
 			defer debug.SetGCPercent(debug.SetGCPercent(400))
-			h := pluginHost(k.Store.Root)
-			defer h.Close()
-			prev := summary.Load(t)
-			defer prestartDiffers(cmd.Context(), h, prev)() // waits before the host closes
+			naming := k.OpenNames(cmd.Context(), t) // a differ may start while the copy is walked
+			defer naming.Close()
 			st, err := k.Status(t)
 			if err != nil {
 				return err
 			}
-			ruling, perr := judge(k.Store.Root, t, st.Pending(false))
-			names := reviewNames(cmd.Context(), k, st, h, prev)
+			j, perr := k.Judge(t, st.Pending(false), false)
+			names := naming.Review(cmd.Context(), st)
 			if asJSON {
 				m := statusJSON(st).(map[string]any)
 				if perr != nil {
 					m["policy_error"] = perr.Error()
 				} else {
-					m["policy"] = ruling.Verdicts
+					m["policy"] = j.Ruling.Verdicts
 				}
 				m["names"] = names
+				addBudgetJSON(m, k, t)
 				return printJSON(cmd.OutOrStdout(), m)
 			}
 			printStatus(cmd.OutOrStdout(), st, true, &names)
+			statusBudget(cmd.OutOrStdout(), k, t)
 			if perr != nil {
 				fmt.Fprintf(cmd.OutOrStdout(), "policy: cannot judge: %v\n", perr)
 			} else if len(st.Pending(false)) > 0 {
-				printRuling(cmd.OutOrStdout(), ruling)
+				printRuling(cmd.OutOrStdout(), j.Ruling)
 			}
 			return nil
 		}),
@@ -223,7 +222,7 @@ func printStatus(w io.Writer, st *kernel.Status, header bool, names *namesView) 
 	}
 	pending := st.Pending(false)
 	fmt.Fprintln(w, effects.Summary(pending))
-	byPath := names.namesByPath()
+	byPath := names.ByPath()
 	for _, e := range pending {
 		fmt.Fprintln(w, "  "+effectLine(e))
 		printNames(w, byPath[e.Path])
@@ -345,22 +344,10 @@ func commitCommand() *cobra.Command {
 			if remember && !approve {
 				return fmt.Errorf("commit: --remember keeps approvals, so it needs --approve; nothing was applied")
 			}
-			pc, err := judgeCommit(k, t, includeIgnored, approve)
-			if err != nil {
-				return err
-			}
 			// --approve covers what of git waits too; a changed hook never
 			// goes in (the policy denies hooks), and stays in the copy.
 			gitOK := kernel.GitApproval{Rewrites: approve, StagedDiffers: approve, Config: approve}
-			// Files the folder changed too are merged three ways, entity by
-			// entity where a differ reads them.
-			host := pluginHost(k.Store.Root)
-			defer host.Close()
-			merge := func(path string, base, ours, theirs []byte) ([]byte, []string, []string) {
-				r := review.Merge(cmd.Context(), review.FromHost(host), path, base, ours, theirs)
-				return r.Merged, r.Conflicts, r.Notes
-			}
-			rep, err := k.Commit(t, kernel.CommitOptions{IncludeIgnored: includeIgnored, Select: pc.selects, Git: gitOK, Merge: merge})
+			rep, err := k.Commit(t, kernel.CommitOptions{IncludeIgnored: includeIgnored, Policy: true, Approve: approve, Git: gitOK})
 			if err != nil {
 				return err
 			}
@@ -373,7 +360,7 @@ func commitCommand() *cobra.Command {
 				for _, e := range rep.Left {
 					left = append(left, viewOf(e))
 				}
-				return printJSON(out, map[string]any{"task": t.ID, "checkpoint": rep.Checkpoint, "applied": applied, "left": left, "policy": pc.ruling.Verdicts})
+				return printJSON(out, map[string]any{"task": t.ID, "checkpoint": rep.Checkpoint, "applied": applied, "left": left, "policy": verdictsOf(rep.Judgement)})
 			}
 			if len(rep.Applied) == 0 && len(rep.Left) == 0 {
 				fmt.Fprintln(out, "nothing to commit")
@@ -398,9 +385,13 @@ func commitCommand() *cobra.Command {
 			if ignored > 0 {
 				fmt.Fprintf(out, "%d stay in the copy (ignored by .gitignore; --include-ignored applies them)\n", ignored)
 			}
-			pc.report(out, t, rep.Applied)
-			if remember {
-				return pc.remember(out, k.Store.Root, t, rep.Applied)
+			printHeld(out, t, rep.Judgement, rep.Applied)
+			if remember && rep.Judgement != nil {
+				r, err := k.Remember(t, rep.Judgement, rep.Applied)
+				if err != nil {
+					return err
+				}
+				printRemembered(out, t, r)
 			}
 			return nil
 		}),
@@ -410,6 +401,13 @@ func commitCommand() *cobra.Command {
 	c.Flags().BoolVar(&includeIgnored, "include-ignored", false, "also apply paths the folder's .gitignore excludes")
 	c.Flags().BoolVar(&asJSON, "json", false, "print what was applied as JSON")
 	return c
+}
+
+func verdictsOf(j *kernel.Judgement) []policy.Verdict {
+	if j == nil {
+		return nil
+	}
+	return j.Ruling.Verdicts
 }
 
 func rollbackCommand() *cobra.Command {
@@ -461,54 +459,25 @@ in a copy by hand since then show at its next status, or with --fresh.`,
 			if err != nil {
 				return err
 			}
-			ts, err := k.Store.List()
+			list, err := k.Summaries(fresh)
 			if err != nil {
 				return err
 			}
 			out := cmd.OutOrStdout()
-			sums := map[string]*summary.Summary{}
-			errs := map[string]error{}
-			for _, t := range ts {
-				s := summary.Load(t)
-				if _, jerr := os.Stat(t.Paths.Journal); s == nil || fresh || jerr == nil {
-					// No summary, or an interrupted commit to finish first:
-					// one status of this task (no names, no differ).
-					st, err := k.Status(t)
-					if err != nil {
-						errs[t.ID] = err
-						continue
-					}
-					s = saveWholeSummary(k, st)
-				}
-				sums[t.ID] = s
-			}
 			var rows []map[string]any
-			for _, t := range ts {
+			for _, r := range list {
+				t := r.Task
 				row := map[string]any{"id": t.ID, "folder": t.Folder, "created": t.Created, "backend": t.Backend, "name": t.Name}
-				s := sums[t.ID]
-				if s == nil {
-					row["error"] = errs[t.ID].Error()
+				if r.Err != nil {
+					row["error"] = r.Err.Error()
 					rows = append(rows, row)
 					continue
 				}
-				row["changes"] = s.Changes
-				row["summary"] = s.Line
-				row["as_of"] = s.Time
-				row["named"] = s.Named
-				meets := []meetView{}
-				for _, o := range ts {
-					so := sums[o.ID]
-					if o.ID == t.ID || o.Folder != t.Folder || so == nil {
-						continue
-					}
-					if ms := summary.Meets(s.Files, so.Files); len(ms) > 0 {
-						meets = append(meets, meetView{Task: o.ID, Meetings: ms, Line: review.FormatMeet("task "+o.ID, ms)})
-					}
-				}
-				if ms := summary.Meets(s.Files, s.ByHand); len(ms) > 0 {
-					meets = append(meets, meetView{ByHand: true, Meetings: ms, Line: byHandLine(ms)})
-				}
-				row["meets"] = meets
+				row["changes"] = r.Summary.Changes
+				row["summary"] = r.Summary.Line
+				row["as_of"] = r.Summary.Time
+				row["named"] = r.Summary.Named
+				row["meets"] = r.Meets
 				rows = append(rows, row)
 			}
 			if asJSON {
@@ -528,7 +497,7 @@ in a copy by hand since then show at its next status, or with --fresh.`,
 					state += " · as of " + ago(time.Since(at))
 				}
 				fmt.Fprintf(out, "%s  %s  %s\n", r["id"], r["folder"], state)
-				ms, _ := r["meets"].([]meetView)
+				ms, _ := r["meets"].([]kernel.Meet)
 				for _, m := range ms {
 					fmt.Fprintln(out, "    "+m.Line)
 				}

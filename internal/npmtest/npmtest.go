@@ -18,14 +18,7 @@ import (
 // npm the test is skipped with a reason, unless CI is set: then it fails.
 func Package(t *testing.T, pkg, version string) string {
 	t.Helper()
-	for _, tool := range []string{"node", "npm"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			if os.Getenv("CI") != "" {
-				t.Fatalf("%s is missing on CI: .ci/run must install node and npm", tool)
-			}
-			t.Skipf("end-to-end test needs %s (install nodejs and npm); skipped outside CI", tool)
-		}
-	}
+	needTools(t)
 	// Outside /tmp, which the sandbox replaces with the task's own: an
 	// agent started in the sandbox must still see its package.
 	root := os.Getenv("KULE_TEST_NPM_CACHE")
@@ -61,4 +54,35 @@ func Package(t *testing.T, pkg, version string) string {
 		t.Fatal(err)
 	}
 	return dir
+}
+
+// AgentsRoot is where end-to-end tests install agents the way kule does
+// (agents.Install, under a packages root): outside /tmp, so that an agent
+// started in the sandbox still sees its package. It checks node and npm as
+// Package does.
+func AgentsRoot(t *testing.T) string {
+	t.Helper()
+	needTools(t)
+	base := os.Getenv("KULE_TEST_ROOT")
+	if base == "" {
+		base = "/var/tmp"
+	}
+	root := filepath.Join(base, "kule-test-agents")
+	if err := os.MkdirAll(root, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return root
+}
+
+// needTools skips the test without node and npm, unless CI is set: then it fails.
+func needTools(t *testing.T) {
+	t.Helper()
+	for _, tool := range []string{"node", "npm"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			if os.Getenv("CI") != "" {
+				t.Fatalf("%s is missing on CI: .ci/run must install node and npm", tool)
+			}
+			t.Skipf("end-to-end test needs %s (install nodejs and npm); skipped outside CI", tool)
+		}
+	}
 }

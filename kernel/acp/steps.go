@@ -88,10 +88,11 @@ const (
 
 // Event is what the client streams while a turn runs.
 type Event struct {
-	Type EventType
-	Text string
-	Step *Step
-	Raw  json.RawMessage
+	Type  EventType
+	Text  string
+	Step  *Step
+	Raw   json.RawMessage
+	Usage *Usage // EventUsage: the line written to usage.jsonl
 }
 
 // recorder turns session updates into steps and usage lines.
@@ -254,7 +255,7 @@ func (r *recorder) update(session string, raw json.RawMessage) {
 		_ = json.Unmarshal(raw, &u)
 		line := Usage{Time: r.now(), Session: session, Source: "usage_update", Used: u.Used, Size: u.Size, Cost: u.Cost}
 		r.writeLine(r.usage, line)
-		r.send(Event{Type: EventUsage, Raw: raw})
+		r.send(Event{Type: EventUsage, Raw: raw, Usage: &line})
 	case "available_commands_update", "current_mode_update", "config_option_update", "session_info_update":
 		r.send(Event{Type: EventInfo, Raw: raw})
 	default:
@@ -471,6 +472,7 @@ func (r *recorder) promptUsage(session string, usage json.RawMessage) {
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.writeLine(r.usage, Usage{Time: r.now(), Session: session, Source: "prompt", Tokens: usage})
-	r.send(Event{Type: EventUsage, Raw: usage})
+	line := Usage{Time: r.now(), Session: session, Source: "prompt", Tokens: usage}
+	r.writeLine(r.usage, line)
+	r.send(Event{Type: EventUsage, Raw: usage, Usage: &line})
 }

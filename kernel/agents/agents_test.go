@@ -3,9 +3,13 @@ package agents
 import (
 	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
 )
 
 // The built-in profiles and the registry copy are read from the repository
@@ -163,7 +167,7 @@ command = ["codex-acp"]
 	if _, err := s.Get("nobody"); !errors.Is(err, ErrNoAgent) || !strings.Contains(err.Error(), "claude-code") {
 		t.Errorf("unknown agent: %v", err)
 	}
-	for _, st := range Check(s, home, t.TempDir()) {
+	for _, st := range Check(s, CheckOptions{KuleHome: home, PackagesRoot: t.TempDir()}) {
 		if st.Profile.Name == "opencode" && st.Approved {
 			t.Errorf("check says the changed profile is approved")
 		}
@@ -283,5 +287,113 @@ func TestOpenings(t *testing.T) {
 	own := Profile{Name: "x", OwnHome: "HOME", State: []string{".x"}}
 	if o := OpeningsOf(own, nil, "/home/p", "/k/agent-homes/x"); len(o.AllowWrite) != 1 || o.AllowWrite[0] != "/k/agent-homes/x" {
 		t.Errorf("own_home opens %v", o.AllowWrite)
+	}
+}
+
+// Prepare fits the openings to the disk: a missing state folder is made, a
+// missing file and a missing read-only path are left out, a state file is
+// opened read-only (the sandbox opens only folders for writing).
+func TestPrepareFitsOpeningsToTheDisk(t *testing.T) {
+	home := t.TempDir()
+	os.WriteFile(filepath.Join(home, ".tool.json"), []byte("{}"), 0o600)
+	os.MkdirAll(filepath.Join(home, ".tool", "cache"), 0o700)
+	o := Openings{
+		AllowWrite: []string{filepath.Join(home, ".tool", "cache"), filepath.Join(home, ".tool", "sessions"), filepath.Join(home, ".tool.json"), filepath.Join(home, ".tool", "auth.json")},
+		Reveal:     []string{filepath.Join(home, ".tool", "settings.json"), filepath.Join(home, ".tool", "cache")},
+		Hide:       []string{filepath.Join(home, ".other")},
+		Hosts:      []string{"api.example.com"},
+	}
+	got, notes := o.Prepare()
+	want := Openings{
+		AllowWrite: []string{filepath.Join(home, ".tool", "cache"), filepath.Join(home, ".tool", "sessions")},
+		Reveal:     []string{filepath.Join(home, ".tool.json"), filepath.Join(home, ".tool", "cache")},
+		Hide:       o.Hide,
+		Hosts:      o.Hosts,
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("Prepare (-want +got):\n%s", diff)
+	}
+	if st, err := os.Stat(filepath.Join(home, ".tool", "sessions")); err != nil || !st.IsDir() {
+		t.Errorf("the missing state folder was not made: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(home, ".tool", "auth.json")); err == nil {
+		t.Error("a missing state file was made")
+	}
+	if len(notes) != 1 || !strings.Contains(notes[0], ".tool.json is a file") {
+		t.Errorf("notes %q", notes)
+	}
+}
+
+// AddHosts changes only the hosts of the named profile and keeps the rest
+// of agents.toml, comments too; the profile then waits for approval again.
+func TestAddHostsKeepsTheFile(t *testing.T) {
+	for name, tc := range map[string]struct{ src, want string }{
+		"no hosts yet": {
+			src:  "# mine\n[[agent]]\nname = \"a\" # the first\ncommand = [\"a-agent\"]\n\n[[agent]]\nname = \"b\"\ncommand = [\"b-agent\"]\n",
+			want: "# mine\n[[agent]]\nname = \"a\" # the first\nhosts = [\"api.a.test\", \"cdn.a.test\"]\ncommand = [\"a-agent\"]\n\n[[agent]]\nname = \"b\"\ncommand = [\"b-agent\"]\n",
+		},
+		"hosts over lines": {
+			src:  "[[agent]]\nname = \"a\"\ncommand = [\"a-agent\"]\nhosts = [\n  \"api.a.test\", # its API\n]\nenv = { X = \"1\" }\n",
+			want: "[[agent]]\nname = \"a\"\ncommand = [\"a-agent\"]\nhosts = [\"api.a.test\", \"cdn.a.test\"]\nenv = { X = \"1\" }\n",
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			home := t.TempDir()
+			os.WriteFile(PersonalPath(home), []byte(tc.src), 0o600)
+			set, err := Load(os.DirFS(builtinDir), home)
+			if err != nil {
+				t.Fatal(err)
+			}
+			p, _ := set.Get("a")
+			if err := Approve(home, p, set.Profiles); err != nil {
+				t.Fatal(err)
+			}
+			added, err := AddHosts(home, "a", []string{"api.a.test", "cdn.a.test"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, _ := os.ReadFile(PersonalPath(home))
+			if diff := cmp.Diff(tc.want, string(b)); diff != "" {
+				t.Errorf("agents.toml (-want +got):\n%s", diff)
+			}
+			if name == "no hosts yet" && len(added) != 2 || name != "no hosts yet" && !slices.Equal(added, []string{"cdn.a.test"}) {
+				t.Errorf("added %v", added)
+			}
+			set, _ = Load(os.DirFS(builtinDir), home)
+			p, _ = set.Get("a")
+			if err := CheckApproved(home, p); !errors.Is(err, ErrNotApproved) {
+				t.Errorf("the changed profile is still approved: %v", err)
+			}
+		})
+	}
+	if _, err := AddHosts(t.TempDir(), "claude-code", []string{"x.test"}); !errors.Is(err, ErrNotPersonal) {
+		t.Errorf("a built-in was changed: %v", err)
+	}
+}
+
+// The first screen says which agents can start here and what the others
+// lack: a machine without the sandbox starts none of them, and a key in
+// Kule's secrets counts as a login.
+func TestCheckSaysWhatIsMissing(t *testing.T) {
+	home := t.TempDir()
+	s := loadBuiltins(t, home)
+	sts := Check(s, CheckOptions{KuleHome: home, PackagesRoot: t.TempDir(), Home: t.TempDir(),
+		HasKey:    func(k string) bool { return k == "GEMINI_API_KEY" },
+		Isolation: []string{"user namespaces: disabled"}})
+	for _, st := range sts {
+		if st.CanStart() {
+			t.Errorf("%s can start without the sandbox", st.Profile.Name)
+		}
+		if !strings.Contains(strings.Join(st.Missing, "; "), "the sandbox here lacks user namespaces: disabled (kule isolation says more)") {
+			t.Errorf("%s: missing %v", st.Profile.Name, st.Missing)
+		}
+		if st.Profile.Name == "gemini" && !slices.Contains(st.Auth, "GEMINI_API_KEY is in kule secrets") {
+			t.Errorf("gemini's auth: %v", st.Auth)
+		}
+	}
+	for _, st := range Check(s, CheckOptions{KuleHome: home, PackagesRoot: t.TempDir()}) {
+		if _, err := exec.LookPath("npm"); err == nil && !st.CanStart() {
+			t.Errorf("%s cannot start here: %v %v", st.Profile.Name, st.Problem, st.Missing)
+		}
 	}
 }

@@ -1,6 +1,7 @@
 package agents
 
 import (
+	"os"
 	"strings"
 	"testing"
 )
@@ -72,6 +73,45 @@ func FuzzParseRegistry(f *testing.F) {
 			p, _, err := Draft(e)
 			if err == nil {
 				_ = Validate(p, nil)
+			}
+		}
+	})
+}
+
+// FuzzAddHosts: whatever agents.toml holds, AddHosts either refuses and
+// keeps the file, or changes the profile's hosts and nothing else.
+func FuzzAddHosts(f *testing.F) {
+	f.Add("[[agent]]\nname = \"a\"\ncommand = [\"a\"]\n")
+	f.Add("[[agent]]\nname = \"a\" # x\ncommand = [\"a\"]\nhosts = [\n \"h.test\", # y\n]\n[[agent]]\nname = \"b\"\ncommand = [\"b\"]\n")
+	f.Add("[[agent]]\nname = \"a\"\ncommand = [\"a\"]\n[agent.env]\nX = \"1\"\n")
+	f.Fuzz(func(t *testing.T, src string) {
+		home := t.TempDir()
+		path := PersonalPath(home)
+		if err := os.WriteFile(path, []byte(src), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		before, perr := Parse([]byte(src), path)
+		_, err := AddHosts(home, "a", []string{"new.test"})
+		after, _ := os.ReadFile(path)
+		if err != nil {
+			if string(after) != src {
+				t.Fatalf("a refused change rewrote the file:\n%q\n%q", src, after)
+			}
+			return
+		}
+		if perr != nil {
+			t.Fatalf("a file that does not parse was changed: %v", perr)
+		}
+		got, err := Parse(after, path)
+		if err != nil || len(got) != len(before) {
+			t.Fatalf("the changed file: %v (%d profiles, were %d)", err, len(got), len(before))
+		}
+		for i := range got {
+			if got[i].Name == "a" {
+				got[i].Hosts = before[i].Hosts
+			}
+			if got[i].Hash() != before[i].Hash() {
+				t.Fatalf("profile %q changed beyond its hosts", got[i].Name)
 			}
 		}
 	})

@@ -1,6 +1,10 @@
 package agents
 
 import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
 	"path/filepath"
 	"sort"
 )
@@ -74,4 +78,44 @@ func OpeningsOf(p Profile, all []Profile, home, ownHome string) Openings {
 	}
 	sort.Strings(o.Hosts)
 	return o
+}
+
+// Prepare makes the openings fit what is on disk before a run: a state
+// folder that does not exist yet is made (the agent would make it outside
+// Kule too); a read-only path or a state file that does not exist is left
+// out (there is nothing to show, and the sandbox cannot open a missing file
+// for writing); a state entry that is a file is opened read-only, since the
+// sandbox opens only folders for writing. notes say what the person should
+// know.
+func (o Openings) Prepare() (Openings, []string) {
+	var out Openings
+	var notes []string
+	out.Hide, out.Hosts = o.Hide, o.Hosts
+	for _, w := range o.AllowWrite {
+		fi, err := os.Stat(w)
+		switch {
+		case err == nil && fi.IsDir():
+			out.AllowWrite = append(out.AllowWrite, w)
+		case err == nil:
+			out.Reveal = append(out.Reveal, w)
+			notes = append(notes, fmt.Sprintf("%s is a file: the sandbox opens only folders for writing, so the agent reads it but cannot change it", w))
+		case errors.Is(err, fs.ErrNotExist) && filepath.Ext(w) == "":
+			if err := os.MkdirAll(w, 0o700); err != nil {
+				notes = append(notes, fmt.Sprintf("%s could not be made (%v): the agent cannot write there", w, err))
+				continue
+			}
+			out.AllowWrite = append(out.AllowWrite, w)
+		case errors.Is(err, fs.ErrNotExist):
+			// A file not there yet (a login never made): the sandbox
+			// cannot open it for writing; nothing of the person's is lost.
+		default:
+			notes = append(notes, fmt.Sprintf("%s: %v: the agent cannot write there", w, err))
+		}
+	}
+	for _, r := range o.Reveal {
+		if _, err := os.Stat(r); err == nil {
+			out.Reveal = append(out.Reveal, r)
+		}
+	}
+	return out, notes
 }

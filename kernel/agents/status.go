@@ -22,13 +22,34 @@ type Status struct {
 // not yet installed is installed at the first run).
 func (s Status) CanStart() bool { return s.Problem == nil && s.Approved && len(s.Missing) == 0 }
 
+// CheckOptions are what Check needs beyond the profiles.
+type CheckOptions struct {
+	KuleHome     string
+	PackagesRoot string
+	Home         string // the person's home (default the process's)
+	// HasKey reports whether a key is found outside the environment (in
+	// Kule's secrets store); nil: only the environment is looked at.
+	HasKey func(name string) bool
+	// Isolation lists what this machine lacks to run agents isolated
+	// (empty: the sandbox works, or weaker isolation is accepted). Every
+	// agent runs in the sandbox, so each then cannot start.
+	Isolation []string
+}
+
 // Check looks at every profile: refused, approved, what is missing, how it
 // would log in.
-func Check(set *Set, kuleHome, packagesRoot string) []Status {
-	home, _ := os.UserHomeDir()
+func Check(set *Set, o CheckOptions) []Status {
+	home := o.Home
+	if home == "" {
+		home, _ = os.UserHomeDir()
+	}
+	kuleHome, packagesRoot := o.KuleHome, o.PackagesRoot
 	var out []Status
 	for _, p := range set.Profiles {
 		s := Status{Profile: p, Problem: set.Problems[p.Name]}
+		for _, m := range o.Isolation {
+			s.Missing = append(s.Missing, "the sandbox here lacks "+m+" (kule isolation says more)")
+		}
 		if s.Problem == nil {
 			ok, err := Approved(kuleHome, p)
 			s.Approved, s.Problem = ok, err
@@ -60,12 +81,15 @@ func Check(set *Set, kuleHome, packagesRoot string) []Status {
 		}
 		sort.Strings(keys)
 		for _, k := range keys {
-			if os.Getenv(k) != "" {
+			switch {
+			case os.Getenv(k) != "":
 				s.Auth = append(s.Auth, k+" is set")
+			case o.HasKey != nil && o.HasKey(k):
+				s.Auth = append(s.Auth, k+" is in kule secrets")
 			}
 		}
 		for _, l := range p.Login {
-			if home != "" {
+			if home != "" && p.OwnHome == "" {
 				if _, err := os.Stat(filepath.Join(home, l)); err == nil {
 					s.Auth = append(s.Auth, "login ~/"+l+" found")
 				}

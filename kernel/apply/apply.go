@@ -8,6 +8,10 @@
 //     beneath the folder root), then make them durable together;
 //  3. mark the journal "staged" (fsync): from here the change rolls forward;
 //  4. rename everything into place, moving what it replaces to trash names;
+//     Files inside a repository (refs, index, config, hooks) follow git's
+//     own lock protocol instead: their content is staged as <file>.lock,
+//     taken exclusively, so a git command in the folder waits for the
+//     change rather than racing it, and is then renamed over the file;
 //  5. remove the trash, fsync each touched directory once;
 //  6. let the caller finish (history entry, base update) — idempotently;
 //  7. remove the journal.
@@ -41,6 +45,11 @@ import (
 var (
 	ErrJournalDamaged = errors.New("journal is damaged")
 	ErrConflict       = errors.New("the folder does not hold what the journal expects")
+	// ErrSourceChanged: content to stage no longer is what was planned (the
+	// task's copy changed while the change was being applied).
+	ErrSourceChanged = errors.New("the content changed after it was judged")
+	// ErrBusy: a git command holds a lock file the change needs.
+	ErrBusy = errors.New("a git command holds the repository's lock")
 )
 
 // OpKind is one kind of change to the folder.
@@ -53,6 +62,12 @@ const (
 	Move    OpKind = "move"    // From renamed to Path
 	Remove  OpKind = "remove"  // Path (a whole subtree for a directory) taken away
 	Chmod   OpKind = "chmod"   // Path's permission bits set to Mode
+	// Lock replaces (or with Remove, deletes) a file of a git repository
+	// under git's lock protocol: Data is staged as Path+".lock", created
+	// atomically and exclusively; Path must still hold Expect (the sha256 of
+	// its content when planned, "" for none); the lock is then renamed over
+	// Path. Lock ops come last, in the order given.
+	Lock OpKind = "lock"
 )
 
 // TreeEntry is one entry of a staged directory tree.
@@ -65,6 +80,7 @@ type TreeEntry struct {
 	Src    string // where its content comes from (the caller's Opener reads it)
 	UID    int    // -1 leaves ownership to the process
 	GID    int
+	Want   [32]byte // when set, the sha256 the staged content must have
 }
 
 // Op is one change. Fields tagged `json:"-"` are inputs to staging only: a
@@ -78,6 +94,14 @@ type Op struct {
 	Tmp   string            `json:"tmp,omitempty"`   // staged name in Path's directory
 	Trash string            `json:"trash,omitempty"` // where what Path held goes
 
+	// Lock ops: delete instead of replace; what Path must hold; the sha256
+	// of the lock file's content, which tells a lock Kule took (and may
+	// remove on a roll-back) from one a git command holds.
+	Remove bool   `json:"remove,omitempty"`
+	Expect string `json:"expect,omitempty"`
+	Mine   string `json:"mine,omitempty"`
+	Data   []byte `json:"-"`
+
 	// Staging inputs: a file's content comes from Src, a link points at
 	// Target, a directory is built from Tree.
 	Src    string      `json:"-"`
@@ -89,6 +113,9 @@ type Op struct {
 
 	// Hash is the sha256 of the content staged for a file (filled by Run).
 	Hash [32]byte `json:"-"`
+	// Want, when set, is the sha256 the staged content must have: staging
+	// fails with ErrSourceChanged otherwise, and nothing is applied.
+	Want [32]byte `json:"-"`
 }
 
 // Phases of a journal.
@@ -133,8 +160,15 @@ func Run(root, journalPath string, j *Journal, open Opener, finish Finish) error
 		if err := relpath.Check(string(op.Path)); err != nil {
 			return fmt.Errorf("%s: %w", j.Kind, err)
 		}
-		if op.Kind == Replace {
+		if op.Kind == Replace || op.Kind == Lock {
 			op.Tmp = fmt.Sprintf(".kule-%s-%d.tmp", j.ID, i)
+		}
+		if op.Kind == Lock {
+			if op.Remove {
+				op.Data = []byte("kule " + j.ID + "\n") // never renamed: only marks the lock as Kule's
+			}
+			sum := sha256.Sum256(op.Data)
+			op.Mine = hex.EncodeToString(sum[:])
 		}
 		if op.Kind == Replace || op.Kind == Remove {
 			op.Trash = fmt.Sprintf(".kule-%s-%d.trash", j.ID, i)
@@ -225,8 +259,10 @@ func order(ops []Op) {
 			return 1
 		case Remove:
 			return 2
+		case Chmod:
+			return 3
 		}
-		return 3
+		return 4
 	}
 	sort.SliceStable(ops, func(a, b int) bool { return rank(ops[a]) < rank(ops[b]) })
 }
@@ -250,7 +286,138 @@ func stageAll(rootfd int, j *Journal, open Opener) error {
 		}
 		crashpoint.Hit(j.Kind + ".staging")
 	}
-	return syncStaged(rootfd, staged)
+	if err := syncStaged(rootfd, staged); err != nil {
+		return err
+	}
+	return lockAll(rootfd, j)
+}
+
+// lockAll takes git's lock of every Lock op with its new content in it,
+// then checks that each file still holds what was planned.
+func lockAll(rootfd int, j *Journal) error {
+	dirs := map[string]bool{}
+	for i := range j.Ops {
+		op := &j.Ops[i]
+		if op.Kind != Lock {
+			continue
+		}
+		dir := relpath.Dir(string(op.Path))
+		if err := mkdirBeneath(rootfd, dir); err != nil {
+			return fmt.Errorf("lock %s: %w", effects.Quote(string(op.Path)), err)
+		}
+		dfd, err := openDir(rootfd, dir)
+		if err != nil {
+			return fmt.Errorf("lock %s: %w", effects.Quote(string(op.Path)), err)
+		}
+		err = lockOne(dfd, op)
+		unix.Close(dfd)
+		if err != nil {
+			return fmt.Errorf("lock %s: %w", effects.Quote(string(op.Path)), err)
+		}
+		dirs[dir] = true
+	}
+	if len(dirs) == 0 {
+		return nil
+	}
+	if err := syncDirs(rootfd, dirs); err != nil {
+		return err
+	}
+	crashpoint.Hit(j.Kind + ".git-locked")
+	// Every lock is held: no git command changes these files now.
+	for _, op := range j.Ops {
+		if op.Kind != Lock {
+			continue
+		}
+		dfd, err := openDir(rootfd, relpath.Dir(string(op.Path)))
+		if err != nil {
+			return err
+		}
+		got, err := hashAt(dfd, relpath.Base(string(op.Path)))
+		unix.Close(dfd)
+		if err != nil {
+			return err
+		}
+		if got != op.Expect {
+			return fmt.Errorf("%w: %s changed in the folder while the change was prepared (a git command ran)", ErrConflict, effects.Quote(string(op.Path)))
+		}
+	}
+	return nil
+}
+
+// lockOne writes op's content to its temporary name, makes it durable, and
+// links it as the lock file: a link fails if the lock exists, as git's own
+// O_EXCL does, and a lock that exists always holds its whole content.
+func lockOne(dfd int, op *Op) error {
+	name := relpath.Base(string(op.Path))
+	mode := op.Mode & 0o7777
+	if mode == 0 {
+		mode = 0o644
+	}
+	fd, err := unix.Openat(dfd, op.Tmp, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
+	if err != nil {
+		return err
+	}
+	f := os.NewFile(uintptr(fd), op.Tmp)
+	_, err = f.Write(op.Data)
+	if err == nil {
+		err = unix.Fchmod(fd, mode)
+	}
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = unix.Linkat(dfd, op.Tmp, dfd, name+".lock", 0)
+		if errors.Is(err, unix.EEXIST) {
+			err = fmt.Errorf("%w: %s.lock exists (a git command is running, or one crashed: remove the lock if no git runs, then commit again)", ErrBusy, name)
+		}
+	}
+	_ = unix.Unlinkat(dfd, op.Tmp, 0)
+	return err
+}
+
+// hashAt is the sha256 (hex) of name's content in dfd, "" when absent.
+func hashAt(dfd int, name string) (string, error) {
+	fd, err := unix.Openat(dfd, name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if errors.Is(err, unix.ENOENT) {
+		return "", nil
+	}
+	if err != nil {
+		return "", err
+	}
+	f := os.NewFile(uintptr(fd), name)
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// mkdirBeneath makes the directories of rel that are missing (a new ref's
+// namespace), never through a link.
+func mkdirBeneath(rootfd int, rel string) error {
+	if rel == "" {
+		return nil
+	}
+	if fd, err := openDir(rootfd, rel); err == nil {
+		unix.Close(fd)
+		return nil
+	}
+	if err := mkdirBeneath(rootfd, relpath.Dir(rel)); err != nil {
+		return err
+	}
+	pfd, err := openDir(rootfd, relpath.Dir(rel))
+	if err != nil {
+		return err
+	}
+	defer unix.Close(pfd)
+	if err := unix.Mkdirat(pfd, relpath.Base(rel), 0o755); err != nil && !errors.Is(err, unix.EEXIST) {
+		return err
+	}
+	return unix.Fsync(pfd)
 }
 
 type stagedName struct {
@@ -262,7 +429,7 @@ type stagedName struct {
 func stageOne(dfd int, name string, op *Op, open Opener, staged *[]stagedName, dir string) error {
 	switch op.Type {
 	case effects.TypeFile:
-		h, err := stageFile(dfd, name, op.Src, op.Mode, op.MTime, op.UID, op.GID, open)
+		h, err := stageFile(dfd, name, op.Src, op.Mode, op.MTime, op.UID, op.GID, op.Want, open)
 		if err != nil {
 			return err
 		}
@@ -283,7 +450,7 @@ func stageOne(dfd int, name string, op *Op, open Opener, staged *[]stagedName, d
 	return nil
 }
 
-func stageFile(dfd int, name, src string, mode uint32, mtime int64, uid, gid int, open Opener) ([32]byte, error) {
+func stageFile(dfd int, name, src string, mode uint32, mtime int64, uid, gid int, want [32]byte, open Opener) ([32]byte, error) {
 	var sum [32]byte
 	if err := crashpoint.Fault("stage.write"); err != nil {
 		return sum, err
@@ -303,6 +470,10 @@ func stageFile(dfd int, name, src string, mode uint32, mtime int64, uid, gid int
 	if _, err := io.CopyBuffer(io.MultiWriter(f, h), r, make([]byte, 256<<10)); err != nil {
 		return sum, err
 	}
+	copy(sum[:], h.Sum(nil))
+	if want != ([32]byte{}) && sum != want {
+		return sum, fmt.Errorf("%w (%s)", ErrSourceChanged, src)
+	}
 	if uid >= 0 && os.Geteuid() == 0 {
 		_ = unix.Fchown(fd, uid, gid)
 	}
@@ -315,7 +486,6 @@ func stageFile(dfd int, name, src string, mode uint32, mtime int64, uid, gid int
 			return sum, err
 		}
 	}
-	copy(sum[:], h.Sum(nil))
 	return sum, f.Close()
 }
 
@@ -363,7 +533,7 @@ func stageTree(dfd int, name string, op *Op, open Opener, staged *[]stagedName, 
 			}
 			*staged = append(*staged, stagedName{dir: relpath.Join(relRoot, te.Rel)})
 		case effects.TypeFile:
-			_, err = stageFile(pfd, base, te.Src, te.Mode, te.MTime, te.UID, te.GID, open)
+			_, err = stageFile(pfd, base, te.Src, te.Mode, te.MTime, te.UID, te.GID, te.Want, open)
 			*staged = append(*staged, stagedName{relpath.Join(relRoot, relpath.Dir(te.Rel)), base, true})
 		case effects.TypeLink:
 			err = stageLink(pfd, base, te.Target, te.MTime, te.UID, te.GID)
@@ -453,7 +623,7 @@ func syncDirs(rootfd int, dirs map[string]bool) error {
 func rollBack(rootfd int, j *Journal) error {
 	var firstErr error
 	for _, op := range j.Ops {
-		if op.Kind != Replace || op.Tmp == "" {
+		if op.Kind != Replace && op.Kind != Lock || op.Tmp == "" {
 			continue
 		}
 		dfd, err := openDir(rootfd, relpath.Dir(string(op.Path)))
@@ -468,6 +638,15 @@ func rollBack(rootfd int, j *Journal) error {
 		}
 		if err := removeAllAt(dfd, op.Tmp); err != nil && firstErr == nil {
 			firstErr = err
+		}
+		if op.Kind == Lock {
+			// Only a lock that holds this change's content is Kule's.
+			lock := relpath.Base(string(op.Path)) + ".lock"
+			if h, err := hashAt(dfd, lock); err == nil && h != "" && h == op.Mine {
+				if err := unix.Unlinkat(dfd, lock, 0); err != nil && !errors.Is(err, unix.ENOENT) && firstErr == nil {
+					firstErr = err
+				}
+			}
 		}
 		unix.Close(dfd)
 	}
@@ -579,6 +758,18 @@ func applyOp(rootfd int, op *Op, touched map[string]bool) error {
 		return unix.Renameat(dfd, name, dfd, op.Trash)
 	case Chmod:
 		return unix.Fchmodat(dfd, name, op.Mode&0o7777, 0)
+	case Lock:
+		there, _, err := exists(dfd, name+".lock")
+		if err != nil || !there {
+			return err // done before a crash
+		}
+		if op.Remove {
+			if err := unix.Unlinkat(dfd, name, 0); err != nil && !errors.Is(err, unix.ENOENT) {
+				return err
+			}
+			return unix.Unlinkat(dfd, name+".lock", 0)
+		}
+		return unix.Renameat(dfd, name+".lock", dfd, name)
 	}
 	return fmt.Errorf("unknown op %q", op.Kind)
 }

@@ -2,14 +2,29 @@
 // named step. `KULE_CRASH_AT=commit.staged` makes the process SIGKILL itself
 // when it reaches that step; `KULE_FAULT=stage.write:ENOSPC` makes a named
 // operation fail with that error. Both are read once at start; unset, each
-// check is a single comparison.
+// check is a single comparison. An in-process test may instead set a Hook to
+// act at a step (change the copy between judging and applying, say).
 package crashpoint
 
 import (
 	"os"
 	"strings"
+	"sync/atomic"
 	"syscall"
 )
+
+var hook atomic.Pointer[func(step string)]
+
+// SetHook makes every Hit call fn with its step name; nil removes it. Tests
+// only: it returns a function that puts the earlier hook back.
+func SetHook(fn func(step string)) (restore func()) {
+	var p *func(string)
+	if fn != nil {
+		p = &fn
+	}
+	old := hook.Swap(p)
+	return func() { hook.Store(old) }
+}
 
 var (
 	crashAt            = os.Getenv("KULE_CRASH_AT")
@@ -28,8 +43,12 @@ func parseFault(f string) (string, syscall.Errno) {
 	return name, errn
 }
 
-// Hit kills the process with SIGKILL if KULE_CRASH_AT names this step.
+// Hit kills the process with SIGKILL if KULE_CRASH_AT names this step, after
+// calling the hook, if one is set.
 func Hit(step string) {
+	if fn := hook.Load(); fn != nil {
+		(*fn)(step)
+	}
 	if crashAt != "" && crashAt == step {
 		_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
 		select {} // the signal is on its way

@@ -27,6 +27,9 @@ import (
 // TestMain doubles as the helper processes: a daemon to kill, and a client
 // run under another uid.
 func TestMain(m *testing.M) {
+	if os.Getenv("KULE_DAEMON_PEER") != "" {
+		os.Exit(runPeer())
+	}
 	switch os.Getenv("GO_WANT_HELPER_PROCESS") {
 	case "daemon":
 		k, err := kernel.New(kernel.Config{Home: os.Getenv("KULE_HOME")})

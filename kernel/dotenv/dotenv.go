@@ -378,3 +378,17 @@ func (v *Vault) Mask(dir string) ([]string, error) {
 	sort.Strings(changed)
 	return changed, nil
 }
+
+// NeedsMask reports whether a settings file holds a value Mask would
+// replace: one that looks secret and is not a placeholder yet.
+func NeedsMask(b []byte) bool {
+	for _, a := range Parse(b) {
+		if LooksSecret(a.Key, string(b[a.Start:a.End])) {
+			return true
+		}
+	}
+	return false
+}
+
+// HasPlaceholder reports whether b holds a placeholder (Unmask has work).
+func HasPlaceholder(b []byte) bool { return bytes.Contains(b, []byte(PlaceholderPrefix)) }

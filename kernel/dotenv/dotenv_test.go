@@ -185,10 +185,19 @@ func FuzzMask(f *testing.F) {
 			return
 		}
 		v := &Vault{}
-		masked, _ := v.MaskBytes(".env", b)
+		masked, keys := v.MaskBytes(".env", b)
 		back, _ := v.Unmask(".env", masked)
 		if !bytes.Equal(back, b) {
 			t.Fatalf("round trip changed the file:\n%q\n%q", b, back)
+		}
+		// NeedsMask says whether masking has work, and masking is done
+		// in one pass: a masked file needs nothing more (the kernel masks
+		// before every command and must reach a fixed point).
+		if NeedsMask(b) != (len(keys) > 0) {
+			t.Fatalf("NeedsMask = %v, but masking changed %v", NeedsMask(b), keys)
+		}
+		if NeedsMask(masked) {
+			t.Fatalf("a masked file still needs masking:\n%q", masked)
 		}
 	})
 }

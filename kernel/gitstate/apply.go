@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"io/fs"
 	"os"
@@ -72,6 +71,10 @@ type FileUndo struct {
 // A ref or index path that already holds the task's value is left as is,
 // so running Apply again after a crash finishes the job.
 func Apply(base *Snapshot, folderGitDir, copyGitDir string, eff *Effects, opts ApplyOptions) (*Undo, error) {
+	return apply(base, folderGitDir, copyGitDir, eff, opts, gitLocks{})
+}
+
+func apply(base *Snapshot, folderGitDir, copyGitDir string, eff *Effects, opts ApplyOptions, w writer) (*Undo, error) {
 	fl, err := openLayout(folderGitDir)
 	if err != nil {
 		return nil, err
@@ -125,21 +128,21 @@ func Apply(base *Snapshot, folderGitDir, copyGitDir string, eff *Effects, opts A
 		}
 	}
 	// 2. Locks.
-	var locks []*lockedFile
+	var locks []fileLock
 	defer func() {
 		for _, lf := range locks {
 			lf.release()
 		}
 	}()
-	lock := func(p string) (*lockedFile, error) {
-		lf, err := lockPath(p)
+	lock := func(p string) (fileLock, error) {
+		lf, err := w.lock(p)
 		if err != nil {
 			return nil, err
 		}
 		locks = append(locks, lf)
 		return lf, nil
 	}
-	var idxLock *lockedFile
+	var idxLock fileLock
 	if len(eff.Index) > 0 {
 		if idxLock, err = lock(fl.index()); err != nil {
 			return nil, err
@@ -155,7 +158,7 @@ func Apply(base *Snapshot, folderGitDir, copyGitDir string, eff *Effects, opts A
 		}
 		return strings.Compare(a.Name, b.Name)
 	})
-	refLocks := map[string]*lockedFile{}
+	refLocks := map[string]fileLock{}
 	for _, r := range refs {
 		lf, err := lock(refFile(fl, r.Name))
 		if err != nil {
@@ -198,7 +201,7 @@ func Apply(base *Snapshot, folderGitDir, copyGitDir string, eff *Effects, opts A
 	}
 	undo := &Undo{}
 	// packed-refs: a deleted ref must leave it too.
-	var packedLock *lockedFile
+	var packedLock fileLock
 	var packedNew []byte
 	drop := map[string]bool{}
 	for _, r := range refs {
@@ -269,7 +272,7 @@ func Apply(base *Snapshot, folderGitDir, copyGitDir string, eff *Effects, opts A
 			if !ok {
 				return undo, fmt.Errorf("%w: config file %q", ErrMalformed, c.Name)
 			}
-			fu, err := replaceFile(src, dst, c)
+			fu, err := replaceFile(src, dst, c, w)
 			if err != nil {
 				return undo, err
 			}
@@ -282,7 +285,7 @@ func Apply(base *Snapshot, folderGitDir, copyGitDir string, eff *Effects, opts A
 			if !validHookName(c.Name) {
 				return undo, fmt.Errorf("%w: hook name %q", ErrMalformed, c.Name)
 			}
-			fu, err := replaceFile(filepath.Join(cl.hooksDir(), c.Name), filepath.Join(fl.hooksDir(), c.Name), c)
+			fu, err := replaceFile(filepath.Join(cl.hooksDir(), c.Name), filepath.Join(fl.hooksDir(), c.Name), c, w)
 			if err != nil {
 				return undo, err
 			}
@@ -381,7 +384,7 @@ func toGoGit(e indexEntry) *index.Entry {
 
 // replaceFile puts the copy's src over the folder's dst (or removes dst for
 // a delete), after checking src still holds what the effects reviewed.
-func replaceFile(src, dst string, c FileChange) (FileUndo, error) {
+func replaceFile(src, dst string, c FileChange, w writer) (FileUndo, error) {
 	var fu FileUndo
 	if st, err := os.Lstat(dst); err == nil && st.Mode().IsRegular() {
 		b, err := os.ReadFile(dst)
@@ -393,10 +396,11 @@ func replaceFile(src, dst string, c FileChange) (FileUndo, error) {
 		return fu, fmt.Errorf("%w: %s is not a regular file", ErrUnsupported, dst)
 	}
 	if c.Kind == "delete" {
-		if err := os.Remove(dst); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return fu, fmt.Errorf("gitstate: remove %s: %w", dst, err)
+		lf, err := w.lock(dst)
+		if err != nil {
+			return fu, err
 		}
-		return fu, syncDir(filepath.Dir(dst))
+		return fu, lf.remove()
 	}
 	st, err := os.Lstat(src)
 	if err != nil || !st.Mode().IsRegular() {
@@ -414,7 +418,7 @@ func replaceFile(src, dst string, c FileChange) (FileUndo, error) {
 	if h != c.New {
 		return fu, fmt.Errorf("%w: %s changed since it was reviewed", ErrMoved, src)
 	}
-	lf, err := lockPath(dst)
+	lf, err := w.lock(dst)
 	if err != nil {
 		return fu, err
 	}

@@ -2,7 +2,6 @@ package gitstate
 
 import (
 	"fmt"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -15,19 +14,23 @@ import (
 // *ConflictError (errors.Is ErrMoved) when the folder no longer holds what
 // the commit wrote there; stat-only index changes (`git status`) never count.
 func Revert(folderGitDir string, undo *Undo) error {
+	return revert(folderGitDir, undo, gitLocks{})
+}
+
+func revert(folderGitDir string, undo *Undo, w writer) error {
 	l, err := openLayout(folderGitDir)
 	if err != nil {
 		return err
 	}
-	var locks []*lockedFile
+	var locks []fileLock
 	defer func() {
 		for _, lf := range locks {
 			lf.release()
 		}
 	}()
-	var idxLock *lockedFile
+	var idxLock fileLock
 	if undo.Index != nil && (len(undo.Index.Before) > 0 || len(undo.Index.After) > 0) {
-		if idxLock, err = lockPath(l.index()); err != nil {
+		if idxLock, err = w.lock(l.index()); err != nil {
 			return err
 		}
 		locks = append(locks, idxLock)
@@ -42,7 +45,7 @@ func Revert(folderGitDir string, undo *Undo) error {
 		}
 		return strings.Compare(a.Name, b.Name)
 	})
-	refLocks := map[string]*lockedFile{}
+	refLocks := map[string]fileLock{}
 	for _, r := range refs {
 		if r.Name != "HEAD" && !ValidRefName(r.Name) {
 			return fmt.Errorf("%w: ref name %q", ErrMalformed, r.Name)
@@ -52,7 +55,7 @@ func Revert(folderGitDir string, undo *Undo) error {
 				return fmt.Errorf("%w: ref %s value: %v", ErrMalformed, r.Name, err)
 			}
 		}
-		lf, err := lockPath(refFile(l, r.Name))
+		lf, err := w.lock(refFile(l, r.Name))
 		if err != nil {
 			return err
 		}
@@ -152,15 +155,15 @@ func Revert(folderGitDir string, undo *Undo) error {
 	}
 	for _, f := range undo.Files {
 		p, _ := undoFilePath(l, f.Name)
+		lf, err := w.lock(p)
+		if err != nil {
+			return err
+		}
 		if !f.Existed {
-			if err := os.Remove(p); err != nil && !os.IsNotExist(err) {
+			if err := lf.remove(); err != nil {
 				return fmt.Errorf("gitstate: revert %s: %w", f.Name, err)
 			}
 			continue
-		}
-		lf, err := lockPath(p)
-		if err != nil {
-			return err
 		}
 		err = lf.write(f.Content, f.Mode.Perm()|0o400)
 		if err == nil {

@@ -2,7 +2,10 @@
 // stopped, by pausing and resuming its processes in turn — no privileges
 // needed), memory (the proportional set size of all its processes; over it
 // they are killed), disk (what its folders grew by, measured every second,
-// and no single file past it through RLIMIT_FSIZE), wall time, and idle time.
+// and no single file past it through RLIMIT_FSIZE), wall time (one run's,
+// and all of a task's runs' together, kept with the task), and idle time.
+// Whether the GPU's devices are in the sandbox is a field here too; the
+// sandbox applies it.
 package limits
 
 import (
@@ -29,6 +32,62 @@ type Limits struct {
 	Disk   int64         `json:"disk,omitempty" toml:"disk,omitempty"`     // bytes of growth
 	Time   time.Duration `json:"time,omitempty" toml:"time,omitempty"`     // one run's wall time
 	Idle   time.Duration `json:"idle,omitempty" toml:"idle,omitempty"`     // no activity for this long
+	// TaskTime bounds the wall time of all of a task's runs together; what
+	// they used is kept in the task's directory (TaskTimeFile).
+	TaskTime time.Duration `json:"task_time,omitempty" toml:"task_time,omitempty"`
+	// GPU is GPUOn or GPUOff; empty takes the home's setting (on unless
+	// the home says off).
+	GPU string `json:"gpu,omitempty" toml:"gpu,omitempty"`
+}
+
+// GPU settings.
+const (
+	GPUOn  = "on"
+	GPUOff = "off"
+)
+
+// Over is l with every zero field taken from home: a task's own limits over
+// the home's.
+func (l Limits) Over(home Limits) Limits {
+	out := home
+	if l.CPU != 0 {
+		out.CPU = l.CPU
+	}
+	if l.Memory != 0 {
+		out.Memory = l.Memory
+	}
+	if l.Disk != 0 {
+		out.Disk = l.Disk
+	}
+	if l.Time != 0 {
+		out.Time = l.Time
+	}
+	if l.Idle != 0 {
+		out.Idle = l.Idle
+	}
+	if l.TaskTime != 0 {
+		out.TaskTime = l.TaskTime
+	}
+	if l.GPU != "" {
+		out.GPU = l.GPU
+	}
+	return out
+}
+
+// NoGPU says whether the GPU's devices are left out of the sandbox: GPUOff
+// here, or nothing said here and the sandbox's own setting says so.
+func (l Limits) NoGPU(sandboxNoGPU bool) bool {
+	if l.GPU == "" {
+		return sandboxNoGPU
+	}
+	return l.GPU == GPUOff
+}
+
+// Supervised says whether a run needs watching for these limits (the GPU
+// is the sandbox's business).
+func (l Limits) Supervised() bool {
+	l.GPU = ""
+	return l != Limits{}
 }
 
 // Reason says why a run was stopped.
@@ -41,10 +100,19 @@ const (
 	ReasonDisk   Reason = "disk"
 	ReasonTime   Reason = "time"
 	ReasonIdle   Reason = "idle"
+	// ReasonTaskTime: all of the task's runs together took their time.
+	ReasonTaskTime Reason = "task-time"
 )
 
-// ErrStopped wraps every stop by a limit.
-var ErrStopped = errors.New("stopped by a limit")
+// Errors a caller can test for.
+var (
+	// ErrStopped wraps every stop by a limit.
+	ErrStopped = errors.New("stopped by a limit")
+	// ErrTaskTimeSpent: the task's runs have used their time; no run starts.
+	ErrTaskTimeSpent = errors.New("the task's time is used up")
+	// ErrBadGPU: a GPU setting other than on or off.
+	ErrBadGPU = errors.New("limits: --gpu takes on or off")
+)
 
 // Watch says what to watch besides the processes.
 type Watch struct {
@@ -58,6 +126,10 @@ type Watch struct {
 	// processes do not show (an agent's message, a question waiting on the
 	// person — which counts as activity, never as idle).
 	Activity func() time.Time
+	// TaskTimeFile keeps the wall time of all of the task's runs; when set,
+	// the run's time is added to it (every few seconds and at the end) and
+	// Limits.TaskTime is judged against it.
+	TaskTimeFile string
 	// Tick is how often the supervisor looks; 100 ms when zero.
 	Tick time.Duration
 }
@@ -69,6 +141,8 @@ type Usage struct {
 	Disk       int64 // growth since the task was made
 	Processes  int
 	Throttled  time.Duration // time the run spent paused to hold its CPU share
+	Wall       time.Duration // this run's wall time so far
+	TaskTime   time.Duration // all of the task's runs, this one included
 }
 
 // Supervisor watches one run.
@@ -79,6 +153,46 @@ type Supervisor struct {
 	usage  Usage
 	reason Reason
 	done   chan struct{}
+	finish chan struct{} // End: the caller knows the run is over
+	ended  sync.Once
+	onTick func(time.Time) // keeps the task's time, when there is a file for it
+	extra  []int           // more roots (an agent's terminals), watched with Root's tree
+}
+
+// Add watches the tree rooted at pid too, as part of the run (a command an
+// agent's terminal started beside the agent). It is not the run's end: the
+// watch still ends with Root.
+func (s *Supervisor) Add(pid int) {
+	s.mu.Lock()
+	s.extra = append(s.extra, pid)
+	s.mu.Unlock()
+	if s.lim.Disk > 0 {
+		_ = SetFileSizeLimit(pid, s.lim.Disk)
+	}
+}
+
+// pids is Root's tree and every added tree.
+func (s *Supervisor) pids() []int {
+	out := Tree(s.w.Root)
+	if len(out) == 0 {
+		return nil
+	}
+	s.mu.Lock()
+	extra := append([]int(nil), s.extra...)
+	s.mu.Unlock()
+	seen := map[int]bool{}
+	for _, p := range out {
+		seen[p] = true
+	}
+	for _, r := range extra {
+		for _, p := range Tree(r) {
+			if !seen[p] {
+				seen[p] = true
+				out = append(out, p)
+			}
+		}
+	}
+	return out
 }
 
 // Start watches w.Root until ctx ends or the root process is gone. It sets
@@ -87,7 +201,7 @@ func Start(ctx context.Context, lim Limits, w Watch) *Supervisor {
 	if w.Tick == 0 {
 		w.Tick = 100 * time.Millisecond
 	}
-	s := &Supervisor{lim: lim, w: w, done: make(chan struct{})}
+	s := &Supervisor{lim: lim, w: w, done: make(chan struct{}), finish: make(chan struct{})}
 	if lim.Disk > 0 {
 		_ = SetFileSizeLimit(w.Root, lim.Disk)
 	}
@@ -101,6 +215,10 @@ func SetFileSizeLimit(pid int, bytes int64) error {
 	lim := unix.Rlimit{Cur: uint64(bytes), Max: uint64(bytes)}
 	return unix.Prlimit(pid, unix.RLIMIT_FSIZE, &lim, nil)
 }
+
+// End ends the watch now: the caller saw the run's first process end (its
+// runner returned), so there is no tick to wait for.
+func (s *Supervisor) End() { s.ended.Do(func() { close(s.finish) }) }
 
 // Wait waits until the run is over (or the watch ends) and says which
 // limit stopped it, ReasonNone when none did.
@@ -131,6 +249,8 @@ func (s *Supervisor) Err() error {
 		return fmt.Errorf("%w: time: the run took longer than %s", ErrStopped, s.lim.Time)
 	case ReasonIdle:
 		return fmt.Errorf("%w: idle: nothing happened for %s", ErrStopped, s.lim.Idle)
+	case ReasonTaskTime:
+		return fmt.Errorf("%w: task-time: the task's runs have taken %s together, their limit (raise it with kule limits TASK --task-time)", ErrStopped, s.lim.TaskTime)
 	}
 	return nil
 }
@@ -148,6 +268,22 @@ func (s *Supervisor) stop(r Reason, pids []int) {
 func (s *Supervisor) loop(ctx context.Context) {
 	defer close(s.done)
 	start := time.Now()
+	var before time.Duration // the task's runs before this one
+	if s.w.TaskTimeFile != "" {
+		before, _ = LoadTaskTime(s.w.TaskTimeFile)
+		lastSaved := start
+		defer func() {
+			// Whatever ended the run, its time is the task's.
+			_ = AddTaskTime(s.w.TaskTimeFile, time.Since(lastSaved))
+		}()
+		saveEvery := 5 * time.Second
+		saved := func(now time.Time) {
+			if now.Sub(lastSaved) >= saveEvery && AddTaskTime(s.w.TaskTimeFile, now.Sub(lastSaved)) == nil {
+				lastSaved = now
+			}
+		}
+		s.onTick = saved
+	}
 	lastActive := start
 	var lastCPU float64
 	lastProcs := 0
@@ -158,9 +294,11 @@ func (s *Supervisor) loop(ctx context.Context) {
 		select {
 		case <-ctx.Done():
 			return
+		case <-s.finish:
+			return
 		case <-ticker.C:
 		}
-		pids := Tree(s.w.Root)
+		pids := s.pids()
 		if len(pids) == 0 {
 			return
 		}
@@ -175,9 +313,18 @@ func (s *Supervisor) loop(ctx context.Context) {
 			}
 		}
 		lastCPU, lastProcs = cpu, len(pids)
+		wall := now.Sub(start)
 		s.mu.Lock()
 		s.usage.CPUSeconds, s.usage.Processes = cpu, len(pids)
+		s.usage.Wall, s.usage.TaskTime = wall, before+wall
 		s.mu.Unlock()
+		if s.onTick != nil {
+			s.onTick(now)
+		}
+		if s.lim.TaskTime > 0 && s.w.TaskTimeFile != "" && before+wall > s.lim.TaskTime {
+			s.stop(ReasonTaskTime, pids)
+			return
+		}
 
 		if s.lim.Memory > 0 {
 			m := pss(pids)
@@ -216,7 +363,7 @@ func (s *Supervisor) loop(ctx context.Context) {
 				pause := min(time.Duration(over/s.lim.CPU*float64(time.Second)), 100*time.Millisecond)
 				signal(pids, syscall.SIGSTOP)
 				time.Sleep(pause)
-				signal(Tree(s.w.Root), syscall.SIGCONT)
+				signal(s.pids(), syscall.SIGCONT)
 				s.mu.Lock()
 				s.usage.Throttled += pause
 				s.mu.Unlock()
@@ -231,14 +378,73 @@ func signal(pids []int, sig syscall.Signal) {
 	}
 }
 
-// Tree returns root and all its descendants, from /proc.
+// Tree returns root and all its descendants, from /proc: through each
+// thread's children list where the kernel keeps one (it reads only the
+// run's own processes), else by scanning every process's parent.
 func Tree(root int) []int {
+	if haveChildren() {
+		return treeByChildren(root)
+	}
+	return treeByScan(root)
+}
+
+var (
+	childrenOnce sync.Once
+	childrenOK   bool
+)
+
+// haveChildren: /proc/PID/task/TID/children needs CONFIG_PROC_CHILDREN.
+func haveChildren() bool {
+	childrenOnce.Do(func() {
+		pid := os.Getpid()
+		_, err := os.Stat("/proc/" + strconv.Itoa(pid) + "/task/" + strconv.Itoa(pid) + "/children")
+		childrenOK = err == nil
+	})
+	return childrenOK
+}
+
+func alive(pid int) bool {
+	_, state, ok := statOf(pid)
+	return ok && state != 'Z'
+}
+
+func treeByChildren(root int) []int {
+	if !alive(root) {
+		return nil
+	}
+	out := []int{root}
+	seen := map[int]bool{root: true}
+	for i := 0; i < len(out); i++ {
+		dir := "/proc/" + strconv.Itoa(out[i]) + "/task/"
+		tasks, err := os.ReadDir(dir)
+		if err != nil {
+			continue // gone meanwhile
+		}
+		// A child belongs to the thread that started it: read every thread's.
+		for _, t := range tasks {
+			b, err := os.ReadFile(dir + t.Name() + "/children")
+			if err != nil {
+				continue
+			}
+			for _, f := range strings.Fields(string(b)) {
+				c, err := strconv.Atoi(f)
+				if err == nil && !seen[c] && alive(c) {
+					seen[c] = true
+					out = append(out, c)
+				}
+			}
+		}
+	}
+	return out
+}
+
+func treeByScan(root int) []int {
 	ents, err := os.ReadDir("/proc")
 	if err != nil {
 		return nil
 	}
 	children := map[int][]int{}
-	alive := false
+	found := false
 	for _, e := range ents {
 		pid, err := strconv.Atoi(e.Name())
 		if err != nil {
@@ -249,11 +455,11 @@ func Tree(root int) []int {
 			continue
 		}
 		if pid == root {
-			alive = true
+			found = true
 		}
 		children[ppid] = append(children[ppid], pid)
 	}
-	if !alive {
+	if !found {
 		return nil
 	}
 	out := []int{root}

@@ -2,9 +2,13 @@ package limits
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sort"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -13,6 +17,14 @@ import (
 // start runs script; one goroutine reaps it, and the test's cleanup kills
 // whatever is left and waits for that reaper.
 func start(t *testing.T, dir string, script string) *exec.Cmd {
+	t.Helper()
+	cmd, _ := startReaped(t, dir, script)
+	return cmd
+}
+
+// startReaped is start, with a channel closed once the process ended (as
+// a runner returns once its command did).
+func startReaped(t *testing.T, dir string, script string) (*exec.Cmd, <-chan struct{}) {
 	t.Helper()
 	cmd := exec.Command("sh", "-c", script)
 	cmd.Dir = dir
@@ -26,7 +38,7 @@ func start(t *testing.T, dir string, script string) *exec.Cmd {
 		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 		<-reaped
 	})
-	return cmd
+	return cmd, reaped
 }
 
 func supervise(t *testing.T, cmd *exec.Cmd, lim Limits, w Watch) (Reason, Usage) {
@@ -135,6 +147,153 @@ func FuzzParseBytes(f *testing.F) {
 	f.Fuzz(func(t *testing.T, s string) {
 		if n, err := ParseBytes(s); err == nil && n < 0 {
 			t.Fatalf("ParseBytes(%q) = %d", s, n)
+		}
+	})
+}
+
+// All of a task's runs together: the first run's time is kept with the
+// task, the second is stopped when the two reach the limit, and a third is
+// refused before it starts.
+func TestTaskTimeCountsEveryRunOfTheTask(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	lim := Limits{TaskTime: 3 * time.Second}
+	run := func(script string) error {
+		r, err := Supervise(context.Background(), lim, Task{Dir: dir}, nil)
+		if err != nil {
+			return err
+		}
+		cmd, ended := startReaped(t, dir, script)
+		r.Started(cmd.Process.Pid)
+		<-ended // the runner returns, then the run's watch ends
+		return r.Wait()
+	}
+	if err := run("sleep 1"); err != nil {
+		t.Fatalf("a first run within the task's time was stopped: %v", err)
+	}
+	used, err := LoadTaskTime(TaskTimeFile(dir))
+	if err != nil || used < time.Second {
+		t.Fatalf("after a one-second run the task kept %s (%v)", used, err)
+	}
+	err = run("sleep 120")
+	if !errors.Is(err, ErrStopped) || !strings.Contains(err.Error(), "task-time") {
+		t.Fatalf("the second run was not stopped by the task's time: %v", err)
+	}
+	if used, _ := LoadTaskTime(TaskTimeFile(dir)); used < lim.TaskTime {
+		t.Fatalf("the task kept %s after being stopped at %s", used, lim.TaskTime)
+	}
+	err = run("true")
+	if !errors.Is(err, ErrTaskTimeSpent) || !strings.Contains(err.Error(), "--task-time") {
+		t.Fatalf("a run started with the task's time used up: %v", err)
+	}
+}
+
+func TestDamagedTaskTimeRefusesTheRun(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	if err := os.WriteFile(TaskTimeFile(dir), []byte("{half"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Supervise(context.Background(), Limits{TaskTime: time.Hour}, Task{Dir: dir}, nil); err == nil || !strings.Contains(err.Error(), "damaged") {
+		t.Fatalf("a damaged task-time file let the run start: %v", err)
+	}
+	if b, _ := os.ReadFile(TaskTimeFile(dir)); string(b) != "{half" {
+		t.Fatalf("the damaged file was changed: %q", b)
+	}
+}
+
+func TestAQuestionWaitingIsNeverIdle(t *testing.T) {
+	t.Parallel()
+	c := NewClock()
+	release := c.Hold()
+	cmd := start(t, t.TempDir(), "sleep 2")
+	r, _ := supervise(t, cmd, Limits{Idle: 300 * time.Millisecond}, Watch{Activity: c.Last})
+	if r != ReasonNone {
+		t.Fatalf("a run waiting on the person was stopped as %q", r)
+	}
+	release()
+	cmd = start(t, t.TempDir(), "sleep 120")
+	if r, _ := supervise(t, cmd, Limits{Idle: 300 * time.Millisecond}, Watch{Activity: c.Last}); r != ReasonIdle {
+		t.Fatalf("after the answer an idle run went on (%q)", r)
+	}
+}
+
+func TestTaskLimitsOverTheHomes(t *testing.T) {
+	t.Parallel()
+	home := Limits{CPU: 2, Memory: 1 << 30, Idle: time.Minute, GPU: GPUOff}
+	task := Limits{Memory: 2 << 30, TaskTime: time.Hour, GPU: GPUOn}
+	got := task.Over(home)
+	want := Limits{CPU: 2, Memory: 2 << 30, Idle: time.Minute, TaskTime: time.Hour, GPU: GPUOn}
+	if got != want {
+		t.Fatalf("Over = %+v, want %+v", got, want)
+	}
+	for _, c := range []struct {
+		gpu     string
+		sandbox bool
+		want    bool
+	}{{"", false, false}, {"", true, true}, {GPUOff, false, true}, {GPUOn, true, false}} {
+		if got := (Limits{GPU: c.gpu}).NoGPU(c.sandbox); got != c.want {
+			t.Errorf("GPU %q with the sandbox's no_gpu %v: NoGPU = %v", c.gpu, c.sandbox, got)
+		}
+	}
+	if (Limits{GPU: GPUOff}).Supervised() {
+		t.Error("a GPU setting alone needs no supervisor")
+	}
+}
+
+// A command an agent's terminal starts runs beside the agent, not under
+// it: Started adds its tree to the run, so its memory counts too.
+func TestATerminalBesideTheAgentCounts(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	r, err := Supervise(context.Background(), Limits{Memory: 64 << 20}, Task{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	agent, ended := startReaped(t, dir, "sleep 120")
+	r.Started(agent.Process.Pid)
+	term := start(t, dir, `python3 -c 'b = bytearray(400 << 20); import time; time.sleep(60)'`)
+	r.Started(term.Process.Pid)
+	<-ended
+	if err := r.Wait(); !errors.Is(err, ErrStopped) || !strings.Contains(err.Error(), "memory") {
+		t.Fatalf("a memory hog beside the agent: %v", err)
+	}
+}
+
+// The two ways of finding a run's processes agree, threads' children and
+// grandchildren included.
+func TestTreeByChildrenMatchesAScan(t *testing.T) {
+	t.Parallel()
+	if !haveChildren() {
+		t.Skip("this kernel keeps no /proc children lists (CONFIG_PROC_CHILDREN); Tree scans /proc")
+	}
+	cmd := start(t, t.TempDir(), "sh -c 'sleep 120 & sleep 120 & wait' & python3 -c 'import threading, subprocess; threading.Thread(target=lambda: subprocess.run([\"sleep\", \"120\"])).start()' & wait")
+	var byChildren, byScan []int
+	for i := 0; i < 500; i++ { // until every process has started
+		byChildren, byScan = treeByChildren(cmd.Process.Pid), treeByScan(cmd.Process.Pid)
+		if len(byScan) >= 6 && len(byChildren) == len(byScan) {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	sort.Ints(byChildren)
+	sort.Ints(byScan)
+	if len(byScan) < 6 || fmt.Sprint(byChildren) != fmt.Sprint(byScan) {
+		t.Fatalf("by children %v, by scan %v (want the same 6 or more)", byChildren, byScan)
+	}
+}
+
+func FuzzLoadTaskTime(f *testing.F) {
+	f.Add([]byte(`{"used_ns":3600000000000,"updated":"2026-12-01T09:00:00Z"}`))
+	f.Add([]byte(`{"used_ns":-1}`))
+	f.Add([]byte(`{"used_ns":1e30}`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		p := filepath.Join(t.TempDir(), TaskTimeName)
+		if err := os.WriteFile(p, b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if d, err := LoadTaskTime(p); err == nil && d < 0 {
+			t.Fatalf("LoadTaskTime(%q) = %s", b, d)
 		}
 	})
 }

@@ -44,7 +44,17 @@ func TestExampleDiffer(t *testing.T) {
 	if _, err := h.Approve("ini"); err != nil {
 		t.Fatal(err)
 	}
-	h2 := New(h.home, h.opts)
+	// As Kule runs it: in the sandbox (a real third-party binary, not
+	// this test binary standing in for one).
+	opts := h.opts
+	opts.CmdFactory = nil
+	if sandboxOK() {
+		opts.Sandbox = nil
+	} else {
+		t.Log("the sandbox is not available here; the example runs unsandboxed")
+		opts.CmdFactory = DirectCmd
+	}
+	h2 := New(h.home, opts)
 	t.Cleanup(h2.Close)
 	d := h2.DifferFor(ctx, "conf/app.ini")
 	if d == nil || d.Name() != "ini" {

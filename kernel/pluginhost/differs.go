@@ -6,6 +6,9 @@ import (
 	"fmt"
 	"sort"
 
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
 	"github.com/kulehq/kule/sdk/differ"
 	sdkplugin "github.com/kulehq/kule/sdk/plugin"
 )
@@ -49,7 +52,9 @@ func (d *Differ) call(ctx context.Context, what string, f func(ctx context.Conte
 	if errors.Is(err, sdkplugin.ErrUnimplemented) {
 		return err
 	}
-	if cctx.Err() != nil && ctx.Err() == nil {
+	// gRPC may report the deadline a moment before the context's own timer
+	// marks it done: either is the call running out of time.
+	if (cctx.Err() != nil || status.Code(err) == codes.DeadlineExceeded) && ctx.Err() == nil {
 		d.h.drop(p)
 		d.h.opts.Logger.Warn("plugin call timed out; plugin stopped", "plugin", d.name, "call", what, "timeout", d.h.opts.CallTimeout)
 		return fmt.Errorf("%w: %s: %s took longer than %v; the plugin was stopped", ErrCall, d, what, d.h.opts.CallTimeout)

@@ -18,11 +18,18 @@ import (
 
 	goplugin "github.com/hashicorp/go-plugin"
 
+	"github.com/kulehq/kule/kernel/sandbox"
 	"github.com/kulehq/kule/sdk/differ"
 	sdkplugin "github.com/kulehq/kule/sdk/plugin"
 )
 
 func TestMain(m *testing.M) {
+	if len(os.Args) > 1 && os.Args[1] == "__sandbox" { // the sandbox's helper, as cmd/kule's main
+		os.Exit(sandbox.HelperMain())
+	}
+	if len(os.Args) == 4 && os.Args[1] == "__plugin" && os.Args[2] == ConfineArg {
+		os.Exit(ConfineMain(os.Args[3]))
+	}
 	if len(os.Args) > 2 && os.Args[1] == "__plugin" {
 		_, name, _ := strings.Cut(os.Args[2], "/")
 		servePlugin(name)
@@ -82,6 +89,8 @@ func (f fakeDiffer) Entities(ctx context.Context, _ string, src []byte) ([]diffe
 		return []differ.Entity{{Kind: "func", Name: "x", Start: -4, End: 1 << 40}}, nil
 	case f.mode == "panic" && strings.Contains(string(src), "boom"):
 		panic("boom")
+	case f.mode == "attacker":
+		return attack(src), nil
 	}
 	var out []differ.Entity
 	off := 0

@@ -15,10 +15,13 @@
 //     in-memory file, hashes what it read, and executes that very copy only
 //     if the hash, version and manifest match the approval. A changed binary
 //     or manifest waits for approval again.
-//  4. Each call has a deadline; a plugin that crashes, hangs or answers
+//  4. The plugin starts in the sandbox with what its kind needs (see
+//     sandboxed.go); if the sandbox cannot be set up it does not start at
+//     all (ErrSandbox) unless the person accepted weaker isolation.
+//  5. Each call has a deadline; a plugin that crashes, hangs or answers
 //     garbage costs the one file it was reading (an error for that file) and
 //     is restarted for the next one, a few times at most.
-//  5. Close ends every plugin process.
+//  6. Close ends every plugin process.
 //
 // Precedence of differs for a file: an approved third-party differ whose
 // manifest patterns match and whose Accepts agrees comes first (several: by
@@ -39,6 +42,8 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+
+	"github.com/kulehq/kule/kernel/sandbox"
 )
 
 // Sentinel errors.
@@ -93,13 +98,14 @@ type LaunchSpec struct {
 	Permissions []string
 }
 
-// CmdFactory builds the command that starts a plugin: the seam where the
-// sandbox (kernel/sandbox) wraps plugins in namespaces and Landlock with only
-// what their kind needs. go-plugin adds its handshake variables to Env and
-// takes over Stdout and Stderr.
+// CmdFactory builds the command that starts a plugin outside the sandbox.
+// go-plugin adds its handshake variables to Env and takes over Stdout and
+// Stderr. A host given one starts every plugin through it instead of the
+// sandbox: tests of what is not isolation use DirectCmd.
 type CmdFactory func(ctx context.Context, spec LaunchSpec) (*exec.Cmd, error)
 
 // DirectCmd starts a plugin without a sandbox, with an empty environment.
+// It is for tests; Kule itself never starts a plugin unsandboxed.
 func DirectCmd(_ context.Context, spec LaunchSpec) (*exec.Cmd, error) {
 	cmd := &exec.Cmd{Path: spec.Path, Args: spec.Args, Env: []string{}}
 	return cmd, nil
@@ -111,7 +117,13 @@ type Options struct {
 	Self string
 	// Builtins are the built-in plugins, in precedence order.
 	Builtins []Builtin
-	// CmdFactory builds each plugin's command; DirectCmd.
+	// Sandbox is the sandbox every plugin starts in (see sandboxed.go for
+	// what each kind is given); nil means the zero sandbox.Sandbox, which
+	// re-executes the kule binary as its helper and refuses to run a plugin
+	// when isolation is missing, unless AcceptWeaker is set.
+	Sandbox *sandbox.Sandbox
+	// CmdFactory, when set, starts plugins through it instead of the
+	// sandbox (tests only; see DirectCmd).
 	CmdFactory CmdFactory
 	// Logger is the kernel's log; each plugin logs under Named(name).
 	Logger hclog.Logger
@@ -136,15 +148,16 @@ type Host struct {
 	noticed map[string]bool
 	third   []installed // differ candidates, read once
 	scanned bool
+
+	selfOnce sync.Once // what the kule binary links, for built-ins
+	selfList []string
+	selfErr  error
 }
 
 // New returns a host on the Kule home root (KULE_HOME).
 func New(home string, opts Options) *Host {
 	if opts.Self == "" {
 		opts.Self = "/proc/self/exe"
-	}
-	if opts.CmdFactory == nil {
-		opts.CmdFactory = DirectCmd
 	}
 	if opts.Logger == nil {
 		opts.Logger = hclog.NewNullLogger()
@@ -158,8 +171,20 @@ func New(home string, opts Options) *Host {
 	if opts.MaxStarts <= 0 {
 		opts.MaxStarts = 3
 	}
-	return &Host{home: home, opts: opts, procs: map[string]*proc{}, starts: map[string]int{}, noticed: map[string]bool{}}
+	h := &Host{home: home, opts: opts, procs: map[string]*proc{}, starts: map[string]int{}, noticed: map[string]bool{}}
+	sb := sandbox.Sandbox{}
+	if opts.Sandbox != nil {
+		sb = *opts.Sandbox
+	}
+	if sb.Warn == nil {
+		sb.Warn = weakerWarn{h}
+	}
+	h.opts.Sandbox = &sb
+	return h
 }
+
+// Sandboxed reports whether this host starts plugins in the sandbox.
+func (h *Host) Sandboxed() bool { return h.opts.CmdFactory == nil }
 
 func (h *Host) pluginsDir() string { return filepath.Join(h.home, "plugins") }
 

@@ -34,7 +34,9 @@ func newHost(t testing.TB, builtins ...Builtin) *Host {
 		CallTimeout:  2 * time.Second,
 		StartTimeout: 20 * time.Second,
 		Logger:       hclog.New(&hclog.LoggerOptions{Name: "kule", Output: io.Discard}),
+		CmdFactory:   DirectCmd, // these tests watch markers the sandbox would forbid; sandbox_test.go runs plugins sandboxed
 	})
+	t.Cleanup(func() { removeTree(h.pluginsDir()) }) // read-only installs: t.TempDir cannot remove them as non-root
 	t.Cleanup(h.Close)
 	return h
 }

@@ -6,11 +6,14 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
 
+	"github.com/hashicorp/go-hclog"
 	goplugin "github.com/hashicorp/go-plugin"
+	gprunner "github.com/hashicorp/go-plugin/runner"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
@@ -113,22 +116,17 @@ func (h *Host) start(ctx context.Context, kind, name string, builtin bool) (*pro
 		spec.Exe = mem
 		spec.Permissions = in.manifest.Permissions
 	}
-	cmd, err := h.opts.CmdFactory(ctx, spec)
-	if err != nil {
-		return nil, fmt.Errorf("%w: %s %q: build its command: %v", ErrHandshake, kind, name, err)
-	}
 	hs, err := sdkplugin.Handshake(kind)
 	if err != nil {
 		return nil, err
 	}
 	log := h.opts.Logger.Named(kind + "-" + name)
 	stderr := &tail{}
-	client := goplugin.NewClient(&goplugin.ClientConfig{
+	cfg := &goplugin.ClientConfig{
 		HandshakeConfig: hs,
 		VersionedPlugins: map[int]goplugin.PluginSet{
 			int(hs.ProtocolVersion): {sdkplugin.KindDiffer: &sdkplugin.DifferPlugin{}},
 		},
-		Cmd:              cmd,
 		AllowedProtocols: []goplugin.Protocol{goplugin.ProtocolGRPC},
 		AutoMTLS:         true,
 		SkipHostEnv:      true,
@@ -136,10 +134,39 @@ func (h *Host) start(ctx context.Context, kind, name string, builtin bool) (*pro
 		StartTimeout:     h.opts.StartTimeout,
 		Logger:           log,
 		Stderr:           stderr,
-	})
+	}
+	var sr *sandboxRun // the sandboxed run, once go-plugin made it
+	if h.opts.CmdFactory != nil {
+		cmd, err := h.opts.CmdFactory(ctx, spec)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %s %q: build its command: %v", ErrHandshake, kind, name, err)
+		}
+		cfg.Cmd = cmd
+	} else {
+		run, err := h.sandboxRunner(spec)
+		if err != nil {
+			return nil, err
+		}
+		dir, err := h.runDir()
+		if err != nil {
+			return nil, err
+		}
+		cfg.UnixSocketConfig = &goplugin.UnixSocketConfig{TempDir: dir}
+		cfg.RunnerFunc = func(l hclog.Logger, cmd *exec.Cmd, socketDir string) (gprunner.Runner, error) {
+			r, err := run(l, cmd, socketDir)
+			if err == nil {
+				sr = r.(*sandboxRun)
+			}
+			return r, err
+		}
+	}
+	client := goplugin.NewClient(cfg)
 	rpc, err := client.Client()
 	if err != nil {
 		client.Kill()
+		if serr := sandboxFailure(kind, name, sr, stderr); serr != nil {
+			return nil, serr
+		}
 		return nil, handshakeError(kind, name, hs.ProtocolVersion, err, stderr)
 	}
 	raw, err := rpc.Dispense(kind)

@@ -125,27 +125,60 @@ func blankString(s string, values [][]byte) string {
 }
 
 // blank overwrites every occurrence of each value in b with '*', in place.
+// It looks for the value's rarest-looking byte (a digit or punctuation
+// before a letter): bytes.Index looks for the first byte, and in text a
+// secret's first letter recurs every few bytes, each a false start.
 func blank(b []byte, values [][]byte) {
 	for _, v := range values {
 		if len(v) == 0 {
 			continue
 		}
-		for off := 0; ; {
-			i := bytes.Index(b[off:], v)
+		k := anchor(v)
+		for off := 0; off+len(v) <= len(b); {
+			i := bytes.IndexByte(b[off+k:len(b)-len(v)+k+1], v[k])
 			if i < 0 {
 				break
 			}
-			for j := off + i; j < off+i+len(v); j++ {
-				b[j] = '*'
+			j := off + i // where the value would start
+			if !bytes.Equal(b[j:j+len(v)], v) {
+				off = j + 1
+				continue
 			}
-			off += i + len(v)
+			for n := j; n < j+len(v); n++ {
+				b[n] = '*'
+			}
+			off = j + len(v)
 		}
 	}
 }
 
+// anchor is the index of the byte of v least likely to occur in ordinary
+// text: punctuation, then digits, then capitals, then anything else.
+func anchor(v []byte) int {
+	rank := func(c byte) int {
+		switch {
+		case c >= 'a' && c <= 'z' || c == ' ' || c == '\n' || c == '\t' || c >= 0x80:
+			return 3
+		case c >= 'A' && c <= 'Z':
+			return 2
+		case c >= '0' && c <= '9':
+			return 1
+		}
+		return 0
+	}
+	best := 0
+	for i := range v {
+		if rank(v[i]) < rank(v[best]) {
+			best = i
+		}
+	}
+	return best
+}
+
 // blanker reads r with every secret value overwritten by '*'. The length does
-// not change, so a Content-Length stays right. It holds back the last
-// len(longest)-1 bytes of each read so a value split across reads is found.
+// not change, so a Content-Length stays right. It holds back the tail of each
+// read that could be the start of a value (at most len(longest)-1 bytes) so
+// a value split across reads is found.
 //
 // buf[off:cut] is blanked and ready to hand out; buf[cut:] is blanked but held
 // back (it may be the start of a value).
@@ -169,6 +202,20 @@ func newBlanker(r io.Reader, values [][]byte) io.Reader {
 	return &blanker{r: r, values: values, keep: m - 1, buf: make([]byte, 0, max(128<<10, 4*m))}
 }
 
+// heldBack is the length of the longest tail of buf (at most keep bytes)
+// that is the start of a secret value.
+func (b *blanker) heldBack() int {
+	for k := min(b.keep, len(b.buf)); k > 0; k-- {
+		tail := b.buf[len(b.buf)-k:]
+		for _, v := range b.values {
+			if len(v) > k && bytes.HasPrefix(v, tail) {
+				return k
+			}
+		}
+	}
+	return 0
+}
+
 func (b *blanker) Read(p []byte) (int, error) {
 	for b.off == b.cut {
 		if b.err != nil {
@@ -186,7 +233,9 @@ func (b *blanker) Read(p []byte) (int, error) {
 		}
 		// A value can start in the held-back tail: scan from the start.
 		blank(b.buf[scanFrom:], b.values)
-		b.cut = len(b.buf) - b.keep
+		// Hold back only a tail that could start a value: a streamed
+		// answer that pauses is not kept waiting for bytes no secret needs.
+		b.cut = len(b.buf) - b.heldBack()
 		if b.err != nil {
 			b.cut = len(b.buf)
 		}

@@ -41,6 +41,36 @@ func FuzzBlanker(f *testing.F) {
 	})
 }
 
+// FuzzBlankAnchored: looking for the value by its rarest byte blanks
+// exactly what looking for it from its first byte does.
+func FuzzBlankAnchored(f *testing.F) {
+	f.Add([]byte("abc sk_test_42 sk_test_4 sk_test_42"), []byte("sk_test_42"))
+	f.Add([]byte("aaaa"), []byte("aa"))
+	f.Add([]byte("x_y_z"), []byte("_"))
+	f.Add([]byte("4242424242"), []byte("2424"))
+	f.Fuzz(func(t *testing.T, body, value []byte) {
+		if len(value) == 0 {
+			return
+		}
+		got := append([]byte(nil), body...)
+		blank(got, [][]byte{value})
+		want := append([]byte(nil), body...)
+		for off := 0; ; {
+			i := bytes.Index(want[off:], value)
+			if i < 0 {
+				break
+			}
+			for j := off + i; j < off+i+len(value); j++ {
+				want[j] = '*'
+			}
+			off += i + len(value)
+		}
+		if !bytes.Equal(got, want) {
+			t.Fatalf("blank(%q, %q) = %q, want %q", body, value, got, want)
+		}
+	})
+}
+
 func TestRewriteCredentials(t *testing.T) {
 	t.Parallel()
 	s := &Secret{Name: "K", Value: "real", Placeholder: "kule-secret-K-1", Hosts: []string{"h"}}
@@ -90,5 +120,39 @@ func TestStartRefusesBadSecrets(t *testing.T) {
 				t.Fatalf("got %v, want ErrBadSecret", err)
 			}
 		})
+	}
+}
+
+// A streamed answer that pauses is handed on whole when its tail cannot be
+// the start of a secret (an SSE event must not wait for the next one), and
+// a tail that could be is held back until it is known.
+func TestBlankerHoldsBackOnlyAPossibleSecret(t *testing.T) {
+	for _, tc := range []struct{ sent, want string }{
+		{"data: thinking\n\n", "data: thinking\n\n"},
+		{"data: sk_li", "data: "},
+	} {
+		pr, pw := io.Pipe()
+		b := newBlanker(pr, [][]byte{[]byte("sk_live_abc")})
+		go pw.Write([]byte(tc.sent))
+		got := make([]byte, 64)
+		n, err := b.Read(got)
+		if err != nil || string(got[:n]) != tc.want {
+			t.Errorf("sent %q, handed on %q %v, want %q", tc.sent, got[:n], err, tc.want)
+		}
+		pw.Close()
+	}
+}
+
+// BenchmarkBlank scans text whose letters recur every 26 bytes, as the
+// download benchmark's body does, for a secret that starts with a letter.
+func BenchmarkBlank(b *testing.B) {
+	buf := make([]byte, 256<<10)
+	for i := range buf {
+		buf[i] = byte('a' + i%26)
+	}
+	vals := [][]byte{[]byte(secretValue)}
+	b.SetBytes(int64(len(buf)))
+	for b.Loop() {
+		blank(buf, vals)
 	}
 }

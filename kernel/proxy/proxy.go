@@ -574,6 +574,64 @@ func (c countingConn) Write(b []byte) (int, error) {
 	return n, err
 }
 
+// relayBuffer is the size of the buffers an answer crosses on an
+// intercepted connection (16 TLS records).
+const relayBuffer = 256 << 10
+
+// batchConn gathers what TLS writes while a batchWriter writes, so that the
+// records of one buffer leave in one system call instead of one each; at any
+// other time (the handshake, an alert) writes go straight through.
+type batchConn struct {
+	net.Conn
+	mu       sync.Mutex
+	batching bool
+	buf      []byte
+}
+
+func (c *batchConn) Write(b []byte) (int, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.batching {
+		c.buf = append(c.buf, b...)
+		return len(b), nil
+	}
+	return c.Conn.Write(b)
+}
+
+func (c *batchConn) begin() {
+	c.mu.Lock()
+	c.batching = true
+	c.mu.Unlock()
+}
+
+// flush sends what was gathered and ends the batch.
+func (c *batchConn) flush() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.batching = false
+	if len(c.buf) == 0 {
+		return nil
+	}
+	_, err := c.Conn.Write(c.buf)
+	c.buf = c.buf[:0]
+	return err
+}
+
+// batchWriter writes through TLS with the records batched beneath it.
+type batchWriter struct {
+	tls *tls.Conn
+	raw *batchConn
+}
+
+func (w batchWriter) Write(b []byte) (int, error) {
+	w.raw.begin()
+	n, err := w.tls.Write(b)
+	if ferr := w.raw.flush(); err == nil && ferr != nil {
+		err = ferr
+	}
+	return n, err
+}
+
 // prefixConn reads what a bufio.Reader already holds before the connection.
 type prefixConn struct {
 	net.Conn
@@ -591,7 +649,9 @@ func (p *Proxy) intercept(c net.Conn, br *bufio.Reader, bw *bufio.Writer, up net
 		writeError(bw, http.StatusBadGateway, err.Error())
 		return
 	}
-	upTLS := tls.Client(up, &tls.Config{
+	// TLS reads a record at a time; a buffer beneath it takes what the
+	// socket holds, many records, in one system call.
+	upTLS := tls.Client(prefixConn{Conn: up, r: bufio.NewReaderSize(up, relayBuffer)}, &tls.Config{
 		ServerName: host,
 		RootCAs:    p.cfg.UpstreamRoots,
 		NextProtos: []string{"http/1.1"},
@@ -609,9 +669,13 @@ func (p *Proxy) intercept(c net.Conn, br *bufio.Reader, bw *bufio.Writer, up net
 		return
 	}
 	counted := countingConn{Conn: prefixConn{Conn: c, r: br}, r: &e.BytesUp, w: &e.BytesDown}
-	cTLS := tls.Server(counted, &tls.Config{
+	batched := &batchConn{Conn: counted}
+	cTLS := tls.Server(batched, &tls.Config{
 		NextProtos: []string{"http/1.1"}, // never h2: clients fall back to HTTP/1.1
 		MinVersion: tls.VersionTLS12,
+		// Full-size records from the first byte: the client is a program
+		// on this machine, not a browser waiting for its first paint.
+		DynamicRecordSizingDisabled: true,
 		GetCertificate: func(hello *tls.ClientHelloInfo) (*tls.Certificate, error) {
 			if hello.ServerName != "" && normHost(hello.ServerName) != host {
 				return nil, fmt.Errorf("proxy: TLS name %q differs from CONNECT host %q", hello.ServerName, host)
@@ -626,8 +690,8 @@ func (p *Proxy) intercept(c net.Conn, br *bufio.Reader, bw *bufio.Writer, up net
 	}
 	c.SetDeadline(time.Time{})
 	cbr := bufio.NewReaderSize(cTLS, 32<<10)
-	cbw := bufio.NewWriterSize(cTLS, 32<<10)
-	ubr := bufio.NewReaderSize(upTLS, 32<<10)
+	cbw := bufio.NewWriterSize(batchWriter{cTLS, batched}, relayBuffer)
+	ubr := bufio.NewReaderSize(upTLS, relayBuffer)
 	ubw := bufio.NewWriterSize(upTLS, 32<<10)
 	used := map[string]bool{}
 	for {
@@ -850,13 +914,26 @@ func (p *Proxy) exchange(cbw *bufio.Writer, ubr *bufio.Reader, ubw *bufio.Writer
 	closeAfter := req.Close() || resp.Close
 	resp.Close = closeAfter
 	resp.Proto, resp.ProtoMajor, resp.ProtoMinor = "HTTP/1.1", 1, 1
-	if err := resp.Write(cbw); err != nil {
+	// Each piece of the body goes on as it comes: a streamed answer (an
+	// agent's model speaking SSE) must not wait for the buffer to fill.
+	if err := resp.Write(flushingWriter{cbw}); err != nil {
 		return false, fmt.Errorf("response to the client: %w", err)
 	}
 	if err := cbw.Flush(); err != nil {
 		return false, fmt.Errorf("response to the client: %w", err)
 	}
 	return !resp.Close, nil
+}
+
+// flushingWriter flushes after every write.
+type flushingWriter struct{ w *bufio.Writer }
+
+func (f flushingWriter) Write(p []byte) (int, error) {
+	n, err := f.w.Write(p)
+	if err == nil {
+		err = f.w.Flush()
+	}
+	return n, err
 }
 
 // forwarder is the upstream connection of plain-HTTP forwarding on one client

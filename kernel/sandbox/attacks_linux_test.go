@@ -198,16 +198,33 @@ func attackDevice(args []string) {
 	}
 }
 
-func attackTIOCSTI([]string) {
-	for _, c := range []byte("echo pwned\n") {
-		b := c
-		_, _, errno := unix.Syscall(unix.SYS_IOCTL, 0, unix.TIOCSTI, uintptr(unsafe.Pointer(&b)))
-		if errno == 0 {
-			escaped("TIOCSTI injected %q", b)
-			return
+// attackTIOCSTI pushes input into the terminal behind each of stdio. args
+// name the person's terminal as "dev:ino": injecting into any other (the
+// command's own pty) is harmless; into that one, an escape. Without args
+// every success is one.
+func attackTIOCSTI(args []string) {
+	person := map[string]bool{}
+	for _, a := range args {
+		person[a] = true
+	}
+	for fd := 0; fd <= 2; fd++ {
+		var st unix.Stat_t
+		if unix.Fstat(fd, &st) != nil {
+			continue
 		}
-		if c == 'e' {
-			held("TIOCSTI: %v", errno)
+		id := fmt.Sprintf("%d:%d", st.Dev, st.Ino)
+		if person[id] {
+			escaped("fd %d is the person's terminal", fd)
+		}
+		b := byte('#')
+		_, _, errno := unix.Syscall(unix.SYS_IOCTL, uintptr(fd), unix.TIOCSTI, uintptr(unsafe.Pointer(&b)))
+		switch {
+		case errno != 0:
+			held("TIOCSTI on fd %d: %v", fd, errno)
+		case len(args) == 0 || person[id]:
+			escaped("TIOCSTI injected into fd %d", fd)
+		default:
+			held("TIOCSTI on fd %d reached only the command's own pty (%s)", fd, id)
 		}
 	}
 }

@@ -5,7 +5,9 @@ package sandbox
 import (
 	"context"
 	"io"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"sort"
 	"testing"
 	"time"
@@ -16,7 +18,10 @@ import (
 // BenchmarkSetup measures the sandbox's own cost — `true` run through the
 // runner — against bubblewrap with the same namespaces
 // (`bwrap --unshare-all --ro-bind / / true`) and against `true` alone, in
-// the same run, interleaved, and reports the medians and the ratios.
+// the same run, interleaved, and reports the medians and the ratios. The
+// helper is cmd/kule-sandbox, built for the run (as `make build` builds it
+// beside kule); KULE_SANDBOX_HELPER_BIN names one already built, and
+// KULE_SANDBOX_HELPER_BIN=self measures the test binary re-executed instead.
 func BenchmarkSetup(b *testing.B) {
 	if m := Probe().Missing(); len(m) > 0 {
 		b.Skipf("sandbox unavailable: %v", m)
@@ -27,6 +32,19 @@ func BenchmarkSetup(b *testing.B) {
 	}
 	w := newWorldB(b)
 	s := w.sandbox()
+	switch helper := os.Getenv("KULE_SANDBOX_HELPER_BIN"); helper {
+	case "self":
+	case "":
+		out := filepath.Join(b.TempDir(), HelperName)
+		build := exec.Command("go", "build", "-o", out, "github.com/kulehq/kule/cmd/kule-sandbox")
+		build.Env = append(os.Environ(), "CGO_ENABLED=0")
+		if msg, err := build.CombinedOutput(); err != nil {
+			b.Fatalf("build the helper: %v\n%s", err, msg)
+		}
+		s.Exe, s.HelperEnv = out, nil
+	default:
+		s.Exe, s.HelperEnv = helper, nil
+	}
 	spec := runner.Spec{Task: w.task, Dir: w.task.Copy, Env: w.env, Args: []string{"true"}, Stdout: io.Discard, Stderr: io.Discard}
 	var sb, bw, plain []time.Duration
 	for b.Loop() {

@@ -48,6 +48,8 @@ func TestEscape(t *testing.T) {
 				filepath.Join(w.other, "copy", "secret.txt"),
 				filepath.Join(w.shared, "lib.go"), // revealed: read-only
 				"/proc/self/root" + filepath.Join(w.home, "notes.txt"),
+				filepath.Join(w.home, ".ssh", "planted"),      // a hidden folder's empty cover
+				filepath.Join(w.home, "Documents", "planted"), // another, the same empty tree
 			}
 			assertHeld(t, w.attack(t, runner.Spec{Reveal: []string{w.shared}}, "write", targets...))
 			for _, p := range []string{filepath.Join(w.home, ".bashrc"), "/etc/kule-escape"} {
@@ -170,10 +172,13 @@ func TestEscape(t *testing.T) {
 			}
 		},
 		"tiocsti": func(t *testing.T, w *world) {
+			// The person's terminal on stdin and stderr, but not as the
+			// foreground of this process: no pty of its own, and the
+			// terminal is not its controlling one.
 			master, slave := openPTY(t)
 			defer master.Close()
 			defer slave.Close()
-			r := w.attack(t, runner.Spec{Stdin: slave}, "tiocsti")
+			r := w.attack(t, runner.Spec{Stdin: slave, Stderr: slave}, "tiocsti")
 			assertHeld(t, r)
 			fd := int(slave.Fd()) // Fd() makes the file blocking: call it once
 			unix.SetNonblock(fd, true)
@@ -181,6 +186,15 @@ func TestEscape(t *testing.T) {
 			if n, _ := syscall.Read(fd, buf); n > 0 {
 				t.Fatalf("input was injected into the terminal: %q", buf[:n])
 			}
+		},
+		"tiocsti-own-pty": func(t *testing.T, w *world) {
+			// Run from the person's terminal: the command gets a pty of
+			// its own and no descriptor of the person's.
+			r := w.fromTerminal(t, func(*screen) {}, w.attacker, "tiocsti", "PERSON")
+			if !strings.Contains(r.stdout, "reached only the command's own pty") {
+				t.Fatalf("the command had no pty of its own:\n%s", r.stdout)
+			}
+			assertHeld(t, r)
 		},
 		"reopen-proc-fd": func(t *testing.T, w *world) {
 			notes := filepath.Join(w.home, "notes.txt")

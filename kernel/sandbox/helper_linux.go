@@ -3,6 +3,7 @@
 package sandbox
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -43,21 +44,32 @@ func readPlan(fd int) (*plan, error) {
 		return nil, fmt.Errorf("read the plan: %w", err)
 	}
 	var p plan
-	if err := json.Unmarshal(b, &p); err != nil {
-		return nil, fmt.Errorf("read the plan: %w", err)
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&p); err != nil || p.Shape != planShape() {
+		exe, _ := os.Executable()
+		return nil, fmt.Errorf("the sandbox helper %s is from another build of kule than the kule that started it; install both from one build", exe)
 	}
 	return &p, nil
 }
 
-// stageInit is PID 1 of the sandbox's namespaces.
+// stageInit is PID 1 of the sandbox's namespaces: it builds the mounts, then
+// starts the command from a thread of its own that dropped every privilege
+// and entered the Landlock domain first (see startCommand), forwards
+// signals, relays the command's terminal when it has one, reaps orphans and
+// exits with the command's code: everything left in the namespace dies with
+// it. One Go runtime per sandbox: the command is forked from PID 1, not from
+// a second helper.
 func stageInit() int {
 	status := os.NewFile(fdStatus, "status")
 	fail := func(err error) int {
 		fmt.Fprintf(status, "%v", err)
 		return 125
 	}
-	// Nothing the kule process held open reaches further than here.
-	unix.CloseRange(fdCtrl+1, ^uint(0), unix.CLOSE_RANGE_CLOEXEC)
+	// Nothing the kule process held open reaches the command: every
+	// descriptor past stdio is close-on-exec from here on, the plan, status
+	// and bridge descriptors included.
+	unix.CloseRange(3, ^uint(0), unix.CLOSE_RANGE_CLOEXEC)
 	unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0)
 	p, err := readPlan(fdPlan)
 	if err != nil {
@@ -80,51 +92,159 @@ func stageInit() int {
 		go bridgeInside(ln, os.NewFile(fdCtrl, "bridge"))
 	}
 
-	planR, planW, err := os.Pipe()
-	if err != nil {
-		return fail(err)
+	stdio := []*os.File{os.Stdin, os.Stdout, os.Stderr}
+	var term *terminal
+	if p.PTY {
+		term, err = newTerminal()
+		if err != nil {
+			return fail(err)
+		}
+		stdio = term.stdio()
 	}
-	args := append(append([]string(nil), os.Args[:len(os.Args)-1]...), HelperStageExec)
-	signal.Ignore(syscall.SIGTTOU, syscall.SIGTTIN)
-	proc, err := os.StartProcess("/proc/self/exe", args, &os.ProcAttr{
-		Env:   os.Environ(),
-		Files: []*os.File{os.Stdin, os.Stdout, os.Stderr, planR, status},
-		Sys:   &syscall.SysProcAttr{Setsid: true},
-	})
-	planR.Close()
-	if err != nil {
-		return fail(fmt.Errorf("start the command's stage: %w", err))
-	}
-	status.Close()
-	b, _ := json.Marshal(p)
-	go func() { planW.Write(b); planW.Close() }()
-
+	// Signals are caught before the command exists, so none sent in between
+	// is lost or takes PID 1's default action.
 	sigs := make(chan os.Signal, 16)
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT,
 		syscall.SIGUSR1, syscall.SIGUSR2, syscall.SIGWINCH, syscall.SIGCONT, syscall.SIGALRM)
+	pid, err := startCommand(p, stdio, term != nil)
+	if err != nil {
+		return fail(err)
+	}
+	if term != nil {
+		term.relay()
+	}
+	status.Close()
+	signal.Ignore(syscall.SIGTTOU, syscall.SIGTTIN) // after the fork: the command keeps the defaults
+
 	go func() {
 		for s := range sigs {
-			syscall.Kill(proc.Pid, s.(syscall.Signal))
+			if s == syscall.SIGWINCH && term != nil {
+				term.resize() // the pty tells the command itself
+				continue
+			}
+			syscall.Kill(pid, s.(syscall.Signal))
 		}
 	}()
-	// Reap everything; when the command ends, so does PID 1 and with it
-	// every process left in the namespace.
+	code := reap(pid)
+	if term != nil {
+		// Whatever the command left running holds the pty open: end it,
+		// then pass on the last of the output.
+		syscall.Kill(-1, syscall.SIGKILL)
+		for {
+			if _, err := syscall.Wait4(-1, nil, 0, nil); errors.Is(err, syscall.ECHILD) {
+				break
+			}
+		}
+		term.drain()
+	}
+	return code
+}
+
+// reap waits for every child until the command (pid) ends, and returns its
+// exit code the way a shell reports it.
+func reap(pid int) int {
 	for {
 		var ws syscall.WaitStatus
-		pid, err := syscall.Wait4(-1, &ws, 0, nil)
+		got, err := syscall.Wait4(-1, &ws, 0, nil)
 		if errors.Is(err, syscall.EINTR) {
 			continue
 		}
 		if err != nil {
 			return 125
 		}
-		if pid == proc.Pid {
+		if got == pid {
 			if ws.Signaled() {
 				return 128 + int(ws.Signal())
 			}
 			return ws.ExitStatus()
 		}
 	}
+}
+
+// startCommand starts the command with no capabilities, no_new_privs, the
+// file size limit and the Landlock domain. Credentials, no_new_privs and the
+// Landlock domain belong to a thread, and a forked child takes the forking
+// thread's: so a thread of PID 1 narrows itself, forks and execs the
+// command, and then ends (its goroutine exits locked), while the rest of
+// PID 1 keeps what it needs to reap and forward, outside the domain the
+// command is in.
+func startCommand(p *plan, stdio []*os.File, ctty bool) (int, error) {
+	if err := os.Chdir(p.Dir); err != nil { // PATH entries like "." resolve from here
+		return 0, fmt.Errorf("enter the working directory: %w", err)
+	}
+	path, err := lookPath(p.Args[0], p.Env)
+	if err != nil {
+		return 0, err
+	}
+	files := make([]uintptr, len(stdio))
+	for i, f := range stdio {
+		files[i] = f.Fd()
+	}
+	attr := &syscall.ProcAttr{
+		Env:   p.Env,
+		Files: files,
+		// A session of its own: the person's terminal is never its
+		// controlling terminal, so TIOCSTI cannot reach it; its own pty is.
+		Sys: &syscall.SysProcAttr{Setsid: true, Setctty: ctty, Ctty: 0},
+	}
+	type result struct {
+		pid int
+		err error
+	}
+	var onThread func() result
+	onThread = func() result {
+		ch := make(chan result, 1)
+		go func() {
+			runtime.LockOSThread()
+			if unix.Gettid() == unix.Getpid() {
+				// The main thread never ends, and it is the one a signal
+				// to PID 1 is checked against: narrow another thread.
+				r := onThread()
+				runtime.UnlockOSThread()
+				ch <- r
+				return
+			}
+			// Never unlocked: the runtime ends this thread with the
+			// goroutine, and the narrowed credentials with it.
+			if err := narrowThread(p); err != nil {
+				ch <- result{err: err}
+				return
+			}
+			// syscall.ForkExec, not os.StartProcess: no pidfd probe (one
+			// more fork) for a child PID 1 reaps by pid anyway.
+			pid, err := syscall.ForkExec(path, p.Args, attr)
+			if err != nil {
+				err = fmt.Errorf("run %s: %w", p.Args[0], err)
+			}
+			ch <- result{pid, err}
+		}()
+		return <-ch
+	}
+	r := onThread()
+	return r.pid, r.err
+}
+
+// narrowThread drops the calling thread's privileges for good and puts it in
+// the command's Landlock domain.
+func narrowThread(p *plan) error {
+	if p.FSize > 0 {
+		// Per process: PID 1 writes no files from here on.
+		if err := unix.Setrlimit(unix.RLIMIT_FSIZE, &unix.Rlimit{Cur: uint64(p.FSize), Max: uint64(p.FSize)}); err != nil {
+			return fmt.Errorf("limit file size: %w", err)
+		}
+	}
+	if err := dropCaps(); err != nil {
+		return fmt.Errorf("drop capabilities: %w", err)
+	}
+	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
+		return fmt.Errorf("set no_new_privs: %w", err)
+	}
+	if p.Landlock {
+		if err := restrictLandlock(p); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // bridgeInside hands each connection accepted inside the namespace to the
@@ -172,9 +292,11 @@ func loopbackUp() error {
 	return unix.IoctlIfreq(fd, unix.SIOCSIFFLAGS, ifr)
 }
 
-// stageExec drops every privilege, applies Landlock, and becomes the
-// command. Everything runs on one locked thread: capabilities, securebits
-// and the Landlock domain are per thread, and execve keeps that thread's.
+// stageExec is the helper without namespaces (no user namespaces here, and
+// weaker isolation accepted): it drops every privilege, applies Landlock,
+// and becomes the command. Everything runs on one locked thread:
+// capabilities, securebits and the Landlock domain are per thread, and
+// execve keeps that thread's.
 func stageExec() int {
 	runtime.LockOSThread()
 	status := os.NewFile(fdStatus, "status")
@@ -193,21 +315,8 @@ func stageExec() int {
 	if err != nil {
 		return fail(err)
 	}
-	if p.FSize > 0 {
-		if err := unix.Setrlimit(unix.RLIMIT_FSIZE, &unix.Rlimit{Cur: uint64(p.FSize), Max: uint64(p.FSize)}); err != nil {
-			return fail(fmt.Errorf("limit file size: %w", err))
-		}
-	}
-	if err := dropCaps(); err != nil {
-		return fail(fmt.Errorf("drop capabilities: %w", err))
-	}
-	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
-		return fail(fmt.Errorf("set no_new_privs: %w", err))
-	}
-	if p.Landlock {
-		if err := restrictLandlock(p); err != nil {
-			return fail(err)
-		}
+	if err := narrowThread(p); err != nil {
+		return fail(err)
 	}
 	if err := unix.CloseRange(3, ^uint(0), unix.CLOSE_RANGE_CLOEXEC); err != nil {
 		return fail(fmt.Errorf("close inherited descriptors: %w", err))

@@ -22,6 +22,9 @@ func TestMain(m *testing.M) {
 	if os.Getenv("KULE_SANDBOX_HELPER") == "1" {
 		os.Exit(HelperMain())
 	}
+	if j := os.Getenv("KULE_PTY_HOST"); j != "" {
+		os.Exit(ptyHostMain(j))
+	}
 	if a := os.Getenv("KULE_ATTACK"); a != "" {
 		os.Exit(runAttack(a, os.Args[1:]))
 	}

@@ -118,6 +118,8 @@ func setupMounts(p *plan) error {
 			unix.Close(fd)
 		}
 	}()
+	var empty emptyTree
+	defer empty.close()
 	hide := func(again bool) error {
 		for _, d := range p.HideDirs {
 			if again && (!underTree(d, trees) || holdsTree(d, trees)) {
@@ -129,7 +131,17 @@ func setupMounts(p *plan) error {
 			if _, err := os.Lstat(d); err != nil {
 				continue // inside an area already hidden
 			}
-			if err := unix.Mount("tmpfs", d, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, "mode=0755,size=1m,nr_inodes=4096"); err != nil {
+			flags := uintptr(unix.MS_NOSUID | unix.MS_NODEV | unix.MS_NOEXEC)
+			if !holdsLink(d, p.Links) && !holdsTree(d, trees) {
+				// Nothing is made in it (no mount point, no link): a
+				// clone of one empty read-only tmpfs, not a file system
+				// of its own to make and tear down.
+				if err := empty.cover(d); err != nil {
+					return fmt.Errorf("hide %s: %w", d, err)
+				}
+				continue
+			}
+			if err := unix.Mount("tmpfs", d, "tmpfs", flags, "mode=0755,size=1m,nr_inodes=4096"); err != nil {
 				return fmt.Errorf("hide %s: %w", d, err)
 			}
 			fd, err := unix.Open(d, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
@@ -261,6 +273,61 @@ func underTree(path string, trees []tree) bool {
 func holdsTree(dir string, trees []tree) bool {
 	for _, t := range trees {
 		if t.target != dir && within(t.target, dir) {
+			return true
+		}
+	}
+	return false
+}
+
+// emptyTree is one empty tmpfs, read-only in its superblock, made once and
+// detached; each hide is a clone of it moved into place.
+type emptyTree struct{ fd int }
+
+func (e *emptyTree) cover(dir string) error {
+	if e.fd <= 0 {
+		fs, err := unix.Fsopen("tmpfs", unix.FSOPEN_CLOEXEC)
+		if err != nil {
+			return fmt.Errorf("fsopen: %w", err)
+		}
+		defer unix.Close(fs)
+		for k, v := range map[string]string{"mode": "0755", "size": "4k", "nr_inodes": "16"} {
+			if err := unix.FsconfigSetString(fs, k, v); err != nil {
+				return fmt.Errorf("fsconfig %s: %w", k, err)
+			}
+		}
+		if err := unix.FsconfigSetFlag(fs, "ro"); err != nil {
+			return fmt.Errorf("fsconfig ro: %w", err)
+		}
+		if err := unix.FsconfigCreate(fs); err != nil {
+			return fmt.Errorf("fsconfig create: %w", err)
+		}
+		fd, err := unix.Fsmount(fs, unix.FSMOUNT_CLOEXEC, unix.MOUNT_ATTR_RDONLY|unix.MOUNT_ATTR_NOSUID|unix.MOUNT_ATTR_NODEV|unix.MOUNT_ATTR_NOEXEC)
+		if err != nil {
+			return fmt.Errorf("fsmount: %w", err)
+		}
+		e.fd = fd
+	}
+	c, err := unix.OpenTree(e.fd, "", unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_EMPTY_PATH)
+	if err != nil {
+		return fmt.Errorf("open_tree: %w", err)
+	}
+	defer unix.Close(c)
+	if err := unix.MoveMount(c, "", unix.AT_FDCWD, dir, unix.MOVE_MOUNT_F_EMPTY_PATH); err != nil {
+		return fmt.Errorf("move_mount: %w", err)
+	}
+	return nil
+}
+
+func (e *emptyTree) close() {
+	if e.fd > 0 {
+		unix.Close(e.fd)
+	}
+}
+
+// holdsLink reports whether a reveal link is made inside dir.
+func holdsLink(dir string, links []link) bool {
+	for _, l := range links {
+		if within(l.Path, dir) {
 			return true
 		}
 	}

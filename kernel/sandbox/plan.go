@@ -6,6 +6,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"reflect"
 	"sort"
 	"strconv"
 	"strings"
@@ -43,6 +44,31 @@ type plan struct {
 
 	Landlock     bool // apply Landlock (false only with weaker isolation accepted)
 	AcceptWeaker bool
+
+	PTY bool // stdin is the person's terminal: the command gets a pty of its own
+
+	// Shape is planShape() of the kule that wrote the plan: a helper from
+	// another build (a stale kule-sandbox beside kule) refuses it rather
+	// than read fields it does not know as unset.
+	Shape string
+}
+
+// planShape names every field of plan and its type, so that two builds
+// agree on the plan exactly or not at all.
+func planShape() string {
+	var b strings.Builder
+	var walk func(t reflect.Type)
+	walk = func(t reflect.Type) {
+		for i := 0; i < t.NumField(); i++ {
+			f := t.Field(i)
+			fmt.Fprintf(&b, "%s:%s;", f.Name, f.Type)
+			if f.Type.Kind() == reflect.Slice && f.Type.Elem().Kind() == reflect.Struct {
+				walk(f.Type.Elem())
+			}
+		}
+	}
+	walk(reflect.TypeOf(plan{}))
+	return b.String()
 }
 
 type link struct{ Path, Target string }
@@ -86,6 +112,7 @@ func (s *Sandbox) plan(spec runner.Spec) (*plan, error) {
 	if len(spec.Args) == 0 {
 		return nil, runner.ErrNoCommand
 	}
+	res := resolver{}
 	t := spec.Task
 	for name, p := range map[string]string{"copy": t.Copy, "tmp": t.Tmp, "kule home": t.KuleDir} {
 		if !filepath.IsAbs(p) {
@@ -153,7 +180,7 @@ func (s *Sandbox) plan(spec runner.Spec) (*plan, error) {
 	// Strong hides: nothing kept or revealed may reopen them.
 	var strong []string
 	addStrong := func(path string) {
-		if rp, ok := existing(path); ok {
+		if rp, ok := res.existing(path); ok {
 			strong = append(strong, rp)
 		}
 	}
@@ -176,7 +203,7 @@ func (s *Sandbox) plan(spec runner.Spec) (*plan, error) {
 	}
 	addStrong(kule)
 	for _, h := range spec.Hide {
-		rp, ok := existing(absFrom(h, dir))
+		rp, ok := res.existing(absFrom(h, dir))
 		if !ok {
 			continue // nothing there to hide; writes there are refused anyway
 		}
@@ -187,7 +214,7 @@ func (s *Sandbox) plan(spec runner.Spec) (*plan, error) {
 	var soft []string
 	if personHome != "" && personHome != "/" {
 		for _, c := range personalPaths {
-			if rp, ok := existing(filepath.Join(personHome, c)); ok {
+			if rp, ok := res.existing(filepath.Join(personHome, c)); ok {
 				soft = append(soft, rp)
 			}
 		}
@@ -271,7 +298,7 @@ func (s *Sandbox) plan(spec runner.Spec) (*plan, error) {
 		if !filepath.IsAbs(k) {
 			continue
 		}
-		rp, ok := existing(k)
+		rp, ok := res.existing(k)
 		if !ok || seen[rp] || underStrong(rp) || !underAny(rp, soft) {
 			continue
 		}
@@ -335,13 +362,42 @@ func absFrom(p, dir string) string {
 	return filepath.Join(dir, p)
 }
 
+// resolver resolves the symlinks of many paths that share directories
+// (every credential path lies under the same home) with one lstat per new
+// path instead of one per component: a directory once resolved is kept. One
+// resolver serves one plan, so nothing it keeps outlives the moment.
+type resolver map[string]string // clean directory -> its real path ("" : none)
+
 // existing resolves path's symlinks; ok is false when nothing is there.
-func existing(path string) (string, bool) {
-	rp, err := filepath.EvalSymlinks(path)
+func (r resolver) existing(path string) (string, bool) {
+	path = filepath.Clean(path)
+	if !filepath.IsAbs(path) || path == "/" {
+		rp, err := filepath.EvalSymlinks(path)
+		return rp, err == nil
+	}
+	dir, base := filepath.Split(path)
+	dir = filepath.Clean(dir)
+	rd, seen := r[dir]
+	if !seen {
+		var ok bool
+		if rd, ok = r.existing(dir); !ok {
+			rd = ""
+		}
+		r[dir] = rd
+	}
+	if rd == "" {
+		return "", false
+	}
+	full := filepath.Join(rd, base)
+	fi, err := os.Lstat(full)
 	if err != nil {
 		return "", false
 	}
-	return rp, true
+	if fi.Mode()&os.ModeSymlink != 0 {
+		rp, err := filepath.EvalSymlinks(full)
+		return rp, err == nil
+	}
+	return full, true
 }
 
 func realPath(path string) (string, error) {

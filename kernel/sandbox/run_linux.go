@@ -10,6 +10,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"sync"
@@ -17,6 +18,7 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+	"golang.org/x/term"
 
 	"github.com/kulehq/kule/kernel/runner"
 )
@@ -50,13 +52,10 @@ func (s *Sandbox) Run(ctx context.Context, spec runner.Spec) (int, error) {
 		return -1, err
 	}
 	p.Landlock = avail.LandlockABI >= 1
-	exe, err := s.exe()
+	p.Shape = planShape()
+	exe, args, err := s.helper()
 	if err != nil {
 		return -1, fmt.Errorf("%w: find the helper executable: %w", ErrSetup, err)
-	}
-	args := s.HelperArgs
-	if args == nil {
-		args = []string{"__sandbox"}
 	}
 	stage := HelperStageInit
 	if !avail.UserNS {
@@ -82,7 +81,7 @@ func (s *Sandbox) Run(ctx context.Context, spec runner.Spec) (int, error) {
 	if err != nil {
 		return -1, fmt.Errorf("%w: %w", ErrSetup, err)
 	}
-	defer planW.Close()
+	defer planW.Close() // closed by the writer below too; this is for the early returns
 	statR, statW, err := os.Pipe()
 	if err != nil {
 		planR.Close()
@@ -122,11 +121,29 @@ func (s *Sandbox) Run(ctx context.Context, spec runner.Spec) (int, error) {
 		cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Pdeathsig: syscall.SIGKILL}
 	}
 
+	if avail.UserNS {
+		if tty, ok := foregroundTerminal(spec.Stdin); ok {
+			// The command gets a pty of its own; the person's terminal
+			// passes keys through unchanged until the command ends.
+			if old, err := term.MakeRaw(tty); err == nil {
+				p.PTY = true
+				defer term.Restore(tty, old)
+			}
+		}
+	}
 	b, err := json.Marshal(p)
 	if err != nil {
 		return -1, fmt.Errorf("%w: %w", ErrSetup, err)
 	}
+	// The plan goes into the pipe while the helper starts (it fits a pipe's
+	// buffer; if Start fails, the closed pipe ends the write).
+	go func() {
+		planW.Write(b)
+		planW.Close()
+	}()
+	release := holdGC()
 	startErr := cmd.Start()
+	release()
 	planR.Close()
 	statW.Close()
 	if len(cmd.ExtraFiles) > 2 {
@@ -135,10 +152,6 @@ func (s *Sandbox) Run(ctx context.Context, spec runner.Spec) (int, error) {
 	if startErr != nil {
 		return -1, fmt.Errorf("%w: start the helper: %w%s; nothing ran", ErrUnavailable, startErr, startHint(startErr))
 	}
-	go func() {
-		planW.Write(b)
-		planW.Close()
-	}()
 	if spec.Started != nil {
 		spec.Started(cmd.Process.Pid) // the sandbox's PID 1: the command's tree is beneath it
 	}
@@ -173,6 +186,54 @@ func (s *Sandbox) Run(ctx context.Context, spec runner.Spec) (int, error) {
 		return code, nil
 	}
 	return code, err
+}
+
+// gcHold counts the Runs between fork and exec.
+var gcHold struct {
+	sync.Mutex
+	n, old int
+}
+
+// holdGC keeps the garbage collector from running while the helper is
+// forked: Go forks a process that gets a new user namespace without vfork,
+// so until the child execs, every page the collector's marking touches in
+// kule is copied, and on a busy machine the two fight for the cores. A cycle
+// already under way finishes first (its work is owed anyway); the returned
+// func lets the collector run again once the last Run has exec'd its helper.
+func holdGC() (release func()) {
+	gcHold.Lock()
+	if gcHold.n == 0 {
+		gcHold.old = debug.SetGCPercent(-1)
+	}
+	gcHold.n++
+	gcHold.Unlock()
+	return func() {
+		gcHold.Lock()
+		gcHold.n--
+		if gcHold.n == 0 {
+			debug.SetGCPercent(gcHold.old)
+		}
+		gcHold.Unlock()
+	}
+}
+
+// foregroundTerminal returns stdin's descriptor when it is a terminal whose
+// foreground is this process's group (a kule run in the background leaves
+// the terminal alone).
+func foregroundTerminal(stdin io.Reader) (int, bool) {
+	f, ok := stdin.(*os.File)
+	if !ok || f == nil {
+		return 0, false
+	}
+	fd := int(f.Fd())
+	if !isTerminal(fd) {
+		return 0, false
+	}
+	pg, err := unix.IoctlGetInt(fd, unix.TIOCGPGRP)
+	if err != nil || pg != unix.Getpgrp() {
+		return 0, false
+	}
+	return fd, true
 }
 
 func startHint(err error) string {

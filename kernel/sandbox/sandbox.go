@@ -4,6 +4,7 @@ import (
 	"errors"
 	"io"
 	"os"
+	"path/filepath"
 
 	"github.com/kulehq/kule/kernel/runner"
 )
@@ -91,14 +92,38 @@ var exeOverride string
 // values whose Exe is empty (cmd/kule leaves it alone: os.Executable()).
 func SetExecutable(path string) { exeOverride = path }
 
-func (s *Sandbox) exe() (string, error) {
+// HelperName is the small helper binary looked for beside the kule
+// executable. It is the same helper as `kule __sandbox` but starts in a
+// fraction of the time (no CLI, plugins or parsers to initialise); without
+// it kule re-executes itself.
+const HelperName = "kule-sandbox"
+
+// helper is the executable started as the sandbox's PID 1 and the arguments
+// before the stage.
+func (s *Sandbox) helper() (string, []string, error) {
+	args := s.HelperArgs
+	if args == nil {
+		args = []string{"__sandbox"}
+	}
 	if s.Exe != "" {
-		return s.Exe, nil
+		return s.Exe, args, nil
 	}
 	if exeOverride != "" {
-		return exeOverride, nil
+		return exeOverride, args, nil
 	}
-	return os.Executable()
+	self, err := os.Executable()
+	if err != nil {
+		return "", nil, err
+	}
+	if h := filepath.Join(filepath.Dir(self), HelperName); isExecutable(h) {
+		return h, args, nil
+	}
+	return self, args, nil
+}
+
+func isExecutable(path string) bool {
+	fi, err := os.Stat(path)
+	return err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0
 }
 
 func lookupEnv(env []string, key string) string {

@@ -13,8 +13,8 @@ import (
 
 // TestUnprivileged runs the sandbox as the nobody user, the way a person
 // without root runs kule: unprivileged user namespaces and Landlock only.
-// The test binary re-runs itself as uid 65534 with KULE_UNPRIV_WORLD set,
-// and that run makes the attacks (see unprivilegedMain).
+// The test binary re-runs itself as uid 65534 with KULE_UNPRIV_INNER set,
+// and that run makes every attack of TestEscape and the terminal tests.
 func TestUnprivileged(t *testing.T) {
 	skipUnlessSandbox(t)
 	if os.Getuid() != 0 {
@@ -34,7 +34,7 @@ func TestUnprivileged(t *testing.T) {
 	work := filepath.Join(root, "work")
 	os.Mkdir(work, 0o755)
 	os.Chown(work, 65534, 65534)
-	cmd := exec.Command(bin, "-test.run=^TestUnprivilegedInner$", "-test.v")
+	cmd := exec.Command(bin, "-test.run=^(TestUnprivilegedInner|TestEscape|TestOwnTerminal|TestOwnTerminalCtrlC|TestNoTerminalWithoutOne)$", "-test.v")
 	cmd.Env = []string{"KULE_TEST_ROOT=" + work, "KULE_UNPRIV_INNER=1", "PATH=/usr/bin:/bin", "HOME=" + work}
 	cmd.Dir = work
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}

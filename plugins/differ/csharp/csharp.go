@@ -56,7 +56,7 @@ func decls(w *treesit.Walker, body *sitter.Node, typ, parent string) {
 			decls(w, n, typ, parent)
 		case "namespace_declaration":
 			got := w.Add("namespace", name, start, end, parent)
-			if b := n.ChildByFieldName("body"); b != nil {
+			if b := w.Child(n, "body"); b != nil {
 				decls(w, b, "", got)
 			}
 		case "file_scoped_namespace_declaration":
@@ -64,7 +64,7 @@ func decls(w *treesit.Walker, body *sitter.Node, typ, parent string) {
 		case "class_declaration", "struct_declaration", "record_declaration", "record_struct_declaration", "interface_declaration":
 			q := member(name)
 			got := w.Add(typeKinds[k], q, start, end, parent)
-			if b := n.ChildByFieldName("body"); b != nil {
+			if b := w.Child(n, "body"); b != nil {
 				decls(w, b, q, got)
 			}
 		case "enum_declaration":
@@ -113,7 +113,7 @@ func decls(w *treesit.Walker, body *sitter.Node, typ, parent string) {
 
 // params renders parameter types, "(int, string)".
 func params(w *treesit.Walker, n *sitter.Node) string {
-	p := n.ChildByFieldName("parameters")
+	p := w.Child(n, "parameters")
 	if p == nil {
 		for _, c := range treesit.Children(n) {
 			if c.Kind() == "parameter_list" || c.Kind() == "bracketed_parameter_list" {

@@ -37,7 +37,7 @@ func block(w *treesit.Walker, body *sitter.Node, class, parent string) {
 	// setters) get their parameter types.
 	count := map[string]int{}
 	for _, n := range kids {
-		if d := definition(n); d != nil && d.Kind() == "function_definition" {
+		if d := definition(w, n); d != nil && d.Kind() == "function_definition" {
 			count[w.Field(d, "name")]++
 		}
 	}
@@ -47,7 +47,15 @@ func block(w *treesit.Walker, body *sitter.Node, class, parent string) {
 			continue
 		}
 		start := w.Lead(kids, i, isLead)
-		d := definition(n)
+		d := definition(w, n)
+		if n.Kind() == "type_alias_statement" { // type Pair[K, V] = tuple[K, V]
+			name, _, _ := strings.Cut(w.Field(n, "left"), "[")
+			if class != "" {
+				name = class + "." + name
+			}
+			w.Add("type", name, start, n.EndByte(), parent)
+			continue
+		}
 		if d == nil {
 			if class == "" || parent != "" {
 				assignment(w, n, start, class, parent)
@@ -62,7 +70,7 @@ func block(w *treesit.Walker, body *sitter.Node, class, parent string) {
 		switch d.Kind() {
 		case "class_definition":
 			got := w.Add("class", qual, start, n.EndByte(), parent)
-			if b := d.ChildByFieldName("body"); b != nil {
+			if b := w.Child(d, "body"); b != nil {
 				block(w, b, qual, got)
 			}
 		case "function_definition":
@@ -71,7 +79,7 @@ func block(w *treesit.Walker, body *sitter.Node, class, parent string) {
 				kind = "method"
 			}
 			if count[name] > 1 {
-				qual += signature(w, d.ChildByFieldName("parameters"))
+				qual += signature(w, w.Child(d, "parameters"))
 			}
 			w.Add(kind, qual, start, n.EndByte(), parent)
 		}
@@ -80,12 +88,12 @@ func block(w *treesit.Walker, body *sitter.Node, class, parent string) {
 
 // definition is the class or function n defines, looking through
 // decorators; nil for other statements.
-func definition(n *sitter.Node) *sitter.Node {
+func definition(w *treesit.Walker, n *sitter.Node) *sitter.Node {
 	switch n.Kind() {
 	case "class_definition", "function_definition":
 		return n
 	case "decorated_definition":
-		return n.ChildByFieldName("definition")
+		return w.Child(n, "definition")
 	}
 	return nil
 }
@@ -99,7 +107,7 @@ func assignment(w *treesit.Walker, n *sitter.Node, start uint, class, parent str
 	if a.Kind() != "assignment" {
 		return
 	}
-	left := a.ChildByFieldName("left")
+	left := w.Child(a, "left")
 	if left == nil || left.Kind() != "identifier" {
 		return
 	}

@@ -60,29 +60,29 @@ func items(w *treesit.Walker, body *sitter.Node, mod, self, parent string) {
 		name := w.Field(n, "name")
 		switch k {
 		case "impl_item":
-			typ := w.Text(n.ChildByFieldName("type"))
+			typ := w.Text(w.Child(n, "type"))
 			// An inherent impl is named like Rust's qualified path, <Task>,
 			// so it never shares a name with the struct it implements.
 			name = "<" + mod + typ + ">"
 			selfName := mod + stripGenerics(typ)
-			if tr := n.ChildByFieldName("trait"); tr != nil {
+			if tr := w.Child(n, "trait"); tr != nil {
 				name = w.Text(tr) + " for " + mod + typ
 				selfName = "<" + selfName + " as " + stripGenerics(w.Text(tr)) + ">"
 			}
 			got := w.Add(kind, name, start, n.EndByte(), parent)
-			if b := n.ChildByFieldName("body"); b != nil {
+			if b := w.Child(n, "body"); b != nil {
 				items(w, b, mod, selfName, got)
 			}
 			continue
 		case "trait_item":
 			got := w.Add(kind, mod+name, start, n.EndByte(), parent)
-			if b := n.ChildByFieldName("body"); b != nil {
+			if b := w.Child(n, "body"); b != nil {
 				items(w, b, mod, mod+name, got)
 			}
 			continue
 		case "mod_item":
 			got := w.Add(kind, mod+name, start, n.EndByte(), parent)
-			if b := n.ChildByFieldName("body"); b != nil {
+			if b := w.Child(n, "body"); b != nil {
 				items(w, b, mod+name+"::", "", got)
 			}
 			continue

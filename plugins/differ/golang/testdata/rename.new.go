@@ -15,3 +15,6 @@ func ReadConfig(path string) (*Config, error) {
 }
 
 func Save(c *Config) error { return write(c) }
+
+// Validate is new.
+func (c *Config) Validate() error { return nil }

@@ -114,6 +114,9 @@ func Changes(oldSrc, newSrc []byte, oldE, newE []differ.Entity) string {
 	}
 	var lines []string
 	short := func(n string) string {
+		if i := strings.LastIndex(n, "›"); i >= 0 { // a heading path: its last heading, spaces and all
+			return strings.TrimSpace(n[i+len("›"):])
+		}
 		n = strings.TrimRight(n, ")")
 		if i := strings.IndexAny(n, "("); i > 0 {
 			n = n[:i]

@@ -21,13 +21,13 @@ func isLead(n *sitter.Node) bool {
 }
 
 // declOf looks through export and ambient (declare) wrappers.
-func declOf(n *sitter.Node) *sitter.Node {
+func declOf(w *treesit.Walker, n *sitter.Node) *sitter.Node {
 	switch n.Kind() {
 	case "export_statement":
-		if d := n.ChildByFieldName("declaration"); d != nil {
-			return declOf(d)
+		if d := w.Child(n, "declaration"); d != nil {
+			return declOf(w, d)
 		}
-		if v := n.ChildByFieldName("value"); v != nil {
+		if v := w.Child(n, "value"); v != nil {
 			return v
 		}
 		return nil
@@ -35,7 +35,7 @@ func declOf(n *sitter.Node) *sitter.Node {
 		if n.NamedChildCount() > 0 {
 			for _, c := range treesit.Children(n) {
 				if c.Kind() != "comment" {
-					return declOf(c)
+					return declOf(w, c)
 				}
 			}
 		}
@@ -54,13 +54,13 @@ func declOf(n *sitter.Node) *sitter.Node {
 // the namespace prefix ("NS.").
 func statements(w *treesit.Walker, body *sitter.Node, ns, parent string) {
 	kids := treesit.Children(body)
-	count := overloads(w, kids, func(n *sitter.Node) *sitter.Node { return declOf(n) })
+	count := overloads(w, kids, func(n *sitter.Node) *sitter.Node { return declOf(w, n) })
 	for i, n := range kids {
 		if n.Kind() == "ERROR" {
 			statements(w, n, ns, parent)
 			continue
 		}
-		d := declOf(n)
+		d := declOf(w, n)
 		if d == nil {
 			continue
 		}
@@ -79,7 +79,7 @@ func statements(w *treesit.Walker, body *sitter.Node, ns, parent string) {
 			w.Add("function", ns+name, start, end, parent)
 		case "class_declaration", "abstract_class_declaration", "class":
 			got := w.Add("class", ns+name, start, end, parent)
-			if b := d.ChildByFieldName("body"); b != nil {
+			if b := w.Child(d, "body"); b != nil {
 				members(w, b, ns+name, got)
 			}
 		case "interface_declaration":
@@ -90,7 +90,7 @@ func statements(w *treesit.Walker, body *sitter.Node, ns, parent string) {
 			w.Add("enum", ns+name, start, end, parent)
 		case "internal_module", "module":
 			got := w.Add("namespace", ns+strings.Trim(name, `"'`), start, end, parent)
-			if b := d.ChildByFieldName("body"); b != nil {
+			if b := w.Child(d, "body"); b != nil {
 				statements(w, b, ns+strings.Trim(name, `"'`)+".", got)
 			}
 		case "lexical_declaration", "variable_declaration":
@@ -133,11 +133,8 @@ func members(w *treesit.Walker, body *sitter.Node, class, parent string) {
 		switch n.Kind() {
 		case "method_definition", "method_signature", "abstract_method_signature":
 			kind := "method"
-			switch {
-			case hasToken(n, "get"):
-				kind = "get"
-			case hasToken(n, "set"):
-				kind = "set"
+			if tok := accessorToken(n); tok != "" {
+				kind = tok
 			}
 			if kind == "method" && count[name] > 1 {
 				name += signature(w, n)
@@ -146,6 +143,16 @@ func members(w *treesit.Walker, body *sitter.Node, class, parent string) {
 		case "field_definition", "public_field_definition":
 			if name == "" {
 				name = w.Field(n, "property")
+			}
+			if name == "accessor" {
+				// `accessor x = 1` (auto-accessors) is newer than the
+				// grammar: it reads "accessor" as the name and x as an error.
+				for _, c := range treesit.Children(n) {
+					if c.Kind() == "ERROR" && c.NamedChildCount() == 1 {
+						name = w.Text(c.NamedChild(0))
+						break
+					}
+				}
 			}
 			w.Add("field", class+"."+name, start, n.EndByte(), parent)
 		case "class_static_block":
@@ -167,7 +174,7 @@ func overloads(w *treesit.Walker, kids []*sitter.Node, decl func(*sitter.Node) *
 		switch d.Kind() {
 		case "function_declaration", "function_signature", "generator_function_declaration",
 			"method_definition", "method_signature", "abstract_method_signature":
-			if !hasToken(d, "get") && !hasToken(d, "set") {
+			if accessorToken(d) == "" {
 				count[w.Field(d, "name")]++
 			}
 		}
@@ -178,7 +185,7 @@ func overloads(w *treesit.Walker, kids []*sitter.Node, decl func(*sitter.Node) *
 // signature renders parameter types, "(string, number)"; an untyped
 // parameter shows its name.
 func signature(w *treesit.Walker, fn *sitter.Node) string {
-	params := fn.ChildByFieldName("parameters")
+	params := w.Child(fn, "parameters")
 	if params == nil {
 		return "()"
 	}
@@ -187,11 +194,11 @@ func signature(w *treesit.Walker, fn *sitter.Node) string {
 		if p.Kind() == "comment" {
 			continue
 		}
-		if t := p.ChildByFieldName("type"); t != nil {
+		if t := w.Child(p, "type"); t != nil {
 			parts = append(parts, strings.TrimSpace(strings.TrimPrefix(w.Text(t), ":")))
 			continue
 		}
-		if pat := p.ChildByFieldName("pattern"); pat != nil {
+		if pat := w.Child(p, "pattern"); pat != nil {
 			parts = append(parts, w.Text(pat))
 			continue
 		}
@@ -202,6 +209,26 @@ func signature(w *treesit.Walker, fn *sitter.Node) string {
 
 // hasToken says whether n has an anonymous child token tok ("get",
 // "static", "default", "const").
+// accessorToken is "get" or "set" for an accessor, "" for other methods:
+// one pass over the children where two hasToken calls took two.
+func accessorToken(n *sitter.Node) string {
+	c := n.ChildCount()
+	for i := range c {
+		ch := n.Child(i)
+		if ch == nil {
+			continue
+		}
+		k := ch.Kind()
+		if !ch.IsNamed() && (k == "get" || k == "set") {
+			return k
+		}
+		if k == "statement_block" || k == "class_body" || k == "formal_parameters" {
+			break
+		}
+	}
+	return ""
+}
+
 func hasToken(n *sitter.Node, tok string) bool {
 	c := n.ChildCount()
 	for i := range c {
@@ -209,10 +236,11 @@ func hasToken(n *sitter.Node, tok string) bool {
 		if ch == nil {
 			continue
 		}
-		if !ch.IsNamed() && ch.Kind() == tok {
+		k := ch.Kind()
+		if k == tok && !ch.IsNamed() {
 			return true
 		}
-		if ch.Kind() == "statement_block" || ch.Kind() == "class_body" || ch.Kind() == "formal_parameters" {
+		if k == "statement_block" || k == "class_body" || k == "formal_parameters" {
 			break
 		}
 	}

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"runtime/debug"
 	"strings"
+	"sync"
 	"time"
 
 	sitter "github.com/tree-sitter/go-tree-sitter"
@@ -40,9 +41,11 @@ const chunk = 64 << 10
 
 // Walker collects entities while a language's visit function walks a tree.
 type Walker struct {
-	Src  []byte
-	ents []differ.Entity
-	used map[string]int
+	Src    []byte
+	ents   []differ.Entity
+	used   map[string]int
+	fields map[string]uint16 // field ids of this grammar, by name
+	lang   *sitter.Language
 }
 
 // Parse parses src with lang and calls visit on the root node. Entities
@@ -86,8 +89,9 @@ func Parse(ctx context.Context, lang *sitter.Language, src []byte, visit func(w 
 			ents, err = nil, fmt.Errorf("treesit: walk panicked: %v\n%s", r, debug.Stack())
 		}
 	}()
-	w := &Walker{Src: src, used: map[string]int{}}
+	w := &Walker{Src: src, used: map[string]int{}, lang: lang, fields: fieldIDs(lang)}
 	visit(w, tree.RootNode())
+	storeFieldIDs(lang, w.fields)
 	return w.ents, ctx.Err()
 }
 
@@ -101,7 +105,56 @@ func (w *Walker) Text(n *sitter.Node) string {
 
 // Field is the text of n's child named field, "" if none.
 func (w *Walker) Field(n *sitter.Node, field string) string {
-	return w.Text(n.ChildByFieldName(field))
+	return w.Text(w.Child(n, field))
+}
+
+// Child is n's child named field, nil if none. It looks the field up by its
+// id: ChildByFieldName costs three cgo calls (a C string made and freed
+// around the lookup), this one, which on a 5,000-line file is a good part
+// of the walk.
+func (w *Walker) Child(n *sitter.Node, field string) *sitter.Node {
+	id, ok := w.fields[field]
+	if !ok {
+		id = w.lang.FieldIdForName(field)
+		w.fields[field] = id
+	}
+	if id == 0 {
+		return nil
+	}
+	return n.ChildByFieldId(id)
+}
+
+// fieldCache keeps each grammar's field ids, found once per process (the
+// binding's FieldIdForName leaks its C string, so it is called once a name).
+var fieldCache sync.Map // unsafe.Pointer of the grammar → *sync.Mutex-guarded map
+
+type grammarFields struct {
+	mu sync.Mutex
+	m  map[string]uint16
+}
+
+// fieldIDs is a copy of what is known of lang's field ids; Child adds to
+// the copy, and Parse stores it back.
+func fieldIDs(lang *sitter.Language) map[string]uint16 {
+	v, _ := fieldCache.LoadOrStore(lang.Inner, &grammarFields{m: map[string]uint16{}})
+	g := v.(*grammarFields)
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	out := make(map[string]uint16, len(g.m))
+	for k, id := range g.m {
+		out[k] = id
+	}
+	return out
+}
+
+func storeFieldIDs(lang *sitter.Language, m map[string]uint16) {
+	v, _ := fieldCache.LoadOrStore(lang.Inner, &grammarFields{m: map[string]uint16{}})
+	g := v.(*grammarFields)
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for k, id := range m {
+		g.m[k] = id
+	}
 }
 
 // Add records an entity covering [start, end) and returns the name it got.

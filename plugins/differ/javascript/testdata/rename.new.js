@@ -15,3 +15,7 @@ function readConfig(file) {
 function save(c) {
   write(c);
 }
+
+export function validate(c) {
+  return c.port > 0;
+}

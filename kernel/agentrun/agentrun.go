@@ -1,0 +1,505 @@
+// Package agentrun runs one agent turn on a task: it checks the agent's
+// profile and approval, installs its package, starts the task's proxy with
+// the agent's keys, builds the agent's environment and sandbox, starts the
+// agent over ACP (initialize, a new or continued session, the prompt) and
+// records every tool call as a step and every usage report in usage.jsonl.
+//
+// The CLI (`kule run`) and the daemon both call Start; what a person reads
+// comes back as events (OnEvent) and short lines (Stderr), never printed here.
+//
+// A run's life:
+//  1. Start checks, installs, starts the proxy and the agent, opens the
+//     session and sends the prompt; it returns once the turn runs. An error
+//     from Start means nothing is left running.
+//  2. Cancel asks the agent to end the turn (session/cancel); Stop ends the
+//     agent itself. Both may be called from any goroutine, at any time.
+//  3. Wait returns when the turn has ended and everything was cleaned up:
+//     the agent stopped, the proxy closed, the task unlocked.
+package agentrun
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+
+	"github.com/kulehq/kule/kernel"
+	"github.com/kulehq/kule/kernel/acp"
+	"github.com/kulehq/kule/kernel/agents"
+	"github.com/kulehq/kule/kernel/budget"
+	"github.com/kulehq/kule/kernel/effects"
+	"github.com/kulehq/kule/kernel/proxy"
+	"github.com/kulehq/kule/kernel/runner"
+	"github.com/kulehq/kule/kernel/secrets"
+	"github.com/kulehq/kule/kernel/task"
+)
+
+// Errors a caller can test for.
+var (
+	// ErrNoAgent: Options.Agent or Options.Agents is missing.
+	ErrNoAgent = errors.New("run: name the agent with --agent (kule agents lists them)")
+)
+
+// Options are one run of an agent.
+type Options struct {
+	Agents *agents.Set // the profiles (built-ins and the person's), as agents.Load reads them
+	Agent  string      // the profile's name
+	Prompt string
+	Fresh  bool // start a new conversation even if the task has one
+	// Trial, set by Try, is run instead of the named profile.
+	Trial *agents.Profile
+
+	// Ask puts a permission question to the person; nil answers allow_once.
+	Ask acp.AskFunc
+	// OnEvent streams the turn: text, tool calls and their effects,
+	// permissions, usage, and notices the person should read. It must not
+	// block long.
+	OnEvent func(acp.Event)
+	// OnUsage is told every line written to usage.jsonl (a usage_update or
+	// the prompt's usage), for budgets and costs.
+	OnUsage func(acp.Usage)
+	// OnBudget is told when the run reaches 80% and 100% of its task's or
+	// the daily budget (the text also comes as an EventNotice).
+	OnBudget func(budget.Notice)
+
+	// Sandbox is how the agent is isolated (the sandbox by default).
+	Sandbox kernel.SandboxOptions
+	// Runner, when set, replaces the runner Sandbox picks (tests).
+	Runner runner.Runner
+	// Proxy, when set, may change the task's proxy config before it starts
+	// (tests point its upstream at a stand-in for a vendor's API).
+	Proxy func(*proxy.Config)
+
+	// Stderr gets the lines a person reads beside the events: the install,
+	// notes on the environment, which agent runs. Nil discards them.
+	Stderr io.Writer
+	// AgentStderr also gets the agent's own stderr (always kept in the
+	// task's agent.log).
+	AgentStderr io.Writer
+
+	// PackagesRoot is where npx agents are installed (default
+	// agents.PackagesRoot()); HomesRoot is where an own_home agent's home
+	// is kept (default agent-homes beside PackagesRoot: outside Kule's
+	// home, which the sandbox hides). Getenv reads the person's
+	// environment for keys and pass_env (default os.Getenv).
+	PackagesRoot string
+	HomesRoot    string
+	Getenv       func(string) string
+	// Home is the person's home as the agent's profile sees it (default
+	// the process's home).
+	Home string
+}
+
+// Run is one running agent turn.
+type Run struct {
+	Task      *task.Task
+	Profile   agents.Profile
+	Agent     string // the agent's name and version, as it says them (else the profile's name)
+	Continued bool   // the turn continues the task's earlier conversation
+
+	k          *kernel.Kernel
+	o          Options
+	c          *acp.Client
+	px         *proxy.Proxy
+	lock       *task.Lock
+	files      []io.Closer
+	cancelTurn context.CancelFunc
+	endRun     context.CancelFunc
+	limits     *limitsWatch
+
+	done   chan struct{}
+	res    Result
+	err    error
+	closed sync.Once
+}
+
+// Result is how a turn ended.
+type Result struct {
+	StopReason string         // end_turn, cancelled, max_tokens, ... ("" when the turn failed)
+	Status     *kernel.Status // the task after the turn; nil when it could not be read
+	StatusErr  error
+	Network    []string // where the run connected, one line a host
+	StopErr    error    // stopping the agent went wrong (recording its last steps)
+	LimitErr   error    // a limit stopped the run
+}
+
+// Start runs the agent on t with the prompt; see the package doc. ctx bounds
+// the start-up; cancelling it once the turn runs cancels the turn.
+func Start(ctx context.Context, k *kernel.Kernel, t *task.Task, o Options) (_ *Run, err error) {
+	if (o.Agent == "" && o.Trial == nil) || o.Agents == nil {
+		return nil, ErrNoAgent
+	}
+	errw := o.Stderr
+	if errw == nil {
+		errw = io.Discard
+	}
+	if o.Getenv == nil {
+		o.Getenv = os.Getenv
+	}
+	if o.Home == "" {
+		o.Home, _ = os.UserHomeDir()
+	}
+	home := k.Store.Root
+	set := o.Agents
+	var p agents.Profile
+	if o.Trial != nil {
+		// A trial profile opens nothing but its command (Try makes it):
+		// it needs no approval, and runs only in an empty task.
+		p = *o.Trial
+		if err := agents.Validate(p, set.Profiles); err != nil {
+			return nil, err
+		}
+	} else {
+		if p, err = set.Get(o.Agent); err != nil {
+			return nil, err
+		}
+		if err := agents.CheckApproved(home, p); err != nil {
+			return nil, err
+		}
+	}
+	root := o.PackagesRoot
+	if root == "" {
+		if root, err = agents.PackagesRoot(); err != nil {
+			return nil, err
+		}
+	}
+	if pkg, ok, _ := agents.PackageOf(p.Command); ok && pkg.Runner == "npx" && !agents.Installed(root, pkg) {
+		fmt.Fprintf(errw, "installing %s@%s once into %s (no install scripts run)…\n", pkg.Name, pkg.Version, root)
+	}
+	argv, err := agents.Launch(ctx, p, root, true, errw)
+	if err != nil {
+		return nil, err
+	}
+	r := &Run{Task: t, Profile: p, Agent: p.Name, k: k, o: o, done: make(chan struct{})}
+	defer func() {
+		if err != nil {
+			r.cleanup()
+		}
+	}()
+	// The run holds the task: no commit applies a copy the agent is writing.
+	if _, err := k.Status(t); err != nil {
+		return nil, err
+	}
+	if r.lock, err = task.LockFile(t.Paths.Lock); err != nil {
+		return nil, err
+	}
+	ownHome := ""
+	if p.OwnHome != "" {
+		if ownHome, err = r.ownHome(root); err != nil {
+			return nil, err
+		}
+	}
+	open, openNotes := agents.OpeningsOf(p, set.Profiles, o.Home, ownHome).Prepare()
+
+	// What the profile opens in the sandbox (the direct runner ignores it),
+	// then the run's own isolation options on top.
+	var spec runner.Spec
+	spec.AllowWrite, spec.Reveal, spec.Hide = open.AllowWrite, open.Reveal, open.Hide
+	spec.Network = runner.NetworkProxy
+	spec.Env = []string{} // set below from the profile; never the person's whole environment
+	run := o.Runner
+	if run == nil {
+		if run, err = kernel.SandboxRunner(home, t, &spec, o.Sandbox); err != nil {
+			return nil, err
+		}
+	}
+	_, direct := run.(runner.Direct)
+
+	// The task's proxy, judged by the policy: the agent's profile hosts
+	// pass while it runs, registries as the policy says, and each key it
+	// names reaches it as a placeholder that the proxy swaps for the key
+	// on the way to that key's hosts only.
+	keyValue := r.keyLookup()
+	var keyNames []string
+	for name := range p.Keys {
+		keyNames = append(keyNames, name)
+	}
+	kept, err := placeholders(home, p.Name, keyNames)
+	if err != nil {
+		return nil, err
+	}
+	var keySecrets []proxy.Secret
+	for name, hosts := range p.Keys {
+		if v := keyValue(name); v != "" {
+			keySecrets = append(keySecrets, proxy.Secret{Name: name, Value: v, Hosts: hosts, Placeholder: kept[name]})
+		}
+	}
+	runCtx, endRun := context.WithCancel(context.WithoutCancel(ctx))
+	r.endRun = endRun
+	r.px, err = k.StartProxy(runCtx, t, kernel.ProxyOptions{Sandboxed: !direct, Agent: p.Name, AgentHosts: open.Hosts, Secrets: keySecrets, Configure: o.Proxy})
+	if err != nil {
+		return nil, fmt.Errorf("run: the task's proxy: %w (nothing was started)", err)
+	}
+	placeholders := map[string]string{}
+	for _, kv := range r.px.SecretEnv() {
+		k, v, _ := strings.Cut(kv, "=")
+		placeholders[k] = v
+	}
+	env, notes := agents.Environ(p, agents.EnvOptions{
+		Getenv: func(k string) string {
+			if _, ok := p.Keys[k]; ok {
+				return keyValue(k)
+			}
+			return o.Getenv(k)
+		},
+		Home: o.Home, OwnHome: ownHome, Tmp: t.Paths.Tmp,
+		Placeholder: func(k string) string { return placeholders[k] },
+	})
+	if direct {
+		// Without a sandbox nothing forces the agent through the proxy;
+		// the variables make well-behaved tools use it, and the token
+		// keeps other local processes off it. The sandbox bridges the
+		// proxy into the agent's namespace and sets them itself.
+		env = append(env, proxy.ProxyEnv(r.px.Addr(), r.px.Token())...)
+	}
+	// The CA bundle and the stored secrets' placeholders, as for exec
+	// (after the sandbox's filter: they open nothing).
+	spec.TaskEnv = append(spec.TaskEnv, r.px.CAEnv()...)
+	spec.TaskEnv = append(spec.TaskEnv, r.px.SecretEnv()...)
+	spec.ProxyToken = r.px.Token()
+	for _, n := range append(openNotes, notes...) {
+		fmt.Fprintln(errw, "note:", n)
+	}
+	stepsF, err := r.appendFile(acp.StepsFile)
+	if err != nil {
+		return nil, err
+	}
+	usageF, err := r.appendFile(acp.UsageFile)
+	if err != nil {
+		return nil, err
+	}
+	logF, err := r.appendFile("agent.log")
+	if err != nil {
+		return nil, err
+	}
+	var agentErr io.Writer = logF
+	if o.AgentStderr != nil {
+		agentErr = io.MultiWriter(logF, o.AgentStderr)
+	}
+	old, _, _ := acp.ReadSteps(filepath.Join(t.Paths.Dir, acp.StepsFile))
+
+	ao := acp.Options{
+		Runner: run,
+		Copy:   t.Paths.Copy,
+		Effects: func() ([]effects.Effect, error) {
+			st, err := k.Status(t)
+			if err != nil {
+				return nil, err
+			}
+			return st.Effects, nil
+		},
+		OnEvent: r.event,
+		Ask:     r.heldAsk(o.Ask),
+		// Stop cancels the turn and kills the agent if it has not ended
+		// within stopGrace.
+		CancelGrace: stopGrace,
+		Steps:       stepsF,
+		Usage:       usageF,
+		Stderr:      agentErr,
+		FirstStep:   len(old),
+		ClientName:  "kule",
+	}
+	spec.Args = argv
+	spec.Env = env
+	spec.Task = runner.Task{ID: t.ID, Dir: t.Paths.Dir, Copy: t.Paths.Copy, Folder: t.Folder, Tmp: t.Paths.Tmp, Home: t.Paths.Home, KuleDir: home}
+	spec.Dir = t.Paths.Copy
+	spec.ProxyAddr = r.px.Addr()
+	// The turn's cancel exists before the agent does: a budget may cancel
+	// it from the first usage report on.
+	turnCtx, cancelTurn := context.WithCancel(runCtx)
+	r.cancelTurn = cancelTurn
+	if err := r.startLimits(runCtx, &spec); err != nil {
+		return nil, err
+	}
+	ao.Spec = spec
+	if r.c, err = acp.Start(ctx, ao); err != nil {
+		return nil, err
+	}
+	stopWatch := context.AfterFunc(ctx, cancelTurn)
+	if err := r.open(ctx, errw); err != nil {
+		stopWatch()
+		return nil, err
+	}
+	go func() {
+		defer stopWatch()
+		r.turn(turnCtx)
+	}()
+	return r, nil
+}
+
+// open initializes the agent and starts or continues the task's session.
+func (r *Run) open(ctx context.Context, errw io.Writer) error {
+	c, p, t := r.c, r.Profile, r.Task
+	info, err := c.Initialize(ctx)
+	if err != nil {
+		return fmt.Errorf("run: %s: %w", p.Name, err)
+	}
+	rec, had, err := acp.LoadSession(t.Paths.Dir)
+	if err != nil {
+		r.notice(err.Error())
+	}
+	if had && !r.o.Fresh && rec.Agent == p.Name {
+		if err := c.ContinueSession(ctx, rec.Session); err == nil {
+			r.Continued = true
+		} else if !errors.Is(err, acp.ErrNotSupported) {
+			r.notice(fmt.Sprintf("could not continue the earlier conversation (%v); starting a new one", err))
+		}
+	}
+	if !r.Continued {
+		_, err := c.NewSession(ctx)
+		var rerr *acp.RPCError
+		if err != nil && p.Auth != "" && errors.As(err, &rerr) && rerr.Code == acp.CodeAuthRequired {
+			// The agent wants a login: use the profile's method (an
+			// api-key method reads the key variable: a placeholder).
+			if aerr := c.Authenticate(ctx, p.Auth, nil); aerr != nil {
+				return fmt.Errorf("run: %s: %w", p.Name, aerr)
+			}
+			_, err = c.NewSession(ctx)
+		}
+		if err != nil {
+			return fmt.Errorf("run: %s: %w", p.Name, err)
+		}
+	}
+	if p.Mode != "" {
+		if err := c.SetMode(ctx, p.Mode); err != nil {
+			return fmt.Errorf("run: %s: %w (the profile's mode must be one the agent offers)", p.Name, err)
+		}
+	}
+	if err := acp.SaveSession(t.Paths.Dir, acp.SessionRecord{Agent: p.Name, Session: c.SessionID(), Cwd: t.Paths.Copy}); err != nil {
+		r.notice(err.Error())
+	}
+	if info.Name != "" {
+		r.Agent = info.Name + " " + info.Version
+	}
+	verb := "new conversation"
+	if r.Continued {
+		verb = "continuing the conversation"
+	}
+	fmt.Fprintf(errw, "%s · task %s · %s\n", r.Agent, t.ID, verb)
+	return nil
+}
+
+// turn sends the prompt, waits for its end, and cleans up.
+func (r *Run) turn(ctx context.Context) {
+	defer close(r.done)
+	res, perr := r.c.Prompt(ctx, r.o.Prompt)
+	r.res.StopErr = r.c.Stop()
+	r.res.StopReason = res.StopReason
+	r.res.LimitErr = r.stopLimits()
+	r.res.Status, r.res.StatusErr = r.k.Status(r.Task)
+	r.cleanup()
+	if r.res.LimitErr != nil {
+		// Stopped by a limit or the budget: the run fails with why.
+		r.err = fmt.Errorf("run: %w (steps so far are in kule steps %s; the folder is untouched)", r.res.LimitErr, r.Task.ID)
+		return
+	}
+	if perr != nil {
+		r.res.StopReason = ""
+		r.err = fmt.Errorf("run: %w (steps so far are in kule steps %s; the folder is untouched)", perr, r.Task.ID)
+	}
+}
+
+// Wait returns how the turn ended, once everything is cleaned up. The error
+// says why the turn failed; the Result is filled as far as it is known.
+func (r *Run) Wait() (Result, error) {
+	<-r.done
+	return r.res, r.err
+}
+
+// Done is closed when the turn has ended and the run is cleaned up.
+func (r *Run) Done() <-chan struct{} { return r.done }
+
+// Cancel asks the agent to end the turn; it ends as "cancelled".
+func (r *Run) Cancel() { r.cancelTurn() }
+
+// Stop ends the agent (session/cancel, its stdin closed, then its process
+// tree killed); Wait then returns.
+func (r *Run) Stop() { _ = r.c.Stop() }
+
+// cleanup closes what Start opened, in reverse: the agent (if any), the
+// proxy (its summary kept), the files and the task's lock.
+func (r *Run) cleanup() {
+	r.closed.Do(func() {
+		if r.c != nil {
+			_ = r.c.Stop()
+		}
+		if r.px != nil {
+			_ = r.px.Close()
+			r.res.Network = r.px.Summary()
+		}
+		if r.endRun != nil {
+			r.endRun()
+		}
+		for _, f := range r.files {
+			_ = f.Close()
+		}
+		if r.lock != nil {
+			_ = r.lock.Unlock()
+		}
+	})
+}
+
+// ownHome is the home Kule keeps for an own_home agent, made on first use.
+// One kept in Kule's home by earlier versions (which the sandbox hides) is
+// moved there.
+func (r *Run) ownHome(packagesRoot string) (string, error) {
+	root := r.o.HomesRoot
+	if root == "" {
+		root = filepath.Join(filepath.Dir(packagesRoot), "agent-homes")
+	}
+	dir := filepath.Join(root, r.Profile.Name)
+	if err := os.MkdirAll(root, 0o700); err != nil {
+		return "", fmt.Errorf("run: %w", err)
+	}
+	old := filepath.Join(r.k.Store.Root, "agent-homes", r.Profile.Name)
+	if _, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) {
+		if _, err := os.Stat(old); err == nil {
+			if err := os.Rename(old, dir); err != nil {
+				return "", fmt.Errorf("run: move %s's home from %s to %s: %w (nothing was started)", r.Profile.Name, old, dir, err)
+			}
+		}
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return "", fmt.Errorf("run: %w", err)
+	}
+	return dir, nil
+}
+
+func (r *Run) appendFile(name string) (*os.File, error) {
+	f, err := os.OpenFile(filepath.Join(r.Task.Paths.Dir, name), os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("run: %w", err)
+	}
+	r.files = append(r.files, f)
+	return f, nil
+}
+
+func (r *Run) event(e acp.Event) {
+	r.touch()
+	if e.Type == acp.EventUsage && e.Usage != nil {
+		r.onUsage(*e.Usage)
+	}
+	if r.o.OnEvent != nil {
+		r.o.OnEvent(e)
+	}
+}
+
+func (r *Run) notice(s string) { r.event(acp.Event{Type: acp.EventNotice, Text: s}) }
+
+// keyLookup finds the value of a profile's key: in Kule's secrets store
+// (`kule secrets add`) first, then in the person's environment.
+func (r *Run) keyLookup() func(string) string {
+	store, _ := secrets.Open(r.k.Store.Root)
+	return func(name string) string {
+		if store != nil {
+			if sec, err := store.Get(name); err == nil && sec.Value != "" {
+				return sec.Value
+			}
+		}
+		return r.o.Getenv(name)
+	}
+}

@@ -1,0 +1,135 @@
+package agentrun
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+
+	"github.com/kulehq/kule/kernel"
+	"github.com/kulehq/kule/kernel/agents"
+	"github.com/kulehq/kule/kernel/proxy"
+)
+
+// ErrNoTrial: Try was given no profile to try.
+var ErrNoTrial = errors.New("try: no profile to try")
+
+// TrialOf is what Try runs of p: its name, command and env, and nothing it
+// opens (no state, login, read-only paths, keys, hosts or home of its own),
+// as a draft from the registry opens nothing.
+func TrialOf(p agents.Profile) agents.Profile {
+	return agents.Profile{Name: p.Name, Description: p.Description, Command: p.Command, Env: p.Env}
+}
+
+// Host is one host a run asked the task's proxy for.
+type Host struct {
+	Host    string `json:"host"`
+	Port    int    `json:"port"`
+	Passed  bool   `json:"passed"`
+	Rule    string `json:"rule,omitempty"`
+	Reason  string `json:"reason,omitempty"`
+	Connect int    `json:"connections"`
+}
+
+// TryReport is what a trial run found.
+type TryReport struct {
+	Result Result
+	Err    error  // the turn failed (the hosts are still listed)
+	Hosts  []Host // every host it asked for, sorted
+}
+
+// Wanted are the HTTPS hosts the agent was refused: what its profile's
+// hosts would need.
+func (r *TryReport) Wanted() []string {
+	var out []string
+	for _, h := range r.Hosts {
+		if !h.Passed && h.Port == 443 {
+			out = append(out, h.Host)
+		}
+	}
+	return out
+}
+
+// Try runs o.Trial once on an empty folder of its own (a task made for the
+// run and deleted after it), opened no wider than the trial profile, and
+// reports the hosts it wanted to reach, from the task's network log. Files
+// it was refused are not known: the sandbox hides them without a trace.
+func Try(ctx context.Context, k *kernel.Kernel, o Options) (*TryReport, error) {
+	if o.Trial == nil {
+		return nil, ErrNoTrial
+	}
+	trial := TrialOf(*o.Trial)
+	o.Trial, o.Fresh = &trial, true
+	folder, err := os.MkdirTemp("", "kule-try-")
+	if err != nil {
+		return nil, fmt.Errorf("try: %w", err)
+	}
+	defer os.RemoveAll(folder)
+	nr, err := k.NewTask(folder)
+	if err != nil {
+		return nil, fmt.Errorf("try: %w", err)
+	}
+	t := nr.Task
+	defer k.Delete(t)
+	r, err := Start(ctx, k, t, o)
+	if err != nil {
+		return nil, err
+	}
+	rep := &TryReport{}
+	rep.Result, rep.Err = r.Wait()
+	rep.Hosts, err = hostsOf(filepath.Join(t.Paths.Dir, "network.jsonl"))
+	if err != nil {
+		return rep, err
+	}
+	return rep, nil
+}
+
+// hostsOf reads network.jsonl into one line a host:port.
+func hostsOf(path string) ([]Host, error) {
+	f, err := os.Open(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("try: %w", err)
+	}
+	defer f.Close()
+	by := map[string]*Host{}
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		var e proxy.Entry
+		if json.Unmarshal(sc.Bytes(), &e) != nil || e.Host == "" {
+			continue
+		}
+		key := e.Host + ":" + strconv.Itoa(e.Port)
+		h := by[key]
+		if h == nil {
+			h = &Host{Host: e.Host, Port: e.Port}
+			by[key] = h
+		}
+		h.Connect++
+		if e.Verdict != proxy.Refused {
+			h.Passed = true
+		}
+		if h.Rule == "" || (!h.Passed && e.Verdict == proxy.Refused) {
+			h.Rule, h.Reason = e.Rule, e.Reason
+		}
+	}
+	out := make([]Host, 0, len(by))
+	for _, h := range by {
+		out = append(out, *h)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Host != out[j].Host {
+			return out[i].Host < out[j].Host
+		}
+		return out[i].Port < out[j].Port
+	})
+	return out, sc.Err()
+}

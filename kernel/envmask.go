@@ -1,0 +1,231 @@
+package kernel
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/kulehq/kule/kernel/atomicfile"
+	"github.com/kulehq/kule/kernel/dotenv"
+	"github.com/kulehq/kule/kernel/effects"
+	"github.com/kulehq/kule/kernel/manifest"
+	"github.com/kulehq/kule/kernel/scan"
+	"github.com/kulehq/kule/kernel/secrets"
+	"github.com/kulehq/kule/kernel/task"
+	"github.com/kulehq/kule/kernel/walk"
+)
+
+// This file is where the kernel meets kernel/dotenv: the copy's settings
+// files (.env, .env.local, *.env, .envrc; not .env.example) hold
+// placeholders where the folder holds values that look secret. The folder
+// and the base keep the real values; the task keeps what it masked in its
+// sealed secrets.json; a commit writes the real values back.
+//
+//   - when a task is made, after each commit, rollback and undo, and before
+//     every command (MaskEnv): the copy's settings files are masked, and where
+//     the copy then means what the base holds, the stat cache records the
+//     masked file, so a masked file is never an effect;
+//   - at commit, a settings file's content is read from the copy with its
+//     placeholders replaced by the real values (envVault.unmask).
+
+// ErrMaskFailed: the copy's settings files could not be masked.
+var ErrMaskFailed = fmt.Errorf("the copy's .env files could not be masked")
+
+// envVault is a task's secrets.json, opened the first time it is needed (the
+// sealer may be the Secret Service: a task without secrets never asks it).
+type envVault struct {
+	k     *Kernel
+	t     *task.Task
+	v     *dotenv.Vault
+	s     secrets.Sealer
+	err   error
+	tried bool
+}
+
+func (k *Kernel) envVault(t *task.Task) *envVault { return &envVault{k: k, t: t} }
+
+func (ev *envVault) open() (*dotenv.Vault, error) {
+	if !ev.tried {
+		ev.tried = true
+		ev.s, ev.err = secrets.OpenSealer(ev.k.Store.Root, os.Getenv("KULE_SECRETS_KEYFILE") == "1")
+		if ev.err == nil {
+			ev.v, ev.err = dotenv.LoadVault(dotenv.VaultPath(ev.t.Paths.Dir), ev.s)
+		}
+		if ev.err != nil {
+			ev.err = fmt.Errorf("the task's secrets.json: %w", ev.err)
+		}
+	}
+	return ev.v, ev.err
+}
+
+func (ev *envVault) save() error {
+	return ev.v.Save(dotenv.VaultPath(ev.t.Paths.Dir), ev.s)
+}
+
+// unmask gives a settings file's content with the real values in place of
+// its placeholders; other files are returned as they are.
+func (ev *envVault) unmask(rel string, b []byte) ([]byte, error) {
+	if !dotenv.IsDotenv(rel) || !dotenv.HasPlaceholder(b) {
+		return b, nil
+	}
+	v, err := ev.open()
+	if err != nil {
+		return nil, err
+	}
+	nb, _ := v.Unmask(rel, b)
+	return nb, nil
+}
+
+// readCopy reads a file of the copy (never through a link) as a commit
+// applies it: unmasked.
+func (ev *envVault) readCopy(rel string) ([]byte, error) {
+	f, err := os.OpenFile(filepath.Join(ev.t.Paths.Copy, rel), os.O_RDONLY|unix.O_NOFOLLOW, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	b, err := io.ReadAll(f)
+	if err != nil {
+		return nil, err
+	}
+	return ev.unmask(rel, b)
+}
+
+// maxSettingsFile is the largest settings file masked (a .env is small).
+const maxSettingsFile = 8 << 20
+
+// isSettingsFile is a settings file the masking looks at: a dotenv name,
+// outside any .git and node_modules.
+func isSettingsFile(rel string) bool {
+	if !dotenv.IsDotenv(rel) || scan.IsGitPath(rel) {
+		return false
+	}
+	return !strings.HasPrefix(rel, "node_modules/") && !strings.Contains(rel, "/node_modules/")
+}
+
+// MaskEnv masks the secret-looking values of the task's settings files in
+// its copy and returns the paths it changed. The exec path calls it before
+// every command and an agent run before it starts; it takes the task's lock,
+// so call it without holding it.
+func (k *Kernel) MaskEnv(t *task.Task) ([]string, error) {
+	l, err := k.lock(t)
+	if err != nil {
+		return nil, err
+	}
+	defer l.Unlock()
+	return k.maskEnv(t)
+}
+
+// maskEnv is MaskEnv under the task's lock. The settings files are the ones
+// the base knows of (the folder's), plus those masked before.
+func (k *Kernel) maskEnv(t *task.Task) ([]string, error) {
+	m, err := manifest.Load(manifestPath(t.Paths))
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrMaskFailed, err)
+	}
+	var cands []string
+	for _, e := range m.Entries {
+		if e.Type == effects.TypeFile && isSettingsFile(e.Path) {
+			cands = append(cands, e.Path)
+		}
+	}
+	type job struct {
+		rel    string
+		masked []byte
+		it     walk.Item
+	}
+	var jobs []job
+	dirty := false
+	ev := k.envVault(t)
+	for _, rel := range cands {
+		it, err := walk.Lstat(t.Paths.Copy, rel)
+		if err != nil || it.Type != effects.TypeFile {
+			continue // gone or replaced in the copy: nothing to mask there
+		}
+		b, err := readNoFollow(filepath.Join(t.Paths.Copy, rel), maxSettingsFile)
+		if err != nil {
+			return nil, fmt.Errorf("%w: read %s: %v", ErrMaskFailed, effects.Quote(rel), err)
+		}
+		if !dotenv.NeedsMask(b) {
+			// Masked already. A command that rewrote it unchanged moved
+			// its metadata: where it still means what the base holds, the
+			// stat cache takes it again, so it is no effect.
+			if e, ok := m.Get(rel); ok && e.Item != it && dotenv.HasPlaceholder(b) {
+				if real, err := ev.unmask(rel, b); err == nil && baseHolds(baseOf(t), e, real) {
+					e.Item, dirty = it, true
+				}
+			}
+			continue
+		}
+		v, err := ev.open()
+		if err != nil {
+			return nil, fmt.Errorf("%w: %v", ErrMaskFailed, err)
+		}
+		nb, _ := v.MaskBytes(rel, b)
+		jobs = append(jobs, job{rel, nb, it})
+	}
+	if len(jobs) == 0 {
+		if dirty {
+			if err := manifest.Save(manifestPath(t.Paths), m); err != nil {
+				return nil, fmt.Errorf("%w: %v", ErrMaskFailed, err)
+			}
+		}
+		return nil, nil
+	}
+	// The real values are sealed away before any of them leaves the copy.
+	if err := ev.save(); err != nil {
+		return nil, fmt.Errorf("%w: %v (the copy is unchanged)", ErrMaskFailed, err)
+	}
+	base := baseOf(t)
+	var changed []string
+	for _, j := range jobs {
+		abs := filepath.Join(t.Paths.Copy, j.rel)
+		if err := atomicfile.Write(abs, j.masked, os.FileMode(j.it.Mode&0o777)); err != nil {
+			return changed, fmt.Errorf("%w: %s: %v", ErrMaskFailed, effects.Quote(j.rel), err)
+		}
+		// Keep the time: a build that watches .env does not run again.
+		mt := time.Unix(0, j.it.MTime)
+		_ = os.Chtimes(abs, mt, mt)
+		changed = append(changed, j.rel)
+		// Where the copy now means what the base holds, the stat cache
+		// takes the masked file: it is no effect, and status skips it.
+		e, ok := m.Get(j.rel)
+		if !ok {
+			continue
+		}
+		real, err := ev.unmask(j.rel, j.masked)
+		if err != nil || !baseHolds(base, e, real) {
+			continue
+		}
+		if it, err := walk.Lstat(t.Paths.Copy, j.rel); err == nil && it.Type == effects.TypeFile {
+			e.Item = it
+		}
+	}
+	if err := manifest.Save(manifestPath(t.Paths), m); err != nil {
+		return changed, fmt.Errorf("%w: %v", ErrMaskFailed, err)
+	}
+	return changed, nil
+}
+
+// baseHolds reports whether the base keeps exactly b for entry e.
+func baseHolds(base interface {
+	Open(*manifest.Entry) (io.ReadCloser, error)
+}, e *manifest.Entry, b []byte) bool {
+	if e.HasHash() {
+		return sha256.Sum256(b) == e.Hash
+	}
+	r, err := base.Open(e)
+	if err != nil {
+		return false
+	}
+	defer r.Close()
+	old, err := io.ReadAll(r)
+	return err == nil && bytes.Equal(old, b)
+}

@@ -1,0 +1,140 @@
+package kernel
+
+import (
+	"fmt"
+
+	"github.com/kulehq/kule/kernel/effects"
+	"github.com/kulehq/kule/kernel/policy"
+	"github.com/kulehq/kule/kernel/task"
+)
+
+// This file is where commit meets kernel/policy: the policy in force for a
+// task's folder rules on its effects, and a commit applies only what the
+// ruling lets through. Commit judges under its locks, from the very status it
+// then applies (commit.go), so nothing the policy did not see goes in.
+
+// Judgement is the policy's ruling on a set of effects and what it lets a
+// commit apply: what passes, and what asks when a person approved.
+type Judgement struct {
+	Ruling  policy.Ruling
+	Pending []effects.Effect // the effects judged, in the order the ruling indexes them
+	Approve bool             // what asks was approved
+	allowed map[string]bool  // by effectKey
+	// seen holds every path below a directory effect the policy was shown
+	// (its facts); a commit leaves out what appeared there since.
+	seen   map[string]bool
+	listed map[string]bool // the directories whose contents were listed
+}
+
+// unseen reports whether full, below the directory effect at dir, appeared
+// after the policy judged dir's contents.
+func (j *Judgement) unseen(dir, full string) bool {
+	return j != nil && j.listed[dir] && !j.seen[full]
+}
+
+// Judge rules on pending with the policy in force for t (its group's, or
+// the home's for its folder). approve
+// lets through what the policy says waits for a person (never what it
+// denies). A policy that cannot be read is an error: nothing may pass.
+func (k *Kernel) Judge(t *task.Task, pending []effects.Effect, approve bool) (*Judgement, error) {
+	eng, err := k.LoadPolicyFor(t)
+	if err != nil {
+		return nil, fmt.Errorf("policy: %w", err)
+	}
+	facts := policy.GatherFacts(t.Paths.Copy, t.Folder, pending)
+	j := &Judgement{Ruling: eng.Judge(TaskInfo(t), policy.FromEffects(pending, facts)), Pending: pending, Approve: approve, allowed: map[string]bool{}, seen: map[string]bool{}}
+	j.listed = map[string]bool{}
+	for dir, below := range facts.Below {
+		j.listed[dir] = true
+		for _, p := range below {
+			j.seen[p] = true
+		}
+	}
+	lets := func(v policy.Verdict) bool { return v.Outcome == policy.Pass || (approve && v.Outcome == policy.Ask) }
+	for _, v := range j.Ruling.Verdicts {
+		if e, ok := j.effectOf(v); ok && lets(v) {
+			j.allowed[effectKey(e)] = true
+		}
+	}
+	// An effect goes in only if every request about it lets it through.
+	for _, v := range j.Ruling.Verdicts {
+		if e, ok := j.effectOf(v); ok && !lets(v) {
+			delete(j.allowed, effectKey(e))
+		}
+	}
+	return j, nil
+}
+
+// effectKey identifies an effect within one status.
+func effectKey(e effects.Effect) string {
+	return string(e.Kind) + "\x00" + e.Path + "\x00" + e.From
+}
+
+func (j *Judgement) effectOf(v policy.Verdict) (effects.Effect, bool) {
+	i := v.Request.Effect
+	if i < 0 || i >= len(j.Pending) {
+		return effects.Effect{}, false
+	}
+	return j.Pending[i], true
+}
+
+// Allows reports whether the ruling lets e through. An effect it never
+// judged is not let through.
+func (j *Judgement) Allows(e effects.Effect) bool { return j.allowed[effectKey(e)] }
+
+// Held splits what the ruling kept out of applied: what waits for a
+// person's approval and what is denied.
+func (j *Judgement) Held(applied []effects.Effect) (waiting, denied []policy.Verdict) {
+	done := map[string]bool{}
+	for _, e := range applied {
+		done[effectKey(e)] = true
+	}
+	for _, v := range j.Ruling.Verdicts {
+		e, ok := j.effectOf(v)
+		if !ok || done[effectKey(e)] {
+			continue
+		}
+		switch {
+		case v.Outcome == policy.Deny:
+			denied = append(denied, v)
+		case v.Outcome == policy.Ask && !j.Approve:
+			waiting = append(waiting, v)
+		}
+	}
+	return waiting, denied
+}
+
+// Remembered is what Remember kept.
+type Remembered struct {
+	Added   int
+	Skipped int      // approvals that always ask (mass deletes, rewrites, links, .kule/)
+	NotKept []string // paths whose names cannot be written as a rule
+}
+
+// Remember keeps, as rules for t's folder, the approvals of what asked and
+// was applied.
+func (k *Kernel) Remember(t *task.Task, j *Judgement, applied []effects.Effect) (*Remembered, error) {
+	done := map[string]bool{}
+	for _, e := range applied {
+		done[effectKey(e)] = true
+	}
+	var approved []policy.Verdict
+	r := &Remembered{}
+	for _, v := range j.Ruling.Verdicts {
+		e, ok := j.effectOf(v)
+		if v.Outcome != policy.Ask || !ok || !done[effectKey(e)] {
+			continue
+		}
+		if !v.Rememberable {
+			r.Skipped++
+			continue
+		}
+		approved = append(approved, v)
+	}
+	added, notKept, err := policy.Remember(k.Store.Root, t.Folder, approved)
+	if err != nil {
+		return nil, fmt.Errorf("the commit was applied, but %w", err)
+	}
+	r.Added, r.NotKept = len(added), notKept
+	return r, nil
+}

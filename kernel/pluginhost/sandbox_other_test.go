@@ -1,0 +1,5 @@
+//go:build !linux
+
+package pluginhost
+
+func sandboxOK() bool { return false }
