@@ -148,6 +148,7 @@ func (k *Kernel) OpenNames(ctx context.Context, t *task.Task) *Naming {
 }
 
 // Close ends the differ processes, once a start under way has finished.
+// Closing twice is harmless.
 func (n *Naming) Close() {
 	n.wait.Wait()
 	n.close()
@@ -159,6 +160,8 @@ func (n *Naming) Close() {
 // list reads; the names of a file whose bytes are as at the last status
 // are reused from it, so no differ is asked about them.
 func (n *Naming) Review(ctx context.Context, st *Status) Names {
+	// A differ started in the background is awaited, not started twice.
+	n.wait.Wait()
 	k := n.k
 	sum := summary.New(st.Task, st.Pending(false))
 	sum.Named = true

@@ -189,6 +189,7 @@ func statusCommand() *cobra.Command {
 			}
 			j, perr := k.Judge(t, st.Pending(false), false)
 			names := naming.Review(cmd.Context(), st)
+			naming.Close() // before printing: a plugin's exit may log
 			if asJSON {
 				m := statusJSON(st).(map[string]any)
 				if perr != nil {
