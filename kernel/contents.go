@@ -130,3 +130,16 @@ func (k *Kernel) FolderStatusOf(st *Status) (*Status, error) {
 	}
 	return &Status{Task: t, Effects: res.Effects, Problems: res.Problems, manifest: st.manifest, ignore: st.ignore, folder: true}, nil
 }
+
+// FolderStatusAt is FolderStatusOf for the given paths only: what the person
+// changed by hand at them since the task's base. It stats as many entries
+// as there are paths, so `kule status` can say where the person's edits meet
+// the task's (both must touch the same path) without walking the folder.
+func (k *Kernel) FolderStatusAt(st *Status, paths []string) (*Status, error) {
+	t := st.Task
+	res, err := scan.At(t.Folder, st.manifest, baseOf(t), paths, scan.Options{Ignore: st.ignore})
+	if err != nil {
+		return nil, fmt.Errorf("folder status %s: %w", t.ID, err)
+	}
+	return &Status{Task: t, Effects: res.Effects, Problems: res.Problems, manifest: st.manifest, ignore: st.ignore, folder: true}, nil
+}

@@ -46,19 +46,6 @@ func saveGitBase(t *task.Task) error {
 	return b.Save(gitBasePath(t.Paths))
 }
 
-// gitStatus compares the copy's repositories with the base's snapshots.
-func gitStatus(t *task.Task) (*gitstate.Base, []*gitstate.Effects, error) {
-	b, err := gitstate.LoadBase(gitBasePath(t.Paths))
-	if err != nil {
-		return nil, nil, err
-	}
-	effs, err := b.Compare(t.Paths.Copy)
-	if err != nil {
-		return nil, nil, err
-	}
-	return b, effs, nil
-}
-
 // gitWaits lists what in effs needs an approval that a does not give.
 func gitWaits(effs []*gitstate.Effects, a GitApproval) []string {
 	var out []string

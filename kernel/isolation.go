@@ -23,6 +23,10 @@ type SandboxOptions struct {
 	NoNetwork   bool     // no TCP at all
 	OpenNetwork bool     // the host's network, without proxy or policy
 
+	// Run names the run in the task's sandbox.jsonl ("agent claude");
+	// "" names it by its command.
+	Run string
+
 	// HelperEnv is the sandbox helper's own environment (a test binary
 	// standing in for kule marks itself with it).
 	HelperEnv []string
@@ -72,5 +76,5 @@ func SandboxRunner(kuleHome string, t *task.Task, spec *runner.Spec, o SandboxOp
 		}
 		spec.Env = env
 	}
-	return &sandbox.Sandbox{AcceptWeaker: cfg.Sandbox.AcceptWeaker, Devices: cfg.Sandbox.Devices, NoGPU: t.Limits.Over(cfg.Limits).NoGPU(cfg.Sandbox.NoGPU), HelperEnv: o.HelperEnv, Warn: o.Warn}, nil
+	return &sandbox.Sandbox{AcceptWeaker: cfg.Sandbox.AcceptWeaker, Devices: cfg.Sandbox.Devices, NoGPU: t.Limits.Over(cfg.Limits).NoGPU(cfg.Sandbox.NoGPU), HelperEnv: o.HelperEnv, Warn: o.Warn, Refused: recordRefusals(t, o.Run, warn)}, nil
 }

@@ -32,11 +32,12 @@ func (j *Judgement) unseen(dir, full string) bool {
 	return j != nil && j.listed[dir] && !j.seen[full]
 }
 
-// Judge rules on pending with the policy in force for t's folder. approve
+// Judge rules on pending with the policy in force for t (its group's, or
+// the home's for its folder). approve
 // lets through what the policy says waits for a person (never what it
 // denies). A policy that cannot be read is an error: nothing may pass.
 func (k *Kernel) Judge(t *task.Task, pending []effects.Effect, approve bool) (*Judgement, error) {
-	eng, err := k.LoadPolicy(t.Folder)
+	eng, err := k.LoadPolicyFor(t)
 	if err != nil {
 		return nil, fmt.Errorf("policy: %w", err)
 	}

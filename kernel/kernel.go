@@ -70,6 +70,7 @@ type Config struct {
 type Kernel struct {
 	Store   *task.Store
 	Runner  runner.Runner
+	Net     NetHooks // how a run's connections reach a person (the daemon); zero: refused at once
 	backend string
 	key     ed25519.PrivateKey
 	cfg     Config

@@ -2,10 +2,14 @@ package kernel
 
 import (
 	"context"
+	"os"
+	"sync"
 
 	"github.com/kulehq/kule/kernel/effects"
 	"github.com/kulehq/kule/kernel/pluginhost"
 	"github.com/kulehq/kule/kernel/review"
+	"github.com/kulehq/kule/kernel/summary"
+	"github.com/kulehq/kule/kernel/task"
 )
 
 // This file is where the kernel meets the differ plugins (kernel/review):
@@ -93,14 +97,82 @@ func changesOf(st *Status) []review.Change {
 
 // ReviewNames names what changed inside st's files through the differs, and
 // finds where st meets the other tasks on its folder and the person's edits
-// since the base.
+// since the base (see Naming.Review).
 func (k *Kernel) ReviewNames(ctx context.Context, st *Status) Names {
-	if len(st.Effects) == 0 {
-		return Names{} // nothing to name, and nothing that can meet
-	}
+	n := k.OpenNames(ctx, st.Task)
+	defer n.Close()
+	return n.Review(ctx, st)
+}
+
+// Naming is one command's use of the differs for a task: opened before
+// the task's status is taken, so that a differ the status will most likely
+// need starts while the copy is walked.
+type Naming struct {
+	k       *Kernel
+	ds      review.Differs
+	notices func() []string
+	close   func()
+	wait    sync.WaitGroup
+	prev    *summary.Summary
+}
+
+// OpenNames opens the differs for a status of t. When t's summary was
+// written by kule exec (which names nothing), the differs of the files it
+// lists are started in the background: the status after an exec most
+// likely asks them. Close ends them.
+func (k *Kernel) OpenNames(ctx context.Context, t *task.Task) *Naming {
 	ds, notices, done := k.differs()
-	defer done()
-	rv := review.Compute(ctx, ds, changesOf(st))
+	n := &Naming{k: k, ds: ds, notices: notices, close: done, prev: summary.Load(t)}
+	if n.prev != nil && !n.prev.Named {
+		n.wait.Add(1)
+		go func() { // finding a third-party differ may start it too
+			defer n.wait.Done()
+			started := map[string]bool{}
+			for i, f := range n.prev.Files {
+				if i == 1000 { // a guess; not worth more than this
+					break
+				}
+				if f.Op == review.Deleted {
+					continue
+				}
+				d := ds.DifferFor(ctx, f.Path)
+				if d == nil || started[d.Name()] {
+					continue
+				}
+				started[d.Name()] = true
+				_, _ = d.Entities(ctx, f.Path, []byte{}) // the first call starts the process
+			}
+		}()
+	}
+	return n
+}
+
+// Close ends the differ processes, once a start under way has finished.
+// Closing twice is harmless.
+func (n *Naming) Close() {
+	n.wait.Wait()
+	n.close()
+}
+
+// Review names what changed inside st's files, and finds where st meets
+// the other tasks on its folder and the person's edits since the base. It
+// keeps what it found as the task's summary (kernel/summary), which kule
+// list reads; the names of a file whose bytes are as at the last status
+// are reused from it, so no differ is asked about them.
+func (n *Naming) Review(ctx context.Context, st *Status) Names {
+	// A differ started in the background is awaited, not started twice.
+	n.wait.Wait()
+	k := n.k
+	sum := summary.New(st.Task, st.Pending(false))
+	sum.Named = true
+	if len(st.Effects) == 0 {
+		_ = summary.Save(st.Task, sum) // a cache: kule list works without it
+		return Names{}                 // nothing to name, and nothing that can meet
+	}
+	plugins := summary.PluginsKey(k.Store.Root)
+	compute := func(cs []review.Change) review.Review { return review.Compute(ctx, n.ds, cs) }
+	namer := summary.NewNamer(n.prev, plugins)
+	rv := namer.Review(compute, changesOf(st))
 	v := Names{Files: rv.Files}
 	if others, err := k.Store.List(); err == nil {
 		for _, o := range others {
@@ -111,20 +183,132 @@ func (k *Kernel) ReviewNames(ctx context.Context, st *Status) Names {
 			if err != nil {
 				continue
 			}
-			ms := review.Meet(rv, review.Compute(ctx, ds, changesOf(ost)))
+			orv := summary.NewNamer(summary.Load(o), plugins).Review(compute, changesOf(ost))
+			ms := review.Meet(rv, orv)
 			if len(ms) > 0 {
 				v.Meets = append(v.Meets, Meet{Task: o.ID, Meetings: ms, Line: review.FormatMeet("task "+o.ID, ms)})
 			}
 		}
 	}
-	if fst, err := k.FolderStatusOf(st); err == nil {
-		ms := review.Meet(rv, review.Compute(ctx, ds, changesOf(fst)))
+	// The person's edits can meet the task only on a file the task changed:
+	// the folder is compared at those paths, not walked.
+	var paths []string
+	for _, f := range rv.Files {
+		paths = append(paths, f.Path)
+	}
+	if fst, err := k.FolderStatusAt(st, paths); err == nil {
+		frv := namer.Review(compute, changesOf(fst))
+		sum.ByHand = frv.Files
+		ms := review.Meet(rv, frv)
 		if len(ms) > 0 {
-			v.Meets = append(v.Meets, Meet{ByHand: true, Meetings: ms, Line: "you changed them too, by hand in the folder: " + review.MeetList(ms)})
+			v.Meets = append(v.Meets, Meet{ByHand: true, Meetings: ms, Line: byHandLine(ms)})
 		}
 	} else {
 		v.Notices = append(v.Notices, "could not compare with the folder: "+err.Error())
 	}
-	v.Notices = append(v.Notices, notices()...)
+	sum.Files = rv.Files
+	sum.Names, sum.Plugins = namer.Names()
+	_ = summary.Save(st.Task, sum)
+	v.Notices = append(v.Notices, n.notices()...)
 	return v
+}
+
+func byHandLine(ms []review.Meeting) string {
+	return "you changed them too, by hand in the folder: " + review.MeetList(ms)
+}
+
+// wholeChangesOf is changesOf without reading any file: the paths and what
+// happened to them (a move keeps its content, so it is left out as there).
+func wholeChangesOf(st *Status) []review.Change {
+	var out []review.Change
+	for _, e := range st.Pending(false) {
+		if !Reviewable(e) || e.Kind == effects.Move {
+			continue
+		}
+		op := review.Changed
+		switch e.Kind {
+		case effects.Add:
+			op = review.Added
+		case effects.Delete:
+			op = review.Deleted
+		}
+		out = append(out, review.Change{Path: e.Path, Op: op})
+	}
+	return out
+}
+
+// SaveWholeSummary keeps st as the task's summary without naming anything
+// (no differ starts): what kule exec and kule list record. Names the last
+// status found stay remembered for reuse.
+func (k *Kernel) SaveWholeSummary(st *Status) *summary.Summary {
+	sum := summary.New(st.Task, st.Pending(false))
+	sum.Files = summary.Whole(wholeChangesOf(st))
+	if len(sum.Files) > 0 {
+		var paths []string
+		for _, f := range sum.Files {
+			paths = append(paths, f.Path)
+		}
+		if fst, err := k.FolderStatusAt(st, paths); err == nil {
+			sum.ByHand = summary.Whole(wholeChangesOf(fst))
+		}
+	}
+	if prev := summary.Load(st.Task); prev != nil {
+		sum.Names, sum.Plugins = prev.Names, prev.Plugins
+	}
+	_ = summary.Save(st.Task, sum)
+	return sum
+}
+
+// TaskSummary is one row of kule list: a task, what its last status found,
+// and where it meets the other tasks and the person's edits.
+type TaskSummary struct {
+	Task    *task.Task
+	Summary *summary.Summary // nil when Err
+	Err     error
+	Meets   []Meet
+}
+
+// Summaries lists every task with its summary (see kernel/summary), and the
+// meetings between them. A task without a summary, whose base moved since,
+// or with an interrupted commit to finish gets one status now (no names);
+// fresh does that for every task.
+func (k *Kernel) Summaries(fresh bool) ([]TaskSummary, error) {
+	ts, err := k.Store.List()
+	if err != nil {
+		return nil, err
+	}
+	rows := make([]TaskSummary, len(ts))
+	for i, t := range ts {
+		rows[i].Task = t
+		s := summary.Load(t)
+		if _, jerr := os.Stat(t.Paths.Journal); s == nil || fresh || jerr == nil {
+			st, err := k.Status(t)
+			if err != nil {
+				rows[i].Err = err
+				continue
+			}
+			s = k.SaveWholeSummary(st)
+		}
+		rows[i].Summary = s
+	}
+	for i := range rows {
+		s := rows[i].Summary
+		if s == nil {
+			continue
+		}
+		rows[i].Meets = []Meet{}
+		for j := range rows {
+			o := rows[j]
+			if i == j || o.Summary == nil || o.Task.Folder != rows[i].Task.Folder {
+				continue
+			}
+			if ms := summary.Meets(s.Files, o.Summary.Files); len(ms) > 0 {
+				rows[i].Meets = append(rows[i].Meets, Meet{Task: o.Task.ID, Meetings: ms, Line: review.FormatMeet("task "+o.Task.ID, ms)})
+			}
+		}
+		if ms := summary.Meets(s.Files, s.ByHand); len(ms) > 0 {
+			rows[i].Meets = append(rows[i].Meets, Meet{ByHand: true, Meetings: ms, Line: byHandLine(ms)})
+		}
+	}
+	return rows, nil
 }

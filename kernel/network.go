@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	"github.com/kulehq/kule/kernel/config"
+	"github.com/kulehq/kule/kernel/group"
 	"github.com/kulehq/kule/kernel/policy"
 	"github.com/kulehq/kule/kernel/proxy"
 	"github.com/kulehq/kule/kernel/runner"
@@ -19,6 +20,28 @@ import (
 func TaskInfo(t *task.Task) policy.TaskInfo {
 	_, err := os.Lstat(filepath.Join(t.Folder, ".git"))
 	return policy.TaskInfo{ID: t.ID, Group: t.Group, FolderIsGit: err == nil}
+}
+
+// NetHooks let the daemon take part in a run's connections. Both are
+// optional; the CLI sets neither.
+type NetHooks struct {
+	// Ask is called for a connection the policy puts to a person (verdict
+	// ask); the connection is held until it returns, and made only if it
+	// returns true. Nil refuses at once.
+	Ask func(ctx context.Context, t *task.Task, host string, port int, rule string) bool
+	// Seen is told of every connection judged: verdict is "pass", "ask"
+	// (answered: allowed says how) or "deny".
+	Seen func(t *task.Task, host string, port int, verdict, rule string, allowed bool)
+}
+
+// LoadPolicyFor reads the policy that holds for a task: its group's, or the
+// home's for its folder.
+func (k *Kernel) LoadPolicyFor(t *task.Task) (*policy.Engine, error) {
+	cfg, err := config.Load(k.Store.Root)
+	if err != nil {
+		return nil, err
+	}
+	return group.Open(k.Store.Root).LoadPolicy(t.Group, t.Folder, cfg.Policy.Choice)
 }
 
 // LoadPolicy reads the policy that holds for a task's folder.
@@ -72,7 +95,7 @@ func (k *Kernel) startProxy(ctx context.Context, t *task.Task, o ProxyOptions) (
 	}
 	policyCh := make(chan loaded, 1)
 	go func() {
-		eng, err := k.LoadPolicy(t.Folder)
+		eng, err := k.LoadPolicyFor(t)
 		policyCh <- loaded{eng, err}
 	}()
 	ready := sync.OnceValues(func() (*policy.Engine, error) {
@@ -98,12 +121,13 @@ func (k *Kernel) startProxyWith(ctx context.Context, t *task.Task, o ProxyOption
 	if o.Agent != "" {
 		info.Agent, info.AgentRunning, info.ModelHosts = o.Agent, true, o.AgentHosts
 	}
+	hooks := k.Net
 	seen := t.Paths.Tmp
 	if o.Sandboxed {
 		seen = "/tmp"
 	}
 	cfg := proxy.ForTask(t.Paths.Dir, t.Paths.Tmp, seen)
-	cfg.Decide = func(_ context.Context, host string, port int) proxy.Decision {
+	cfg.Decide = func(pctx context.Context, host string, port int) proxy.Decision {
 		eng, err := engine()
 		if err != nil {
 			return proxy.Decision{Reason: "the policy could not be read: " + err.Error()}
@@ -120,8 +144,20 @@ func (k *Kernel) startProxyWith(ctx context.Context, t *task.Task, o ProxyOption
 		switch v.Outcome {
 		case policy.Ask:
 			d.Reason = "waits for approval"
+			if hooks.Ask != nil {
+				// Held until a person answers or the task's wait runs out.
+				if d.Allow = hooks.Ask(pctx, t, host, port, d.Rule); d.Allow {
+					d.Reason = "approved by a person"
+				} else {
+					d.Reason = "not approved by a person"
+				}
+			}
 		case policy.Deny:
 			d.Reason = "denied"
+		}
+		if hooks.Seen != nil {
+			word, _ := v.Outcome.MarshalText()
+			hooks.Seen(t, host, port, string(word), d.Rule, d.Allow)
 		}
 		return d
 	}

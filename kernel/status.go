@@ -79,8 +79,9 @@ func (k *Kernel) Status(t *task.Task) (*Status, error) {
 }
 
 func (k *Kernel) status(t *task.Task) (*Status, error) {
-	// The repositories are judged while the files are compared: the two
-	// read different parts of the copy, and each is a walk's worth of work.
+	// The repositories the base knows are judged while the files are
+	// compared: the two read different parts of the copy. Repositories the
+	// task made are found by the file walk itself (it sees every `.git`).
 	type gitResult struct {
 		base *gitstate.Base
 		effs []*gitstate.Effects
@@ -88,23 +89,36 @@ func (k *Kernel) status(t *task.Task) (*Status, error) {
 	}
 	gitDone := make(chan gitResult, 1)
 	go func() {
-		gb, effs, err := gitStatus(t)
+		gb, err := gitstate.LoadBase(gitBasePath(t.Paths))
+		var effs []*gitstate.Effects
+		if err == nil {
+			effs, err = gb.CompareRepos(t.Paths.Copy)
+		}
 		gitDone <- gitResult{gb, effs, err}
 	}()
+	walking := scan.Start(t.Paths.Copy) // walks while the manifest loads
 	m, err := manifest.Load(manifestPath(t.Paths))
 	if err != nil {
+		walking.Wait()
+		<-gitDone
 		return nil, fmt.Errorf("status %s: %w (the task's base is damaged; the folder itself is untouched — `kule rollback` cannot help here, make a new task)", t.ID, err)
 	}
 	ign := k.ignoreRules(t, m)
-	res, err := scan.Scan(t.Paths.Copy, m, baseOf(t), scan.Options{Ignore: ign})
+	res, err := walking.Compare(m, baseOf(t), scan.Options{Ignore: ign})
+	gr := <-gitDone
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
 			return nil, fmt.Errorf("status %s: the task's copy is gone (%s); the folder is untouched — delete the task and make a new one", t.ID, t.Paths.Copy)
 		}
 		return nil, fmt.Errorf("status %s: %w", t.ID, err)
 	}
-	gr := <-gitDone
 	gb, git, err := gr.base, gr.effs, gr.err
+	if err == nil {
+		var found []gitstate.Repo
+		if found, err = gitstate.ProbeDirs(t.Paths.Copy, res.GitDirs); err == nil {
+			git = append(git, gb.Made(found)...)
+		}
+	}
 	if err != nil {
 		return nil, fmt.Errorf("status %s: git: %w", t.ID, err)
 	}
@@ -199,6 +213,7 @@ func (k *Kernel) Exec(ctx context.Context, t *task.Task, opt ExecOptions) (int, 
 	st, err := k.status(t)
 	if st != nil {
 		st.Network = netLines
+		k.SaveWholeSummary(st) // what kule list shows, until the next status
 	}
 	if lerr := sup.Wait(); lerr != nil {
 		return code, st, fmt.Errorf("exec: %w", lerr)

@@ -437,6 +437,10 @@ func runAgent(cmd *cobra.Command, k *kernel.Kernel, t *task.Task, name, prompt s
 	o := agentrun.Options{Agents: set, Agent: name, Prompt: prompt, Fresh: fresh, OnEvent: pr.event, Sandbox: sf.options(), Stderr: errw}
 	if ask {
 		o.Ask = terminalAsk(pr, os.Stdin, errw)
+		if da := daemonPermissionAsk(k.Store.Root, t, name); da != nil {
+			o.Ask = da
+			pr.note("permission questions wait in the app (kule app), under Needs you")
+		}
 	}
 	// Ctrl-C cancels the start or the turn; a second stops the agent.
 	ctx, cancel := context.WithCancel(context.Background())

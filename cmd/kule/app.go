@@ -3,10 +3,12 @@ package main
 import (
 	"context"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"os/signal"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -14,8 +16,11 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kulehq/kule/kernel"
+	"github.com/kulehq/kule/kernel/acp"
+	"github.com/kulehq/kule/kernel/agents"
 	"github.com/kulehq/kule/kernel/daemon"
 	"github.com/kulehq/kule/kernel/daemon/client"
+	"github.com/kulehq/kule/kernel/pluginhost"
 	"github.com/kulehq/kule/kernel/runner"
 	"github.com/kulehq/kule/kernel/task"
 )
@@ -39,7 +44,12 @@ kule app starts it for you.`,
 				// The app's commands run in the sandbox, as `kule exec` does.
 				RunnerFor: func(t *task.Task, spec *runner.Spec) (runner.Runner, error) {
 					return (&sandboxFlags{}).runnerFor(t, spec)
-				}})
+				},
+				Policy:   daemon.NewCedarPolicy(k),
+				Reviewer: daemon.DiffReviewer{Hosts: daemon.NewSharedHost(k.Store.Root, func() *pluginhost.Host { return pluginHost(k.Store.Root) })}, // one plugin host for the daemon's life
+				Rules:    &daemon.CedarRules{K: k},
+				AgentSet: func() (*agents.Set, error) { set, _, err := loadAgents(); return set, err },
+			})
 			if err != nil {
 				return err
 			}
@@ -97,6 +107,46 @@ func appCommand() *cobra.Command {
 	}
 	c.Flags().BoolVar(&printURL, "print-url", false, "print the address instead of opening a browser")
 	return c
+}
+
+// daemonNetHooks let a command run from a terminal put the connections its
+// policy asks about to the person through the daemon, when one runs (the
+// question waits under Needs you, as the app's own runs do). Without a
+// daemon they are refused at once, as before.
+func daemonNetHooks(ctx context.Context, home, label string) kernel.NetHooks {
+	c := client.New(home)
+	if !c.Running(ctx) {
+		return kernel.NetHooks{}
+	}
+	return kernel.NetHooks{Ask: func(ctx context.Context, t *task.Task, host string, port int, rule string) bool {
+		hp := net.JoinHostPort(host, strconv.Itoa(port))
+		fmt.Fprintf(os.Stderr, "kule: the connection to %s waits for your answer in the app (kule app, under Needs you); unanswered, it is refused\n", hp)
+		ok, err := c.Ask(ctx, client.Question{Task: t.ID, Kind: daemon.KindConnection, Title: "Connect to " + hp + "?",
+			Detail: "asked for by " + label + " (from a terminal) · rule " + rule + " · the connection is held until you answer", Subject: hp})
+		return err == nil && ok
+	}}
+}
+
+// daemonPermissionAsk puts an agent's permission questions (kule run --ask)
+// to the person through the daemon when one runs: they wait under Needs you
+// beside the app's own. Nil when no daemon runs (the terminal asks).
+func daemonPermissionAsk(home string, t *task.Task, agent string) acp.AskFunc {
+	c := client.New(home)
+	if !c.Running(context.Background()) {
+		return nil
+	}
+	return func(ctx context.Context, q acp.Question) (string, error) {
+		kind := q.Kind
+		if kind == "" {
+			kind = "other"
+		}
+		detail := q.Command
+		if len(q.Paths) > 0 {
+			detail = strings.TrimPrefix(detail+" · "+strings.Join(q.Paths, ", "), " · ")
+		}
+		ok, err := c.Ask(ctx, client.Question{Task: t.ID, Kind: daemon.KindPermission, Title: agent + " asks: " + q.Title, Detail: detail, Subject: agent + " " + kind})
+		return daemon.PickOption(q.Options, err == nil && ok), nil
+	}
 }
 
 func nameCommand() *cobra.Command {

@@ -41,6 +41,21 @@ func (c cli) kule(crashAt string, args ...string) (string, error) {
 	return string(out), err
 }
 
+// stdout runs kule and returns what it printed on stdout alone: what a
+// person pipes into jq, without the log lines stderr may carry.
+func (c cli) stdout(args ...string) (string, error) {
+	c.t.Helper()
+	cmd := exec.Command(os.Args[0], args...)
+	cmd.Env = append(os.Environ(), "KULE_AS_CLI=1", "KULE_HOME="+c.home)
+	var errb strings.Builder
+	cmd.Stderr = &errb
+	out, err := cmd.Output()
+	if err != nil {
+		return string(out) + errb.String(), err
+	}
+	return string(out), nil
+}
+
 func (c cli) must(args ...string) string {
 	c.t.Helper()
 	out, err := c.kule("", args...)

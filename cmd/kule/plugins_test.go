@@ -44,7 +44,7 @@ func TestStatusNamesWhatChanged(t *testing.T) {
 			t.Errorf("status lacks %q:\n%s", want, out)
 		}
 	}
-	out, err = c.kule("", "status", "--json", a)
+	out, err = c.stdout("status", "--json", a)
 	if err != nil {
 		t.Fatalf("status --json: %v\n%s", err, out)
 	}

@@ -43,7 +43,7 @@ func rootCommand() *cobra.Command {
 		agentsCommand(),
 		runCommand(),
 		stepsCommand(),
-		daemonCommand(), appCommand(), nameCommand(), colorCommand(),
+		daemonCommand(), appCommand(), nameCommand(), colorCommand(), groupCommand(),
 	)
 	return root
 }

@@ -151,11 +151,11 @@ func Start(ctx context.Context, k *kernel.Kernel, t *task.Task, o Options) (_ *R
 		// it needs no approval, and runs only in an empty task.
 		p = *o.Trial
 		if err := agents.Validate(p, set.Profiles); err != nil {
-			return nil, err
+			return nil, recordOpening(t, err, o.Stderr)
 		}
 	} else {
 		if p, err = set.Get(o.Agent); err != nil {
-			return nil, err
+			return nil, recordOpening(t, err, o.Stderr)
 		}
 		if err := agents.CheckApproved(home, p); err != nil {
 			return nil, err
@@ -203,7 +203,11 @@ func Start(ctx context.Context, k *kernel.Kernel, t *task.Task, o Options) (_ *R
 	spec.Env = []string{} // set below from the profile; never the person's whole environment
 	run := o.Runner
 	if run == nil {
-		if run, err = kernel.SandboxRunner(home, t, &spec, o.Sandbox); err != nil {
+		sbo := o.Sandbox
+		if sbo.Run == "" {
+			sbo.Run = "agent " + p.Name
+		}
+		if run, err = kernel.SandboxRunner(home, t, &spec, sbo); err != nil {
 			return nil, err
 		}
 	}

@@ -71,7 +71,7 @@ func Validate(p Profile, all []Profile) error {
 		for _, raw := range f.list {
 			clean, err := homePath(raw)
 			if err != nil {
-				return refuse(p, "%s %q: %v", f.field, raw, err)
+				return refuseOpening(p, f.field, raw, ": %v", err)
 			}
 			paths = append(paths, named{f.field, clean})
 		}
@@ -79,17 +79,17 @@ func Validate(p Profile, all []Profile) error {
 	for _, n := range paths {
 		for _, h := range Hidden {
 			if overlaps(n.path, h) {
-				return refuse(p, "%s %q would open ~/%s, whose credentials Kule hides from every agent", n.field, n.path, h)
+				return refuseOpening(p, n.field, n.path, "would open ~/%s, whose credentials Kule hides from every agent", h)
 			}
 		}
 		for _, k := range KuleOwn {
 			if overlaps(n.path, k) {
-				return refuse(p, "%s %q would open Kule's own home ~/%s", n.field, n.path, k)
+				return refuseOpening(p, n.field, n.path, "would open Kule's own home ~/%s", k)
 			}
 		}
 		for _, d := range Personal {
 			if n.path == d {
-				return refuse(p, "%s %q is a whole personal directory; name the files or the subdirectory the agent needs", n.field, n.path)
+				return refuseOpening(p, n.field, n.path, "is a whole personal directory; name the files or the subdirectory the agent needs")
 			}
 		}
 	}
@@ -103,7 +103,7 @@ func Validate(p Profile, all []Profile) error {
 			}
 			for _, o := range append(append([]string(nil), q.State...), q.Login...) {
 				if c, err := homePath(o); err == nil && overlaps(n.path, c) {
-					return refuse(p, "%s %q overlaps ~/%s, which belongs to the agent %q", n.field, n.path, c, q.Name)
+					return refuseOpening(p, n.field, n.path, "overlaps ~/%s, which belongs to the agent %q", c, q.Name)
 				}
 			}
 		}

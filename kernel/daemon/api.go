@@ -16,7 +16,9 @@ import (
 
 	"github.com/kulehq/kule/kernel"
 	"github.com/kulehq/kule/kernel/effects"
+	"github.com/kulehq/kule/kernel/group"
 	"github.com/kulehq/kule/kernel/history"
+	"github.com/kulehq/kule/kernel/policy"
 	"github.com/kulehq/kule/kernel/task"
 )
 
@@ -37,11 +39,12 @@ func writeJSON(w http.ResponseWriter, code int, v any) {
 func fail(w http.ResponseWriter, err error) {
 	code := http.StatusInternalServerError
 	switch {
-	case errors.Is(err, task.ErrNotFound), errors.Is(err, ErrNoQuestion), errors.Is(err, os.ErrNotExist):
+	case errors.Is(err, task.ErrNotFound), errors.Is(err, ErrNoQuestion), errors.Is(err, os.ErrNotExist), errors.Is(err, group.ErrNotFound):
 		code = http.StatusNotFound
 	case errors.Is(err, task.ErrBadID), errors.Is(err, task.ErrAmbiguous), errors.Is(err, ErrWaitRange),
 		errors.Is(err, ErrBadQuestion), errors.Is(err, errBadRequest), errors.Is(err, kernel.ErrNotFolder),
-		errors.Is(err, kernel.ErrInsideKuleHome), errors.Is(err, errNotImage), errors.Is(err, errPath):
+		errors.Is(err, kernel.ErrInsideKuleHome), errors.Is(err, errNotImage), errors.Is(err, errPath),
+		errors.Is(err, group.ErrBadGroup), errors.Is(err, group.ErrBadPolicy), errors.Is(err, group.ErrNoOwn), errors.Is(err, policy.ErrPolicy):
 		code = http.StatusBadRequest
 	case errors.Is(err, ErrAnswered), errors.Is(err, kernel.ErrChangedUnderneath), errors.Is(err, kernel.ErrUndoBlocked),
 		errors.Is(err, kernel.ErrNothingToUndo), errors.Is(err, errHasChanges), errors.Is(err, errBusy):
@@ -88,6 +91,7 @@ func (d *Daemon) apiHandler() http.Handler {
 	m.HandleFunc("DELETE /api/tasks/{id}", d.withTask(d.deleteTask))
 	m.HandleFunc("POST /api/tasks/{id}/move", d.withTask(d.moveTask))
 	m.HandleFunc("POST /api/tasks/{id}/exec", d.withTask(d.execTask))
+	m.HandleFunc("POST /api/tasks/{id}/agent", d.withTask(d.agentTask))
 	m.HandleFunc("POST /api/tasks/{id}/stop", d.withTask(d.stopTask))
 	m.HandleFunc("POST /api/tasks/{id}/commit", d.withTask(d.commitTask))
 	m.HandleFunc("POST /api/tasks/{id}/rollback", d.withTask(d.rollbackTask))
@@ -96,6 +100,16 @@ func (d *Daemon) apiHandler() http.Handler {
 	m.HandleFunc("GET /api/tasks/{id}/steps", d.withTask(d.taskSteps))
 	m.HandleFunc("GET /api/tasks/{id}/files", d.withTask(d.listFiles))
 	m.HandleFunc("GET /api/tasks/{id}/image", d.withTask(d.serveImage))
+	m.HandleFunc("POST /api/tasks/{id}/group", d.withTask(d.setGroup))
+	m.HandleFunc("GET /api/tasks/{id}/network", d.withTask(d.taskNetwork))
+	m.HandleFunc("GET /api/tasks/{id}/sandbox", d.withTask(d.taskSandbox))
+	m.HandleFunc("GET /api/groups", d.listGroups)
+	m.HandleFunc("POST /api/groups", d.newGroup)
+	m.HandleFunc("PATCH /api/groups/{id}", d.patchGroup)
+	m.HandleFunc("DELETE /api/groups/{id}", d.deleteGroup)
+	m.HandleFunc("GET /api/agents", d.listAgents)
+	m.HandleFunc("GET /api/policy", d.getPolicy)
+	m.HandleFunc("PUT /api/policy", d.putPolicy)
 	m.HandleFunc("GET /api/questions", func(w http.ResponseWriter, r *http.Request) { writeJSON(w, 200, d.Q.List()) })
 	m.HandleFunc("POST /api/questions", d.postQuestion)
 	m.HandleFunc("POST /api/questions/{id}/answer", d.answerQuestion)
@@ -127,6 +141,7 @@ type TaskView struct {
 	Folder   string    `json:"folder"`
 	Name     string    `json:"name,omitempty"`
 	Colour   string    `json:"colour,omitempty"`
+	Group    string    `json:"group,omitempty"`
 	Order    int       `json:"order"`
 	Created  time.Time `json:"created"`
 	Backend  string    `json:"backend"`
@@ -144,7 +159,7 @@ func (d *Daemon) viewOf(ctx context.Context, t *task.Task) TaskView { return d.v
 
 // viewWith builds the view from a status already found (nil: find it).
 func (d *Daemon) viewWith(ctx context.Context, t *task.Task, st *kernel.Status) TaskView {
-	v := TaskView{ID: t.ID, Folder: t.Folder, Name: t.Name, Colour: t.Colour, Order: t.Order, Created: t.Created, Backend: t.Backend,
+	v := TaskView{ID: t.ID, Folder: t.Folder, Name: t.Name, Colour: t.Colour, Group: t.Group, Order: t.Order, Created: t.Created, Backend: t.Backend,
 		Running: d.runs.running(t.ID), WaitMins: int(d.Q.WaitFor(t.ID) / time.Minute)}
 	for _, q := range d.Q.List() {
 		if q.Task == t.ID && q.State == Waiting {
@@ -262,7 +277,7 @@ func (d *Daemon) changes(ctx context.Context, t *task.Task) (*kernel.Status, []C
 	if err != nil {
 		return nil, nil, fmt.Errorf("policy: %w", err)
 	}
-	names, err := d.cfg.Reviewer.Entities(ctx, t, st.Pending(false))
+	names, err := d.cfg.Reviewer.Entities(ctx, t, st)
 	if err != nil {
 		d.log.Warn("review names failed", "task", t.ID, "err", err)
 		names = nil
@@ -300,11 +315,12 @@ func (d *Daemon) taskStatus(w http.ResponseWriter, r *http.Request, t *task.Task
 	}
 	c := effects.Count(st.Pending(false))
 	writeJSON(w, 200, map[string]any{
-		"task":     d.viewWith(r.Context(), t, st),
-		"summary":  map[string]int{"added": c.Added, "changed": c.Changed, "deleted": c.Deleted, "moved": c.Moved},
-		"changes":  cs,
-		"ignored":  st.IgnoredCount(),
-		"problems": probs,
+		"task":         d.viewWith(r.Context(), t, st),
+		"summary":      map[string]int{"added": c.Added, "changed": c.Changed, "deleted": c.Deleted, "moved": c.Moved},
+		"changes":      cs,
+		"ignored":      st.IgnoredCount(),
+		"problems":     probs,
+		"can_remember": func() bool { _, ok := d.cfg.Policy.(Rememberer); return ok }(),
 	})
 }
 
@@ -443,7 +459,14 @@ type CommitRequest struct {
 	ApproveAll bool     `json:"approve_all"` // "Approve and commit": every effect the policy asks about
 	Approve    []string `json:"approve"`     // paths a person approved one by one
 	Exclude    []string `json:"exclude"`     // paths a person held back
+	// Remember are approved paths whose approval is kept as a rule for the
+	// folder (Approve and remember), when the policy can keep rules.
+	Remember []string `json:"remember"`
 }
+
+// afterJudging runs between the app's judging and the kernel's commit; tests
+// change the copy there.
+var afterJudging = func(*task.Task) {}
 
 func (d *Daemon) commitTask(w http.ResponseWriter, r *http.Request, t *task.Task) {
 	var in CommitRequest
@@ -466,22 +489,41 @@ func (d *Daemon) commitTask(w http.ResponseWriter, r *http.Request, t *task.Task
 		return
 	}
 	var approved []string
-	rep, err := d.k.Commit(t, kernel.CommitOptions{Select: func(e effects.Effect) bool {
+	pending := st.Pending(false)
+	judged := make(map[string]bool, len(pending))
+	for _, e := range pending {
+		judged[e.Path] = true
+	}
+	opts := kernel.CommitOptions{}
+	if _, ok := d.cfg.Policy.(CedarPolicy); ok {
+		// The kernel judges again under the commit's locks, from the status
+		// it applies: a deny never goes in, nor anything the policy did not
+		// see. Select below keeps the asked-about changes to those approved.
+		opts.Policy, opts.Approve = true, true
+	}
+	opts.Select = func(e effects.Effect) bool {
 		if slices.Contains(in.Exclude, e.Path) {
+			return false
+		}
+		if !judged[e.Path] {
+			// It appeared after the app's status was judged: it stays in
+			// the copy for a commit that has judged it.
 			return false
 		}
 		switch rulings[e.Path].Verdict {
 		case Deny:
 			return false
 		case Ask:
-			if in.ApproveAll || slices.Contains(in.Approve, e.Path) {
+			if in.ApproveAll || slices.Contains(in.Approve, e.Path) || slices.Contains(in.Remember, e.Path) {
 				approved = append(approved, e.Path)
 				return true
 			}
 			return false
 		}
 		return true
-	}})
+	}
+	afterJudging(t)
+	rep, err := d.k.Commit(t, opts)
 	if err != nil {
 		fail(w, err)
 		return
@@ -493,6 +535,13 @@ func (d *Daemon) commitTask(w http.ResponseWriter, r *http.Request, t *task.Task
 			}
 		}
 	}
+	var remembered []string
+	if rm, ok := d.cfg.Policy.(Rememberer); ok && len(in.Remember) > 0 && len(rep.Applied) > 0 {
+		remembered, err = rm.RememberPaths(r.Context(), t, pending, in.Remember)
+		if err != nil {
+			d.log.Warn("approval not remembered", "task", t.ID, "err", err)
+		}
+	}
 	lines := func(es []effects.Effect) []string {
 		out := []string{}
 		for _, e := range es {
@@ -500,7 +549,7 @@ func (d *Daemon) commitTask(w http.ResponseWriter, r *http.Request, t *task.Task
 		}
 		return out
 	}
-	res := map[string]any{"task": t.ID, "checkpoint": rep.Checkpoint, "applied": lines(rep.Applied), "left": lines(rep.Left), "summary": effects.Summary(rep.Applied)}
+	res := map[string]any{"task": t.ID, "checkpoint": rep.Checkpoint, "applied": lines(rep.Applied), "left": lines(rep.Left), "summary": effects.Summary(rep.Applied), "remembered": remembered}
 	d.Bus.Publish("commit", t.ID, res)
 	writeJSON(w, 200, res)
 }
@@ -585,6 +634,7 @@ func (d *Daemon) postQuestion(w http.ResponseWriter, r *http.Request) {
 	if r.URL.Query().Get("wait") == "1" {
 		q, err = d.Q.Wait(r.Context(), q.ID)
 		if err != nil {
+			d.Q.Withdraw(q.ID, "asker gone") // the asker stopped waiting: nobody would hear the answer
 			fail(w, err)
 			return
 		}

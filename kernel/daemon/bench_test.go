@@ -69,3 +69,41 @@ func startDaemonB(b *testing.B) *Daemon {
 	}
 	return d
 }
+
+// BenchmarkTaskListCedarPolicy lists 10 tasks, each with a change the Cedar
+// policy judges, with the loaded policies kept (NewCedarPolicy) and with the
+// policy read again for every task (CedarPolicy{K}): the peer. It reports
+// the ratio kept/read-again.
+func BenchmarkTaskListCedarPolicy(b *testing.B) {
+	d := startDaemonB(b)
+	for range 10 {
+		folder := b.TempDir()
+		os.WriteFile(filepath.Join(folder, "a.txt"), []byte("a\n"), 0o644)
+		rep, err := d.k.NewTask(folder)
+		if err != nil {
+			b.Fatal(err)
+		}
+		os.WriteFile(filepath.Join(rep.Task.Paths.Copy, "a.txt"), []byte("b\n"), 0o644)
+	}
+	c := client.New(d.home)
+	ctx := context.Background()
+	measure := func(p Policy) time.Duration {
+		d.cfg.Policy = p
+		for range 3 {
+			c.Do(ctx, "GET", "/api/tasks", nil, nil)
+		}
+		start := time.Now()
+		for range b.N {
+			if err := c.Do(ctx, "GET", "/api/tasks", nil, nil); err != nil {
+				b.Fatal(err)
+			}
+		}
+		return time.Since(start) / time.Duration(max(b.N, 1))
+	}
+	b.ResetTimer()
+	again := measure(CedarPolicy{K: d.k})
+	kept := measure(NewCedarPolicy(d.k))
+	b.ReportMetric(float64(again.Microseconds()), "read-again-µs/op")
+	b.ReportMetric(float64(kept.Microseconds()), "kept-µs/op")
+	b.ReportMetric(float64(kept)/float64(again), "ratio")
+}

@@ -15,6 +15,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -27,6 +28,8 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/kulehq/kule/kernel"
+	"github.com/kulehq/kule/kernel/agentrun"
+	"github.com/kulehq/kule/kernel/agents"
 	"github.com/kulehq/kule/kernel/runner"
 	"github.com/kulehq/kule/kernel/task"
 )
@@ -46,7 +49,15 @@ type Config struct {
 	// `kule exec` does) and may fill spec's isolation fields; nil uses the
 	// kernel's Runner.
 	RunnerFor func(t *task.Task, spec *runner.Spec) (runner.Runner, error)
-	Log       *slog.Logger
+	// Agents says which agents can start here and what the others need
+	// (kernel/agents' Check); nil lists none.
+	Agents func() ([]AgentView, error)
+	// AgentSet reads the agent profiles a prompt from the app may run (nil:
+	// the app runs no agents); AgentOptions may change a run's options
+	// (tests: the direct runner).
+	AgentSet     func() (*agents.Set, error)
+	AgentOptions func(*agentrun.Options)
+	Log          *slog.Logger
 }
 
 // Daemon is a running kule daemon.
@@ -68,6 +79,7 @@ type Daemon struct {
 	once   sync.Once
 	runs   *runs
 	watch  *watcher
+	meet   meets
 }
 
 // SocketPath is where the daemon of home listens.
@@ -244,6 +256,9 @@ func (d *Daemon) Shutdown() {
 func (d *Daemon) closeAll() {
 	if d.Q != nil {
 		d.Q.Close()
+	}
+	if c, ok := d.cfg.Reviewer.(io.Closer); ok {
+		c.Close() // the review's plugin host: its plugin processes end
 	}
 	if d.sockL != nil {
 		d.sockL.Close()

@@ -27,6 +27,9 @@ import (
 // TestMain doubles as the helper processes: a daemon to kill, and a client
 // run under another uid.
 func TestMain(m *testing.M) {
+	if os.Getenv("KULE_DAEMON_PEER") != "" {
+		os.Exit(runPeer())
+	}
 	switch os.Getenv("GO_WANT_HELPER_PROCESS") {
 	case "daemon":
 		k, err := kernel.New(kernel.Config{Home: os.Getenv("KULE_HOME")})
@@ -466,5 +469,30 @@ func TestRunnerForRefusalRunsNothing(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(rep.Task.Paths.Copy, "made.txt")); err == nil {
 		t.Fatal("the command ran although its runner was refused")
+	}
+}
+
+// A file that appears in the copy after the app judged its status stays in
+// the copy: a commit applies only what was judged.
+func TestCommitLeavesWhatAppearedAfterJudging(t *testing.T) {
+	d := startDaemon(t, Config{Policy: StaticPolicy{}})
+	ctx := context.Background()
+	c := client.New(d.home)
+	folder := sampleFolder(t)
+	var made struct{ Task TaskView }
+	must(t, c.Do(ctx, "POST", "/api/tasks", map[string]string{"folder": folder}, &made))
+	var step Step
+	must(t, c.Do(ctx, "POST", "/api/tasks/"+made.Task.ID+"/exec", ExecRequest{Command: "echo more >> README.md"}, &step))
+	afterJudging = func(tk *task.Task) {
+		must(t, os.WriteFile(filepath.Join(tk.Paths.Copy, "late.txt"), []byte("unjudged"), 0o644))
+	}
+	defer func() { afterJudging = func(*task.Task) {} }()
+	var res struct{ Applied []string }
+	must(t, c.Do(ctx, "POST", "/api/tasks/"+made.Task.ID+"/commit", CommitRequest{ApproveAll: true}, &res))
+	if _, err := os.Stat(filepath.Join(folder, "late.txt")); err == nil {
+		t.Fatalf("a file nobody judged reached the folder (applied %v)", res.Applied)
+	}
+	if len(res.Applied) != 1 || !strings.Contains(res.Applied[0], "README.md") {
+		t.Fatalf("applied %v, want README.md", res.Applied)
 	}
 }

@@ -13,11 +13,12 @@ import (
 	"testing"
 	"time"
 
+	cdpruntime "github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
 	"github.com/chromedp/chromedp/kb"
 )
 
-var docShot = flag.String("docshot", "", "write a screenshot of the main screen to this file (docs/app.png)")
+var docShot = flag.String("docshot", "", "write a screenshot of the main screen to this file (docs/app.png; TestAppLiveConnectionsAgentAndGroups takes it)")
 
 // browser starts a headless Chromium with a fresh profile, or skips with a
 // reason when none is installed and CI is unset.
@@ -53,6 +54,21 @@ func browser(t *testing.T) (context.Context, func(string)) {
 	if err := chromedp.Do(ctx); err != nil {
 		t.Fatalf("start chromium: %v", err)
 	}
+	// The page's own errors go into the test log: a failure says why.
+	_ = chromedp.Listen(ctx, func(ev any) {
+		switch e := ev.(type) {
+		case *cdpruntime.EventExceptionThrown:
+			t.Logf("page exception: %s %s", e.ExceptionDetails.Text, e.ExceptionDetails.Exception.Description)
+		case *cdpruntime.EventConsoleAPICalled:
+			if e.Type == "error" || e.Type == "warning" {
+				var parts []string
+				for _, a := range e.Args {
+					parts = append(parts, string(a.Value)+a.Description)
+				}
+				t.Logf("page console %s: %s", e.Type, strings.Join(parts, " "))
+			}
+		}
+	})
 	// shot saves a screenshot that outlives the test (for a failure).
 	shot := func(name string) {
 		dir := filepath.Join(os.TempDir(), "kule-e2e-"+strings.ReplaceAll(t.Name(), "/", "_"))
@@ -91,6 +107,12 @@ func value[T any](t *testing.T, ctx context.Context, shot func(string), what str
 		t.Fatalf("%s: %v", what, err)
 	}
 	return v
+}
+
+// textOf reads an element's text in one step (the Live tab redraws often:
+// a node found first may be gone when its text is read).
+func textOf(sel string) chromedp.Action[string] {
+	return chromedp.Evaluate[string](`(document.querySelector(` + "`" + sel + "`" + `) || {}).innerText || ''`)
 }
 
 // void drops an action's value.
@@ -147,16 +169,29 @@ func TestAppEndToEnd(t *testing.T) {
 	}
 	id := ts[0].ID
 
+	newLogo := filepath.Join(t.TempDir(), "new.png")
+	must(t, os.WriteFile(newLogo, pngOf(t, 6, 5, 200), 0o644))
 	step(t, ctx, shot, "run a command from the command line",
 		chromedp.Click(chromedp.CSS(`#cmd`)),
-		chromedp.SendKeys(chromedp.CSS(`#cmd`), "echo '## Usage' >> README.md && printf 'module x\\n' > go.mod"),
+		chromedp.SendKeys(chromedp.CSS(`#cmd`), "echo '## Usage' >> README.md && printf 'module x\\n' > go.mod && cp "+newLogo+" logo.png"),
 		chromedp.KeyEvent("\r"),
+		chromedp.WaitVisible(chromedp.CSS(`#live li.run[data-state="ended"]`)))
+	out := value(t, ctx, shot, "read the run in Live", textOf(`#live li.run`))
+	step(t, ctx, shot, "see the changes under Review",
+		chromedp.KeyEvent("2", chromedp.KeyModifiers(chromedp.ModifierCtrl)),
 		chromedp.WaitVisible(chromedp.CSS(`#changes li[data-path="README.md"] .name`)),
 		chromedp.WaitVisible(chromedp.CSS(`#changes li[data-path="go.mod"] .verdict.ask`)))
 	names := value(t, ctx, shot, "read the names", chromedp.Text(chromedp.CSS(`#changes li[data-path="README.md"] .names`)))
-	out := value(t, ctx, shot, "read the output", chromedp.Text(chromedp.CSS(`#output`)))
-	if !strings.Contains(names, "## Usage") || !strings.Contains(out, "exit 0") {
+	if !strings.Contains(names, "## Usage") || !strings.Contains(out, "exit 0") || !strings.Contains(out, "+1 ~2 -0") {
 		t.Fatalf("review names %q, output %q", names, out)
+	}
+	// The changed picture shows before and after, each as it is.
+	sizes := value(t, ctx, shot, "the pictures load", chromedp.Poll[[]int](`(() => {
+		const im = [...document.querySelectorAll('#changes li[data-path="logo.png"] .pics img')];
+		return im.length === 2 && im.every((i) => i.complete && i.naturalWidth > 0) ? im.map((i) => i.naturalWidth) : null;
+	})()`))
+	if fmt.Sprint(sizes) != "[4 6]" {
+		t.Fatalf("before and after are %v pixels wide, want [4 6]", sizes)
 	}
 	if strings.Contains(readFile(filepath.Join(folder, "README.md")), "Usage") {
 		t.Fatal("the folder changed before a commit")
@@ -171,11 +206,6 @@ func TestAppEndToEnd(t *testing.T) {
 	}()
 	step(t, ctx, shot, "see the question under Needs you",
 		chromedp.WaitVisible(chromedp.CSS(`#needs li[data-question] button.primary`)))
-	if *docShot != "" {
-		step(t, ctx, shot, "settle", chromedp.Sleep(300*time.Millisecond))
-		b := value(t, ctx, shot, "screenshot for docs", chromedp.FullScreenshot(100))
-		must(t, os.WriteFile(*docShot, b, 0o644))
-	}
 	step(t, ctx, shot, "approve it", chromedp.Click(chromedp.CSS(`#needs li[data-question] button.primary`)))
 	select {
 	case a := <-answered:
@@ -225,7 +255,7 @@ func TestAppEndToEnd(t *testing.T) {
 	}
 
 	step(t, ctx, shot, "undo from the Timeline",
-		chromedp.KeyEvent("2", chromedp.KeyModifiers(chromedp.ModifierCtrl)),
+		chromedp.KeyEvent("3", chromedp.KeyModifiers(chromedp.ModifierCtrl)),
 		chromedp.WaitVisible(chromedp.CSS(`#v-timeline button[aria-label^="Undo checkpoint 2"]`)),
 		chromedp.Click(chromedp.CSS(`#v-timeline button[aria-label^="Undo checkpoint 2"]`)),
 		chromedp.WaitVisible(chromedp.CSS(`#v-timeline button[aria-label^="Undo checkpoint 1"]`)))
@@ -240,12 +270,17 @@ func TestAppEndToEnd(t *testing.T) {
 		chromedp.KeyEvent("\r"),
 		chromedp.WaitVisible(chromedp.CSS(`#files li[aria-label^="notes"]`)))
 
-	// Every control has an accessible name.
-	unnamed := value(t, ctx, shot, "accessible names", chromedp.Evaluate[[]string](`[...document.querySelectorAll('button, input, textarea, select, [role=tab], [role=option]')]
+	checkNames(t, ctx, shot, "the main screen")
+}
+
+// checkNames fails when a control on screen has no accessible name.
+func checkNames(t *testing.T, ctx context.Context, shot func(string), where string) {
+	t.Helper()
+	unnamed := value(t, ctx, shot, "accessible names: "+where, chromedp.Evaluate[[]string](`[...document.querySelectorAll('button, input, textarea, select, [role=tab], [role=option], [role=radio]')]
 		.filter(e => e.offsetParent !== null && !(e.getAttribute('aria-label') || e.textContent.trim() || (e.labels && e.labels.length) || e.getAttribute('title')))
 		.map(e => e.outerHTML.slice(0, 80))`))
 	if len(unnamed) > 0 {
-		t.Fatalf("controls without an accessible name: %v", unnamed)
+		t.Fatalf("%s: controls without an accessible name: %v", where, unnamed)
 	}
 }
 
@@ -325,11 +360,18 @@ func TestAppKeyboardAndSettings(t *testing.T) {
 		chromedp.KeyEvent("\r", chromedp.KeyModifiers(chromedp.ModifierShift)),
 		chromedp.SendKeys(chromedp.CSS(`#cmd`), "echo two"),
 		chromedp.KeyEvent("\r"),
-		void(chromedp.Poll[bool](`document.querySelector('#output').textContent.includes('[exit 0')`)))
-	out := value(t, ctx, shot, "read the output", chromedp.Text(chromedp.CSS(`#output`)))
+		chromedp.WaitVisible(chromedp.CSS(`#live li.run[data-state="ended"]`)))
+	out := value(t, ctx, shot, "read the output", textOf(`#live li.run .out`))
 	left := value(t, ctx, shot, "read the command line", chromedp.Value(chromedp.CSS(`#cmd`)))
 	if !strings.Contains(out, "one\ntwo") || left != "" {
 		t.Fatalf("two lines gave output %q, command line left %q", out, left)
+	}
+	// Closing the window stops nothing; reopening it shows what ran.
+	step(t, ctx, shot, "reopen the window",
+		chromedp.Navigate("http://"+d.Addr()+"/"),
+		chromedp.WaitVisible(chromedp.CSS(`#live li.run.past .out`)))
+	if again := value(t, ctx, shot, "read the run again", textOf(`#live li.run.past .out`)); !strings.Contains(again, "one\ntwo") {
+		t.Fatalf("after reopening, Live shows %q", again)
 	}
 	step(t, ctx, shot, "rebind the palette to Mod+P in Settings",
 		chromedp.Click(chromedp.CSS(`#btn-settings`)),

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/kulehq/kule/kernel"
 	"github.com/kulehq/kule/kernel/effects"
 	"github.com/kulehq/kule/kernel/task"
 )
@@ -35,7 +36,7 @@ type Policy interface {
 // Reviewer names what changed inside a changed file (functions, sections,
 // keys): kernel/review's differs. A path missing from the answer has no names.
 type Reviewer interface {
-	Entities(ctx context.Context, t *task.Task, es []effects.Effect) (map[string][]string, error)
+	Entities(ctx context.Context, t *task.Task, st *kernel.Status) (map[string][]string, error)
 }
 
 // Rules keeps the approvals a person asked to remember ("Approve and
@@ -81,7 +82,7 @@ func (p StaticPolicy) Judge(_ context.Context, _ *task.Task, es []effects.Effect
 type NoNames struct{}
 
 // Entities names nothing.
-func (NoNames) Entities(context.Context, *task.Task, []effects.Effect) (map[string][]string, error) {
+func (NoNames) Entities(context.Context, *task.Task, *kernel.Status) (map[string][]string, error) {
 	return nil, nil
 }
 
@@ -89,9 +90,9 @@ func (NoNames) Entities(context.Context, *task.Task, []effects.Effect) (map[stri
 type StaticReviewer map[string][]string
 
 // Entities returns the names kept for each changed path.
-func (r StaticReviewer) Entities(_ context.Context, _ *task.Task, es []effects.Effect) (map[string][]string, error) {
+func (r StaticReviewer) Entities(_ context.Context, _ *task.Task, st *kernel.Status) (map[string][]string, error) {
 	out := map[string][]string{}
-	for _, e := range es {
+	for _, e := range st.Pending(false) {
 		if n, ok := r[e.Path]; ok {
 			out[e.Path] = n
 		}

@@ -125,6 +125,10 @@ func OpenQueue(path string, bus *Bus, rules Rules) (*Queue, error) {
 	for id, s := range f.TaskWaits {
 		q.perTask[id], _ = time.ParseDuration(s)
 	}
+	// arm's clock may fire at once (a deadline passed while no daemon ran):
+	// hold the lock so it waits until every question is in.
+	q.mu.Lock()
+	defer q.mu.Unlock()
 	for i := range f.Questions {
 		qq := f.Questions[i]
 		q.qs[qq.ID] = &qq
@@ -321,6 +325,18 @@ func (q *Queue) Answer(id string, d Decision) (Question, error) {
 	}
 	q.settleLocked(qq)
 	return *qq, nil
+}
+
+// Withdraw refuses a question whose asker is gone (the run ended first).
+func (q *Queue) Withdraw(id, by string) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	qq, ok := q.qs[id]
+	if !ok || qq.State != Waiting {
+		return
+	}
+	qq.State, qq.By, qq.Answered = Denied, by, q.now().UTC()
+	q.settleLocked(qq)
 }
 
 // Wait blocks until the question is answered or refused, or ctx ends.

@@ -6,9 +6,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -17,6 +19,7 @@ import (
 	"github.com/kulehq/kule/kernel"
 	"github.com/kulehq/kule/kernel/config"
 	"github.com/kulehq/kule/kernel/effects"
+	"github.com/kulehq/kule/kernel/sandboxlog"
 	"github.com/kulehq/kule/kernel/task"
 )
 
@@ -166,18 +169,20 @@ func (d *Daemon) Exec(ctx context.Context, t *task.Task, argv []string, label st
 	opt := kernel.ExecOptions{Args: argv, Limits: kernel.LimitsFor(t, cfg.Limits)}
 	opt.Spec.Stdout, opt.Spec.Stderr = out, out
 	opt.Spec.Stdin = strings.NewReader("")
-	k := d.k
+	kk := *d.k // this run's runner and hooks only; the shared kernel is not changed
+	kk.Net = d.netHooks(label)
+	k := &kk
 	if d.cfg.RunnerFor != nil {
 		r, err := d.cfg.RunnerFor(t, &opt.Spec)
 		if err != nil {
 			d.Bus.Publish("run", t.ID, map[string]any{"state": "end", "command": label, "code": -1, "error": err.Error()})
 			return nil, fmt.Errorf("exec %s: %w (nothing ran)", t.ID, err)
 		}
-		kk := *d.k // this run's runner only; the shared kernel is not changed
 		kk.Runner = r
-		k = &kk
 	}
+	logged := sandboxlog.Size(t.Paths.Dir)
 	code, st, err := k.Exec(rctx, t, opt)
+	d.publishRefusals(t, logged)
 	step := &Step{Time: start.UTC(), Kind: "exec", Command: label, Code: code, Seconds: time.Since(start).Seconds(), Output: out.String(), Source: "app"}
 	if err != nil {
 		step.Error = err.Error()
@@ -190,7 +195,36 @@ func (d *Daemon) Exec(ctx context.Context, t *task.Task, argv []string, label st
 	}
 	d.Bus.Publish("run", t.ID, map[string]any{"state": "end", "command": label, "code": code, "error": step.Error, "summary": step.Summary})
 	d.Bus.Publish("step", t.ID, step)
+	d.checkMeets(t)
 	return step, err
+}
+
+// netHooks put a run's connections on the event stream and its asked-about
+// ones to a person: the connection is held until the question is answered
+// or the task's wait runs out (then refused, and the command goes on
+// without it).
+func (d *Daemon) netHooks(label string) kernel.NetHooks {
+	return kernel.NetHooks{
+		Ask: func(ctx context.Context, t *task.Task, host string, port int, rule string) bool {
+			hp := net.JoinHostPort(host, strconv.Itoa(port))
+			detail := "asked for by " + label
+			if rule != "" {
+				detail += " · rule " + rule
+			}
+			detail += " · the connection is held until you answer"
+			q, err := d.Q.Ask(ctx, Question{Task: t.ID, Kind: KindConnection, Title: "Connect to " + hp + "?", Detail: detail, Subject: hp})
+			if err != nil {
+				if q.ID != "" {
+					d.Q.Withdraw(q.ID, "run ended")
+				}
+				return false
+			}
+			return q.Approved()
+		},
+		Seen: func(t *task.Task, host string, port int, verdict, rule string, allowed bool) {
+			d.Bus.Publish("connection", t.ID, map[string]any{"host": host, "port": port, "verdict": verdict, "rule": rule, "allowed": allowed})
+		},
+	}
 }
 
 func (d *Daemon) stopTask(w http.ResponseWriter, r *http.Request, t *task.Task) {
@@ -217,9 +251,13 @@ func appendStep(t *task.Task, s *Step) error {
 
 // readSteps reads steps.jsonl, passing over lines it cannot read (other
 // writers — the ACP runner — may add kinds of their own).
-func readSteps(t *task.Task) ([]json.RawMessage, error) {
+func readSteps(t *task.Task) ([]json.RawMessage, error) { return readJSONLines(stepsPath(t)) }
+
+// readJSONLines reads the last 500 valid lines of a JSON-lines file (a
+// missing file is empty).
+func readJSONLines(path string) ([]json.RawMessage, error) {
 	out := []json.RawMessage{}
-	f, err := os.Open(stepsPath(t))
+	f, err := os.Open(path)
 	if errors.Is(err, os.ErrNotExist) {
 		return out, nil
 	}
@@ -239,4 +277,15 @@ func readSteps(t *task.Task) ([]json.RawMessage, error) {
 		out = out[len(out)-500:]
 	}
 	return out, sc.Err()
+}
+
+// taskNetwork lists the task's connections as its proxy logged them
+// (network.jsonl), newest last, bounded like the steps.
+func (d *Daemon) taskNetwork(w http.ResponseWriter, r *http.Request, t *task.Task) {
+	out, err := readJSONLines(filepath.Join(t.Paths.Dir, "network.jsonl"))
+	if err != nil {
+		fail(w, err)
+		return
+	}
+	writeJSON(w, 200, out)
 }

@@ -10,8 +10,8 @@ import (
 
 // watcher notices what kule commands in a terminal did while the daemon
 // runs (the CLI works on its own; the kernel's locks keep both safe) and
-// tells the app: it compares the tasks directory, each task.json and each
-// history every two seconds.
+// tells the app: it compares the tasks directory, each task.json, each
+// history and each sandbox.jsonl every two seconds.
 type watcher struct {
 	d     *Daemon
 	every time.Duration
@@ -54,7 +54,7 @@ func (w *watcher) scan(tell bool) {
 	now := map[string]string{}
 	for _, id := range ids {
 		dir := filepath.Join(w.d.k.Store.TasksDir(), id)
-		now[id] = stamp(filepath.Join(dir, "task.json")) + "|" + stamp(filepath.Join(dir, "history.jsonl"))
+		now[id] = stamp(filepath.Join(dir, "task.json")) + "|" + stamp(filepath.Join(dir, "history.jsonl")) + "|" + stamp(filepath.Join(dir, "sandbox.jsonl"))
 	}
 	if tell {
 		for id, s := range now {

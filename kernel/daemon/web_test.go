@@ -3,8 +3,11 @@ package daemon
 import (
 	"errors"
 	"io/fs"
+	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/kulehq/kule/kernel/policy"
 )
 
 func TestParseShortcuts(t *testing.T) {
@@ -81,5 +84,21 @@ func TestAppIsSelfContained(t *testing.T) {
 	})
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestGroupPolicyTemplateValidates: the Cedar text the app offers for a
+// group's own policy is kept as it is (it parses and validates).
+func TestGroupPolicyTemplateValidates(t *testing.T) {
+	b, err := webFS.ReadFile("web/app.js")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile("(?s)const ownTemplate = `(.*?)`;").FindSubmatch(b)
+	if m == nil {
+		t.Fatal("no ownTemplate in app.js")
+	}
+	if err := policy.Validate("the template", m[1]); err != nil {
+		t.Fatalf("the app's group policy template: %v", err)
 	}
 }

@@ -130,8 +130,12 @@ func planIndex(base *Snapshot, folder []indexEntry, eff *Effects) (*indexPlan, e
 	if len(touched) == 0 {
 		return p, nil
 	}
+	baseIndex, err := base.index()
+	if err != nil {
+		return nil, err
+	}
 	baseAt := map[string][]indexEntry{}
-	for _, e := range base.Index {
+	for _, e := range baseIndex {
 		if _, ok := touched[e.Path]; ok {
 			baseAt[e.Path] = append(baseAt[e.Path], e)
 		}

@@ -90,7 +90,7 @@ func Compare(base *Snapshot, copyGitDir, copyWorktree string) (*Effects, error) 
 	if err != nil {
 		return nil, err
 	}
-	now, err := readNow(l)
+	now, err := readNow(l, base)
 	if err != nil {
 		return nil, err
 	}
@@ -111,12 +111,18 @@ func Compare(base *Snapshot, copyGitDir, copyWorktree string) (*Effects, error) 
 		return nil, err
 	}
 	var removed []string
-	diffEntries(base.Index, now.index, func(o, n *indexEntry) {
-		eff.Index = append(eff.Index, changeOf(o, n))
-		if n == nil {
-			removed = append(removed, o.Path)
+	if base.IndexSum == "" || now.indexSum != base.IndexSum { // else the same bytes: no change
+		baseIndex, err := base.index()
+		if err != nil {
+			return nil, err
 		}
-	})
+		diffEntries(baseIndex, now.index, func(o, n *indexEntry) {
+			eff.Index = append(eff.Index, changeOf(o, n))
+			if n == nil {
+				removed = append(removed, o.Path)
+			}
+		})
+	}
 	eff.StagedDiffers, err = stagedDiffers(eff.Index, removed, now.index, copyWorktree)
 	if err != nil {
 		return nil, err
@@ -127,19 +133,20 @@ func Compare(base *Snapshot, copyGitDir, copyWorktree string) (*Effects, error) 
 }
 
 type current struct {
-	refs    map[string]string
-	index   []indexEntry
-	objects objectSet
-	hooks   map[string]string
-	config  map[string]string
+	refs     map[string]string
+	index    []indexEntry // nil when indexSum is the base's (not decoded)
+	indexSum string
+	objects  objectSet
+	hooks    map[string]string
+	config   map[string]string
 }
 
-func readNow(l layout) (*current, error) {
-	s, err := take(l)
+func readNow(l layout, base *Snapshot) (*current, error) {
+	s, err := take(l, base)
 	if err != nil {
 		return nil, err
 	}
-	return &current{refs: s.Refs, index: s.Index, objects: s.Objects, hooks: s.Hooks, config: s.Config}, nil
+	return &current{refs: s.Refs, index: s.Index, indexSum: s.IndexSum, objects: s.Objects, hooks: s.Hooks, config: s.Config}, nil
 }
 
 func compareRefs(l layout, old, new map[string]string) ([]RefChange, error) {
@@ -219,8 +226,10 @@ func compareFiles(old, new map[string]string) []FileChange {
 func stagedDiffers(changes []IndexChange, removed []string, now []indexEntry, worktree string) ([]string, error) {
 	var out []string
 	inIndex := map[string]bool{}
-	for _, e := range now {
-		inIndex[e.Path] = true
+	if len(removed) > 0 { // 100,000 paths are not worth a map for nothing
+		for _, e := range now {
+			inIndex[e.Path] = true
+		}
 	}
 	for _, p := range removed {
 		if inIndex[p] {

@@ -1,8 +1,9 @@
 package gitstate
 
 import (
-	"bufio"
+	"bytes"
 	"crypto/sha1"
+	"crypto/sha256"
 	"encoding/base64"
 	"encoding/binary"
 	"encoding/hex"
@@ -50,22 +51,65 @@ func (e indexEntry) less(o indexEntry) bool {
 // readIndexFile decodes an index with go-git. A missing file is an empty
 // index (a repository nothing was ever added to).
 func readIndexFile(path string) (*index.Index, error) {
-	f, err := os.Open(path)
+	raw, err := readIndexBytes(path)
+	if err != nil {
+		return nil, err
+	}
+	return decodeIndex(path, raw)
+}
+
+// readIndexBytes reads an index file whole; a missing file is nil.
+func readIndexBytes(path string) ([]byte, error) {
+	raw, err := os.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
-		return &index.Index{Version: 2}, nil
+		return nil, nil
 	}
 	if err != nil {
 		return nil, fmt.Errorf("gitstate: read index: %w", err)
 	}
-	defer f.Close()
+	return raw, nil
+}
+
+// decodeIndex decodes the bytes of an index file with go-git; nil is an
+// empty index.
+func decodeIndex(path string, raw []byte) (*index.Index, error) {
+	if raw == nil {
+		return &index.Index{Version: 2}, nil
+	}
 	idx := &index.Index{}
-	if err := index.NewDecoder(bufio.NewReaderSize(f, 1<<16)).Decode(idx); err != nil {
+	if err := index.NewDecoder(bytes.NewReader(raw)).Decode(idx); err != nil {
 		if errors.Is(err, index.ErrUnknownExtension) {
 			return nil, fmt.Errorf("%w: %s has a required extension (split or sparse index)", ErrUnsupported, path)
 		}
 		return nil, fmt.Errorf("%w: %s: %v", ErrMalformed, path, err)
 	}
 	return idx, nil
+}
+
+// hashIndexFile is indexSum of the file at path, read in a small buffer; ""
+// when it cannot be read (the caller then reads it whole and says why).
+func hashIndexFile(path string) string {
+	f, err := os.Open(path)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return ""
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// indexSum is the sha256 of an index file's bytes, hex; "" for no file. A
+// snapshot keeps it so that Compare can tell an untouched index without
+// decoding 100,000 entries.
+func indexSum(raw []byte) string {
+	if raw == nil {
+		return ""
+	}
+	sum := sha256.Sum256(raw)
+	return hex.EncodeToString(sum[:])
 }
 
 func entriesOf(idx *index.Index) []indexEntry {
@@ -157,6 +201,7 @@ func decodeEntries(b []byte, count int) ([]indexEntry, error) {
 		return nil, fmt.Errorf("index entries: bad count %d", count)
 	}
 	es := make([]indexEntry, 0, count)
+	all := string(b) // every path is a substring of one copy
 	for len(b) > 0 {
 		mode, n := binary.Uvarint(b)
 		if n <= 0 || mode > 0xffffffff {
@@ -176,7 +221,8 @@ func decodeEntries(b []byte, count int) ([]indexEntry, error) {
 		if n <= 0 || pl == 0 || pl > uint64(len(b)-n) {
 			return nil, errors.New("index entries: bad path length")
 		}
-		e.Path = string(b[n : n+int(pl)])
+		off := len(all) - len(b) + n
+		e.Path = all[off : off+int(pl)]
 		b = b[n+int(pl):]
 		if len(es) > 0 && !es[len(es)-1].less(e) {
 			return nil, errors.New("index entries: not sorted")

@@ -1,13 +1,17 @@
 package gitstate
 
 import (
+	"bytes"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 )
 
 // Base is what a task's base keeps of every repository in its folder: one
@@ -53,17 +57,19 @@ func TakeBase(root string) (*Base, error) {
 	return b, nil
 }
 
-// Save writes the base atomically (temp file, fsync, rename).
+// Save writes the base atomically (temp file, fsync, rename) in its binary
+// form (see EncodeBase).
 func (b *Base) Save(path string) error {
-	raw, err := json.Marshal(b)
+	raw, err := b.EncodeBase()
 	if err != nil {
 		return fmt.Errorf("gitstate: save base: %w", err)
 	}
 	return writeReplace(path, raw)
 }
 
-// LoadBase reads a base saved by Save; a missing file is an empty base (a
-// folder that holds no repository).
+// LoadBase reads a base saved by Save (or, for a task made by an older Kule,
+// its JSON form); a missing file is an empty base (a folder that holds no
+// repository).
 func LoadBase(path string) (*Base, error) {
 	raw, err := os.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -75,8 +81,123 @@ func LoadBase(path string) (*Base, error) {
 	return DecodeBase(raw)
 }
 
-// DecodeBase reads a base's JSON and checks every snapshot in it.
+// baseMagic starts the binary form of a base. It is not valid JSON, so a
+// base written by an older Kule (JSON) is told apart by its first byte.
+const baseMagic = "KULEGITB1\n"
+
+// EncodeBase returns the base in its binary form: the magic, a JSON header
+// holding everything but each snapshot's index entries and loose object ids,
+// then per repository those two as compact binary (uvarint count, uvarint
+// length, bytes), then a CRC-32 of all of it. A 100,000-entry index then
+// costs no JSON string scanning and no base64 to load.
+func (b *Base) EncodeBase() ([]byte, error) {
+	head := Base{Repos: make([]BaseRepo, len(b.Repos))}
+	for i, r := range b.Repos {
+		s := *r.Snapshot
+		s.Index, s.Objects.Loose, s.lazy = nil, nil, nil
+		head.Repos[i] = BaseRepo{Path: r.Path, Nested: r.Nested, Snapshot: &s}
+	}
+	hj, err := json.Marshal(head)
+	if err != nil {
+		return nil, err
+	}
+	out := append([]byte(baseMagic), binary.AppendUvarint(nil, uint64(len(hj)))...)
+	out = append(out, hj...)
+	for _, r := range b.Repos {
+		var es []byte
+		var count int
+		if lz := r.Snapshot.lazy; lz != nil {
+			es, count = lz.raw, lz.count
+		} else {
+			es, count = encodeEntries(r.Snapshot.Index), len(r.Snapshot.Index)
+		}
+		out = binary.AppendUvarint(out, uint64(count))
+		out = binary.AppendUvarint(out, uint64(len(es)))
+		out = append(out, es...)
+		out = binary.AppendUvarint(out, uint64(len(r.Snapshot.Objects.Loose)))
+		for _, id := range r.Snapshot.Objects.Loose {
+			out = append(out, id[:]...)
+		}
+	}
+	return binary.LittleEndian.AppendUint32(out, crc32.ChecksumIEEE(out)), nil
+}
+
+// DecodeBase reads a base (binary, or the JSON of older tasks) and checks
+// every snapshot in it.
 func DecodeBase(raw []byte) (*Base, error) {
+	if !bytes.HasPrefix(raw, []byte(baseMagic)) {
+		return decodeBaseJSON(raw)
+	}
+	if len(raw) < len(baseMagic)+4 {
+		return nil, fmt.Errorf("%w: base too short", ErrSnapshot)
+	}
+	body, sum := raw[:len(raw)-4], raw[len(raw)-4:]
+	if crc32.ChecksumIEEE(body) != binary.LittleEndian.Uint32(sum) {
+		return nil, fmt.Errorf("%w: base checksum does not match", ErrSnapshot)
+	}
+	rest := body[len(baseMagic):]
+	take := func() ([]byte, bool) {
+		n, k := binary.Uvarint(rest)
+		if k <= 0 || n > uint64(len(rest)-k) {
+			return nil, false
+		}
+		v := rest[k : k+int(n)]
+		rest = rest[k+int(n):]
+		return v, true
+	}
+	num := func() (uint64, bool) {
+		n, k := binary.Uvarint(rest)
+		if k <= 0 {
+			return 0, false
+		}
+		rest = rest[k:]
+		return n, true
+	}
+	hj, ok := take()
+	if !ok {
+		return nil, fmt.Errorf("%w: base header truncated", ErrSnapshot)
+	}
+	b, err := decodeBaseJSON(hj)
+	if err != nil {
+		return nil, err
+	}
+	for _, r := range b.Repos {
+		count, ok := num()
+		if !ok || count > uint64(len(rest)) {
+			return nil, fmt.Errorf("%w: repository %s: index count", ErrSnapshot, r.Path)
+		}
+		es, ok := take()
+		if !ok {
+			return nil, fmt.Errorf("%w: repository %s: index truncated", ErrSnapshot, r.Path)
+		}
+		if count > uint64(len(es)/22+1) {
+			return nil, fmt.Errorf("%w: repository %s: index count %d", ErrSnapshot, r.Path, count)
+		}
+		// Decoded when first needed (the CRC above guards the bytes); a
+		// status whose index did not change never needs them.
+		r.Snapshot.Index, r.Snapshot.lazy = nil, &lazyIndex{raw: es, count: int(count)}
+		loose, ok := num()
+		if !ok || loose > uint64(len(rest)/20) {
+			return nil, fmt.Errorf("%w: repository %s: object ids truncated", ErrSnapshot, r.Path)
+		}
+		ids := make(idList, loose)
+		for i := range ids {
+			copy(ids[i][:], rest[20*i:])
+			if i > 0 && bytes.Compare(ids[i-1][:], ids[i][:]) >= 0 {
+				return nil, fmt.Errorf("%w: repository %s: object ids not sorted", ErrSnapshot, r.Path)
+			}
+		}
+		rest = rest[20*loose:]
+		r.Snapshot.Objects.Loose = ids
+	}
+	if len(rest) != 0 {
+		return nil, fmt.Errorf("%w: %d bytes after the last repository", ErrSnapshot, len(rest))
+	}
+	return b, nil
+}
+
+// decodeBaseJSON reads a base's JSON and checks every snapshot in it.
+func decodeBaseJSON(raw []byte) (*Base, error) {
 	var v struct {
 		Repos []struct {
 			Path     string          `json:"path"`
@@ -127,10 +248,23 @@ func gitDirIn(root, rel string) (Repo, error) {
 // the effects of those that changed. A repository the task removed from the
 // copy or made anew is reported (Gone / Made) and never applied.
 func (b *Base) Compare(copyRoot string) ([]*Effects, error) {
+	out, err := b.CompareRepos(copyRoot)
+	if err != nil {
+		return nil, err
+	}
+	repos, err := Find(copyRoot)
+	if err != nil {
+		return nil, err
+	}
+	return append(out, b.Made(repos)...), nil
+}
+
+// CompareRepos is Compare for the repositories the base knows, without
+// looking for new ones: the engine finds those with its own walk of the
+// copy (ProbeDirs, then Made) instead of walking the copy a second time.
+func (b *Base) CompareRepos(copyRoot string) ([]*Effects, error) {
 	var out []*Effects
-	seen := map[string]bool{}
 	for _, br := range b.Repos {
-		seen[br.Path] = true
 		r, err := gitDirIn(copyRoot, br.Path)
 		if errors.Is(err, ErrNotRepository) {
 			out = append(out, &Effects{Repo: br.Path, Nested: br.Nested, Gone: true})
@@ -152,16 +286,49 @@ func (b *Base) Compare(copyRoot string) ([]*Effects, error) {
 			out = append(out, eff)
 		}
 	}
-	repos, err := Find(copyRoot)
-	if err != nil {
-		return nil, err
-	}
-	for _, r := range repos {
-		if !seen[r.Path] && !r.Outside {
+	return out, nil
+}
+
+// Made lists, as Effects, the repositories of found (what Find or ProbeDirs
+// saw in the copy) that the base does not know: the task made them.
+func (b *Base) Made(found []Repo) []*Effects {
+	var out []*Effects
+	for _, r := range found {
+		if b.snapshot(r.Path) == nil && !r.Outside {
 			out = append(out, &Effects{Repo: r.Path, Nested: r.Nested, Made: true})
 		}
 	}
-	return out, nil
+	return out
+}
+
+// ProbeDirs is Find for a walk done elsewhere: dirs are the directories of
+// root (slash paths, "." for root) that hold a `.git` entry.
+func ProbeDirs(root string, dirs []string) ([]Repo, error) {
+	root, err := filepath.Abs(root)
+	if err != nil {
+		return nil, fmt.Errorf("gitstate: find: %w", err)
+	}
+	var repos []Repo
+	for _, d := range dirs {
+		if !validRepoPath(d) {
+			continue
+		}
+		r, ok, err := Probe(root, filepath.Join(root, filepath.FromSlash(d)))
+		if err != nil {
+			return nil, fmt.Errorf("gitstate: find in %s: %w", root, err)
+		}
+		if ok {
+			repos = append(repos, r)
+		}
+	}
+	// In Find's order: a directory's subtree right after it.
+	slices.SortFunc(repos, func(a, b Repo) int {
+		if a.Path == "." || b.Path == "." {
+			return strings.Compare(strings.TrimPrefix(a.Path, "."), strings.TrimPrefix(b.Path, "."))
+		}
+		return strings.Compare(strings.ReplaceAll(a.Path, "/", "\x00"), strings.ReplaceAll(b.Path, "/", "\x00"))
+	})
+	return repos, nil
 }
 
 func (b *Base) snapshot(path string) *Snapshot {

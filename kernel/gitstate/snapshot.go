@@ -32,6 +32,42 @@ type Snapshot struct {
 	Hooks map[string]string `json:"hooks,omitempty"`
 	// Config maps "config" and "config.worktree" to the sha256 of each.
 	Config map[string]string `json:"config,omitempty"`
+	// IndexSum is the sha256 of the index file Index was read from ("" for
+	// none, and in snapshots made before it was kept): an index with the
+	// same bytes has the same entries, so Compare need not decode it.
+	IndexSum string `json:"index_sum,omitempty"`
+
+	// lazy holds the index entries still encoded, as a binary base keeps
+	// them: a status whose copy has the same index never needs them
+	// decoded. Read them through index().
+	lazy *lazyIndex
+}
+
+type lazyIndex struct {
+	raw   []byte
+	count int
+}
+
+// index returns the index entries, decoding them first if the snapshot
+// came from a binary base.
+func (s *Snapshot) index() (indexList, error) {
+	if s.lazy != nil {
+		es, err := decodeEntries(s.lazy.raw, s.lazy.count)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %v", ErrSnapshot, err)
+		}
+		s.Index, s.lazy = es, nil
+	}
+	return s.Index, nil
+}
+
+// MarshalJSON writes the snapshot with its index entries decoded.
+func (s *Snapshot) MarshalJSON() ([]byte, error) {
+	if _, err := s.index(); err != nil {
+		return nil, err
+	}
+	type plain Snapshot
+	return json.Marshal((*plain)(s))
 }
 
 // Take reads the repository at gitDir. (The engine calls it at `kule new`
@@ -41,10 +77,12 @@ func Take(gitDir string) (*Snapshot, error) {
 	if err != nil {
 		return nil, err
 	}
-	return take(l)
+	return take(l, nil)
 }
 
-func take(l layout) (*Snapshot, error) {
+// take reads the repository; where known holds the index with the same
+// bytes, its entries are reused instead of decoded.
+func take(l layout, known *Snapshot) (*Snapshot, error) {
 	s := &Snapshot{Format: SnapshotFormat}
 	var err error
 	if s.Refs, err = readRefs(l); err != nil {
@@ -55,11 +93,23 @@ func take(l layout) (*Snapshot, error) {
 			return nil, fmt.Errorf("%w: ref name %q is not UTF-8", ErrUnsupported, name)
 		}
 	}
-	idx, err := readIndexFile(l.index())
-	if err != nil {
-		return nil, err
+	if known != nil && known.IndexSum != "" && hashIndexFile(l.index()) == known.IndexSum {
+		// The same bytes as the base read: the same entries. Hashed in a
+		// small buffer, so an untouched 100,000-entry index costs no
+		// decoding and no copy of its own.
+		s.IndexSum, s.Index, s.lazy = known.IndexSum, known.Index, known.lazy
+	} else {
+		raw, err := readIndexBytes(l.index())
+		if err != nil {
+			return nil, err
+		}
+		s.IndexSum = indexSum(raw)
+		idx, err := decodeIndex(l.index(), raw)
+		if err != nil {
+			return nil, err
+		}
+		s.Index = entriesOf(idx)
 	}
-	s.Index = entriesOf(idx)
 	if s.Objects, err = listObjects(l); err != nil {
 		return nil, err
 	}
@@ -107,6 +157,9 @@ func DecodeSnapshot(b []byte) (*Snapshot, error) {
 		if (name != "config" && name != "config.worktree") || !validFileHash(h) {
 			return nil, fmt.Errorf("%w: config %q", ErrSnapshot, name)
 		}
+	}
+	if s.IndexSum != "" && (len(s.IndexSum) != 64 || !isHex(s.IndexSum) || s.IndexSum != strings.ToLower(s.IndexSum)) {
+		return nil, fmt.Errorf("%w: index sum %q", ErrSnapshot, s.IndexSum)
 	}
 	return &s, nil
 }

@@ -17,6 +17,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"unsafe"
 
 	"github.com/kulehq/kule/kernel/effects"
 	"github.com/kulehq/kule/kernel/walk"
@@ -159,6 +160,12 @@ func (m *Manifest) Encode(w io.Writer) error {
 
 // Decode reads what Encode wrote. Damage anywhere is ErrDamaged.
 func Decode(data []byte) (*Manifest, error) {
+	return decode(data, false)
+}
+
+// decode is Decode; owned says data is the caller's to give away (never
+// written again), so the paths may point into it instead of a copy.
+func decode(data []byte, owned bool) (*Manifest, error) {
 	if len(data) < len(magic)+4 {
 		return nil, fmt.Errorf("%w: too short", ErrDamaged)
 	}
@@ -169,7 +176,15 @@ func Decode(data []byte) (*Manifest, error) {
 	if !bytes.HasPrefix(body, []byte(magic)) {
 		return nil, fmt.Errorf("%w: not a manifest", ErrDamaged)
 	}
-	d := decoder{b: body[len(magic):]}
+	// One copy of the whole body as a string: every path and target is a
+	// substring of it, not an allocation of its own.
+	rest := body[len(magic):]
+	d := decoder{b: rest}
+	if owned && len(rest) > 0 {
+		d.s = unsafe.String(&rest[0], len(rest))
+	} else {
+		d.s = string(rest)
+	}
 	m := &Manifest{Backend: d.str()}
 	n := d.uv()
 	if n > uint64(len(d.b)) { // every entry takes at least one byte
@@ -220,6 +235,7 @@ func Decode(data []byte) (*Manifest, error) {
 
 type decoder struct {
 	b   []byte
+	s   string // the same bytes as b was at the start
 	err error
 }
 
@@ -270,7 +286,14 @@ func (d *decoder) take(n uint64) []byte {
 	return v
 }
 
-func (d *decoder) str() string { return string(d.take(d.uv())) }
+func (d *decoder) str() string {
+	n := d.uv()
+	off := len(d.s) - len(d.b)
+	if d.take(n) == nil {
+		return ""
+	}
+	return d.s[off : off+int(n)]
+}
 
 // Load reads the manifest file at path.
 func Load(path string) (*Manifest, error) {
@@ -278,7 +301,7 @@ func Load(path string) (*Manifest, error) {
 	if err != nil {
 		return nil, fmt.Errorf("manifest: %w", err)
 	}
-	m, err := Decode(b)
+	m, err := decode(b, true) // b is read here and never written again
 	if err != nil {
 		return nil, fmt.Errorf("manifest %s: %w", path, err)
 	}

@@ -179,6 +179,15 @@ func New(home string, opts Options) *Host {
 	if sb.Warn == nil {
 		sb.Warn = weakerWarn{h}
 	}
+	if sb.Exe == "" {
+		// The sandbox's PID 1 is this binary itself, not the small
+		// kule-sandbox helper: the plugin's confine step executes PID 1's
+		// own /proc/self/exe, which must be the binary that has the
+		// built-in plugins and the confine stage.
+		if self, err := os.Executable(); err == nil {
+			sb.Exe = self
+		}
+	}
 	h.opts.Sandbox = &sb
 	return h
 }
@@ -215,9 +224,17 @@ func (h *Host) Close() {
 	procs := h.procs
 	h.procs = map[string]*proc{}
 	h.mu.Unlock()
+	// In parallel: each kill may wait for its plugin to exit (go-plugin
+	// gives it two seconds), and the person waits for the last.
+	var wg sync.WaitGroup
 	for _, p := range procs {
-		p.kill()
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			p.kill()
+		}()
 	}
+	wg.Wait()
 }
 
 // Status is what Kule knows of an installed plugin without running it.

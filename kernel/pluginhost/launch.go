@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/hashicorp/go-hclog"
 	goplugin "github.com/hashicorp/go-plugin"
@@ -26,9 +27,39 @@ type proc struct {
 	client *goplugin.Client
 	differ *sdkplugin.DifferClient
 	info   sdkplugin.Info
+	// closing is set when Kule closes the plugin (see quietOnClose).
+	closing *atomic.Bool
 }
 
-func (p *proc) kill() { p.client.Kill() }
+func (p *proc) kill() {
+	p.closing.Store(true)
+	p.client.Kill()
+}
+
+// quietOnClose is a plugin's logger that, once Kule itself closes the
+// plugin, says go-plugin's own exit complaints ("failed to exit gracefully",
+// the kill's exit status) at debug level: Kule asked the plugin to go and
+// needs nothing more from it, so a person is not told of it.
+type quietOnClose struct {
+	hclog.Logger
+	closing *atomic.Bool
+}
+
+func (q quietOnClose) Warn(msg string, args ...any) {
+	if q.closing.Load() {
+		q.Logger.Debug(msg, args...)
+		return
+	}
+	q.Logger.Warn(msg, args...)
+}
+
+func (q quietOnClose) Error(msg string, args ...any) {
+	if q.closing.Load() {
+		q.Logger.Debug(msg, args...)
+		return
+	}
+	q.Logger.Error(msg, args...)
+}
 
 // tail keeps the last bytes a plugin wrote to stderr, for error messages.
 type tail struct {
@@ -120,7 +151,8 @@ func (h *Host) start(ctx context.Context, kind, name string, builtin bool) (*pro
 	if err != nil {
 		return nil, err
 	}
-	log := h.opts.Logger.Named(kind + "-" + name)
+	closing := &atomic.Bool{}
+	log := quietOnClose{Logger: h.opts.Logger.Named(kind + "-" + name), closing: closing}
 	stderr := &tail{}
 	cfg := &goplugin.ClientConfig{
 		HandshakeConfig: hs,
@@ -174,7 +206,7 @@ func (h *Host) start(ctx context.Context, kind, name string, builtin bool) (*pro
 		client.Kill()
 		return nil, fmt.Errorf("%w: %s %q: %v", ErrHandshake, kind, name, err)
 	}
-	p := &proc{key: kindName(kind, name), client: client}
+	p := &proc{key: kindName(kind, name), client: client, closing: closing}
 	dc, ok := raw.(*sdkplugin.DifferClient)
 	if !ok {
 		client.Kill()

@@ -37,6 +37,7 @@ type Layer string
 const (
 	LayerBuiltin    Layer = "built-in"
 	LayerPerson     Layer = "your policy.cedar"
+	LayerGroup      Layer = "the group's policy"
 	LayerFolder     Layer = "the folder's .kule/policy.cedar"
 	LayerRemembered Layer = "remembered"
 )
@@ -94,17 +95,40 @@ func FolderPath(folder string) string { return filepath.Join(folder, ".kule", "p
 // file that does not parse or validate is an error naming file and line, and
 // no engine: nothing is committed under a broken policy.
 func Load(kuleHome, folder, choice string) (*Engine, error) {
+	return load(kuleHome, folder, choice, PersonPath(kuleHome), LayerPerson)
+}
+
+// LoadGroup is Load for a task in a group with a policy of its own: own, the
+// path of the group's Cedar file, replaces the built-ins and the person's
+// policy.cedar; an empty own takes the built-in choice even when a
+// policy.cedar is there. The folder's rules and the remembered approvals
+// hold as in Load.
+func LoadGroup(kuleHome, folder, choice, own string) (*Engine, error) {
+	return load(kuleHome, folder, choice, own, LayerGroup)
+}
+
+// Validate checks a policy text as Load would read it from the person's own
+// file: it parses and every rule validates against Kule's schema.
+func Validate(name string, src []byte) error {
+	_, err := parseFile(name, src)
+	return err
+}
+
+func load(kuleHome, folder, choice, person string, layer Layer) (*Engine, error) {
 	e := &Engine{
 		forbids:    cedar.PolicyMap{},
 		permits:    cedar.PolicyMap{},
 		remembered: cedar.PolicyMap{},
 		meta:       map[cedar.PolicyID]*Rule{},
 	}
-	person := PersonPath(kuleHome)
-	src, err := readRegular(person)
+	var src []byte
+	err := fs.ErrNotExist // no own file: the built-in choice holds
+	if person != "" {
+		src, err = readRegular(person)
+	}
 	switch {
 	case err == nil:
-		if err := e.add(LayerPerson, person, src); err != nil {
+		if err := e.add(layer, person, src); err != nil {
 			return nil, err
 		}
 	case errors.Is(err, fs.ErrNotExist):

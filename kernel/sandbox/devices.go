@@ -47,7 +47,9 @@ func checkDevice(name string) error {
 	return nil
 }
 
-func (s *Sandbox) devices() ([]string, error) {
+// devices lists the devices to give; on a refused one it returns its name
+// too.
+func (s *Sandbox) devices() ([]string, string, error) {
 	out := append([]string(nil), baseDevices...)
 	if !s.NoGPU {
 		for _, g := range gpuDevices {
@@ -60,7 +62,7 @@ func (s *Sandbox) devices() ([]string, error) {
 	for _, d := range s.Devices {
 		d = strings.TrimPrefix(filepath.Clean(d), "/dev/")
 		if err := checkDevice(d); err != nil {
-			return nil, err
+			return nil, d, err
 		}
 		out = append(out, d)
 	}
@@ -70,5 +72,5 @@ func (s *Sandbox) devices() ([]string, error) {
 			have = append(have, d)
 		}
 	}
-	return dedupe(have), nil
+	return dedupe(have), "", nil
 }

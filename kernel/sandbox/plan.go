@@ -255,7 +255,7 @@ func (s *Sandbox) plan(spec runner.Spec) (*plan, error) {
 			return nil, fmt.Errorf("%w: --allow-write %s: %w", ErrBadSpec, w, err)
 		}
 		if underStrong(rp) || covers(rp, strong) {
-			return nil, fmt.Errorf("%w: --allow-write %s would open a hidden path (credentials, Kule's home or another task)", ErrBadSpec, w)
+			return nil, s.openingRefused(spec, fmt.Errorf("%w: --allow-write %s would open a hidden path (credentials, Kule's home or another task)", ErrBadSpec, w), "--allow-write", w, hiddenBy(rp, strong))
 		}
 		p.Writable = append(p.Writable, rp)
 	}
@@ -269,7 +269,7 @@ func (s *Sandbox) plan(spec runner.Spec) (*plan, error) {
 			return nil, fmt.Errorf("%w: --reveal %s: %w", ErrBadSpec, r, err)
 		}
 		if underStrong(rp) {
-			return nil, fmt.Errorf("%w: --reveal %s would open a hidden path (credentials, Kule's home or another task)", ErrBadSpec, r)
+			return nil, s.openingRefused(spec, fmt.Errorf("%w: --reveal %s would open a hidden path (credentials, Kule's home or another task)", ErrBadSpec, r), "--reveal", r, hiddenBy(rp, strong))
 		}
 		p.ReadOnly = append(p.ReadOnly, rp)
 		if t.Folder != "" {
@@ -320,8 +320,12 @@ func (s *Sandbox) plan(spec runner.Spec) (*plan, error) {
 	}
 	p.HideDirs, p.HideFiles = dedupe(p.HideDirs), dedupe(p.HideFiles)
 
-	devs, err := s.devices()
+	devs, refused, err := s.devices()
 	if err != nil {
+		if refused != "" {
+			s.refuse(spec, Refusal{Kind: DeviceRefused, What: "/dev/" + refused, Why: err.Error(),
+				Do: "nothing ran; take the device out of [sandbox] devices in config.toml (disks, memory, input devices and consoles are never given)"})
+		}
 		return nil, err
 	}
 	p.Devices = devs

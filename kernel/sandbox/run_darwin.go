@@ -22,9 +22,10 @@ func (s *Sandbox) Run(ctx context.Context, spec runner.Spec) (int, error) {
 	a := Probe()
 	if m := a.Missing(); len(m) > 0 {
 		if !s.AcceptWeaker {
-			return -1, fmt.Errorf("%w: %s; nothing ran and nothing changed", ErrUnavailable, strings.Join(m, "; "))
+			return -1, s.notRun(spec, fmt.Errorf("%w: %s; nothing ran and nothing changed", ErrUnavailable, strings.Join(m, "; ")), strings.Join(m, "; "), fixSystem)
 		}
 		fmt.Fprintf(s.warn(), "kule: WEAKER ISOLATION (accepted): %s\n", strings.Join(m, "; "))
+		s.weaker(spec, m)
 		return runner.Direct{}.Run(ctx, spec)
 	}
 	p, err := s.plan(spec)

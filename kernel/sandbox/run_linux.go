@@ -43,9 +43,10 @@ func (s *Sandbox) Run(ctx context.Context, spec runner.Spec) (int, error) {
 	missing := avail.Missing()
 	if len(missing) > 0 {
 		if !s.AcceptWeaker {
-			return -1, fmt.Errorf("%w: %s; nothing ran and nothing changed (fix the system, or accept weaker isolation with `kule isolation --accept-weaker on`)", ErrUnavailable, strings.Join(missing, "; "))
+			return -1, s.notRun(spec, fmt.Errorf("%w: %s; nothing ran and nothing changed (fix the system, or accept weaker isolation with `kule isolation --accept-weaker on`)", ErrUnavailable, strings.Join(missing, "; ")), strings.Join(missing, "; "), fixSystem)
 		}
 		fmt.Fprintf(s.warn(), "kule: WEAKER ISOLATION (accepted): %s\n", strings.Join(missing, "; "))
+		s.weaker(spec, missing)
 	}
 	p, err := s.plan(spec)
 	if err != nil {
@@ -160,7 +161,7 @@ func (s *Sandbox) Run(ctx context.Context, spec runner.Spec) (int, error) {
 		cmd.ExtraFiles[2].Close()
 	}
 	if startErr != nil {
-		return -1, fmt.Errorf("%w: start the helper: %w%s; nothing ran", ErrUnavailable, startErr, startHint(startErr))
+		return -1, s.notRun(spec, fmt.Errorf("%w: start the helper: %w%s; nothing ran", ErrUnavailable, startErr, startHint(startErr)), "the sandbox's helper did not start: "+startErr.Error()+startHint(startErr), fixSystem)
 	}
 	if spec.Started != nil {
 		spec.Started(cmd.Process.Pid) // the sandbox's PID 1: the command's tree is beneath it
@@ -186,9 +187,9 @@ func (s *Sandbox) Run(ctx context.Context, spec runner.Spec) (int, error) {
 		}
 		wg.Wait()
 		if err := <-ready; err != nil {
-			return -1, err // the helper found no plan: this is why
+			return -1, err // the helper found no plan: this is why (not the sandbox's refusal)
 		}
-		return -1, fmt.Errorf("%w: %s; nothing ran and nothing changed", ErrSetup, strings.TrimSpace(string(status)))
+		return -1, s.notRun(spec, fmt.Errorf("%w: %s; nothing ran and nothing changed", ErrSetup, strings.TrimSpace(string(status))), strings.TrimSpace(string(status)), fixSystem)
 	}
 	code, err := runner.ExitCode(cmd.Wait())
 	if bridge != nil {

@@ -50,6 +50,11 @@ type Sandbox struct {
 	// leaves out the GPU's devices (/dev/dri, /dev/nvidia*).
 	Devices []string
 	NoGPU   bool
+
+	// Refused, when set, is told of each thing the sandbox refuses or
+	// weakens for a run (see Refusal); Kule keeps them in the task's
+	// sandbox.jsonl. Nil tells no one: the errors and Warn still say it.
+	Refused func(Refusal)
 }
 
 var _ runner.Runner = (*Sandbox)(nil)

@@ -8,13 +8,16 @@ package scan
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/kulehq/kule/kernel/clone"
 	"github.com/kulehq/kule/kernel/effects"
 	"github.com/kulehq/kule/kernel/ignore"
 	"github.com/kulehq/kule/kernel/manifest"
+	"github.com/kulehq/kule/kernel/relpath"
 	"github.com/kulehq/kule/kernel/walk"
 )
 
@@ -22,6 +25,10 @@ import (
 type Result struct {
 	Effects  []effects.Effect
 	Problems []walk.Problem
+	// GitDirs are the directories (slash paths, "." for the root) that hold
+	// a `.git` entry, which the walk left out: where kernel/gitstate looks
+	// for repositories, so it need not walk the tree again.
+	GitDirs []string
 }
 
 // IsGitPath reports whether rel lies in a repository's git directory (or is
@@ -38,21 +45,63 @@ type Options struct {
 
 // Scan compares copyDir with the manifest m of its base.
 func Scan(copyDir string, m *manifest.Manifest, base clone.Base, opt Options) (*Result, error) {
-	w, err := walk.Walk(copyDir, walk.Options{Skip: func(rel string, _ effects.EntryType) bool {
-		return filepath.Base(rel) == ".git"
-	}})
-	if err != nil {
-		return nil, err
+	return Start(copyDir).Compare(m, base, opt)
+}
+
+// Walking is a walk of a copy under way, to be compared with the base's
+// manifest once that is loaded: the walk (system calls) and the manifest's
+// decoding (memory) then overlap instead of following each other.
+type Walking struct {
+	copyDir string
+	done    chan struct{}
+	w       *walk.Result
+	gitDirs []string
+	err     error
+}
+
+// Start begins walking copyDir in the background.
+func Start(copyDir string) *Walking {
+	wk := &Walking{copyDir: copyDir, done: make(chan struct{})}
+	go func() {
+		defer close(wk.done)
+		var mu sync.Mutex
+		wk.w, wk.err = walk.Walk(copyDir, walk.Options{Skip: func(rel string, _ effects.EntryType) bool {
+			if relpath.Base(rel) != ".git" {
+				return false
+			}
+			dir := relpath.Dir(rel)
+			if dir == "" {
+				dir = "."
+			}
+			mu.Lock()
+			wk.gitDirs = append(wk.gitDirs, dir)
+			mu.Unlock()
+			return true
+		}})
+	}()
+	return wk
+}
+
+// Wait waits for the walk to end, for a caller that will not Compare.
+func (wk *Walking) Wait() { <-wk.done }
+
+// Compare waits for the walk and compares it with the manifest m of the
+// copy's base.
+func (wk *Walking) Compare(m *manifest.Manifest, base clone.Base, opt Options) (*Result, error) {
+	<-wk.done
+	if wk.err != nil {
+		return nil, wk.err
 	}
-	s := &scanner{copyDir: copyDir, base: base, res: &Result{Problems: w.Problems}}
-	var old []manifest.Entry
-	for _, e := range m.Entries {
-		if !IsGitPath(e.Path) {
-			old = append(old, e)
-		}
-	}
+	w, copyDir, gitDirs := wk.w, wk.copyDir, wk.gitDirs
+	slices.Sort(gitDirs)
+	s := &scanner{copyDir: copyDir, base: base, res: &Result{Problems: w.Problems, GitDirs: gitDirs}}
+	old := m.Entries
 	i, j := 0, 0
 	for i < len(old) || j < len(w.Items) {
+		if i < len(old) && IsGitPath(old[i].Path) {
+			i++ // judged by meaning, never file by file
+			continue
+		}
 		switch {
 		case j == len(w.Items) || (i < len(old) && old[i].Path < w.Items[j].Path):
 			s.deleted(&old[i])

@@ -5,18 +5,21 @@
 package walk
 
 import (
+	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
 	"runtime"
+	"slices"
 	"sort"
+	"strings"
 	"sync"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/kulehq/kule/kernel/effects"
-	"github.com/kulehq/kule/kernel/relpath"
 )
 
 // Errors a caller can test for.
@@ -95,15 +98,15 @@ func Walk(root string, opt Options) (*Result, error) {
 		workers = min(runtime.GOMAXPROCS(0), 4)
 	}
 	w := &walker{root: root, skip: opt.Skip, queue: make(chan string, 1024)}
-	results := make([]*Result, workers)
+	results := make([]*worker, workers)
 	var wg sync.WaitGroup
 	w.pending.Add(1)
 	w.queue <- ""
 	go func() { w.pending.Wait(); close(w.queue) }()
 	for i := range workers {
-		results[i] = &Result{}
+		results[i] = &worker{buf: make([]byte, 32<<10)}
 		wg.Add(1)
-		go func(r *Result) {
+		go func(r *worker) {
 			defer wg.Done()
 			for dir := range w.queue {
 				w.listDir(dir, r)
@@ -112,14 +115,95 @@ func Walk(root string, opt Options) (*Result, error) {
 		}(results[i])
 	}
 	wg.Wait()
+	// Each directory was listed sorted by name; put the listings together
+	// in path order (a plain byte order of whole paths, as the manifest
+	// keeps it) without sorting all the paths at once.
+	byDir := make(map[string]*listing)
+	n := 0
 	out := &Result{}
 	for _, r := range results {
-		out.Items = append(out.Items, r.Items...)
-		out.Problems = append(out.Problems, r.Problems...)
+		for i := range r.listings {
+			l := &r.listings[i]
+			byDir[l.dir] = l
+			n += len(l.items)
+		}
+		out.Problems = append(out.Problems, r.problems...)
 	}
-	sort.Slice(out.Items, func(i, j int) bool { return out.Items[i].Path < out.Items[j].Path })
+	out.Items = assemble("", byDir, make([]Item, 0, n))
 	sort.Slice(out.Problems, func(i, j int) bool { return out.Problems[i].Path < out.Problems[j].Path })
 	return out, nil
+}
+
+// assemble appends dir's listing and, in their place, its subdirectories'
+// listings. A subdirectory "a" is followed by its own entry and then, where
+// "a/" sorts among its siblings, its subtree: "a", "a-b", "a/x", "a0".
+func assemble(dir string, byDir map[string]*listing, out []Item) []Item {
+	l := byDir[dir]
+	if l == nil {
+		return out
+	}
+	subs := 0
+	for _, i := range l.order {
+		if l.items[i].Type == effects.TypeDir && byDir[l.items[i].Path] != nil {
+			subs++
+		}
+	}
+	if subs == 0 {
+		for _, i := range l.order {
+			out = append(out, l.items[i])
+		}
+		return out
+	}
+	type key struct {
+		name string
+		i    int32
+		sub  bool
+	}
+	keys := make([]key, 0, len(l.items)+subs)
+	for _, i := range l.order {
+		it := &l.items[i]
+		name := it.Path[len(it.Path)-nameLen(it.Path):]
+		keys = append(keys, key{name, i, false})
+		if it.Type == effects.TypeDir && byDir[it.Path] != nil {
+			keys = append(keys, key{name + "/", i, true})
+		}
+	}
+	slices.SortFunc(keys, func(a, b key) int { return strings.Compare(a.name, b.name) })
+	for _, k := range keys {
+		if k.sub {
+			out = assemble(l.items[k.i].Path, byDir, out)
+		} else {
+			out = append(out, l.items[k.i])
+		}
+	}
+	return out
+}
+
+func nameLen(rel string) int { return len(rel) - strings.LastIndexByte(rel, '/') - 1 }
+
+// countDirents counts the records in a getdents buffer.
+func countDirents(b []byte) int {
+	n := 0
+	for len(b) >= 19 {
+		reclen := int(binary.NativeEndian.Uint16(b[16:18]))
+		if reclen < 19 || reclen > len(b) {
+			break
+		}
+		b = b[reclen:]
+		n++
+	}
+	return n
+}
+
+// byName orders a directory's items by name: the order of their indexes,
+// so that sorting moves four bytes an item, not a whole Item.
+func byName(items []Item) []int32 {
+	idx := make([]int32, len(items))
+	for i := range idx {
+		idx[i] = int32(i)
+	}
+	slices.SortFunc(idx, func(a, b int32) int { return strings.Compare(items[a].Path, items[b].Path) })
+	return idx
 }
 
 type walker struct {
@@ -129,10 +213,24 @@ type walker struct {
 	pending sync.WaitGroup
 }
 
+// worker is what one goroutine of the walk found, and its buffer.
+type worker struct {
+	buf      []byte
+	listings []listing
+	problems []Problem
+}
+
+// listing is one directory's entries; order lists them by name.
+type listing struct {
+	dir   string
+	items []Item
+	order []int32
+}
+
 // enqueue hands a directory to the workers. The queue is bounded, and a worker
 // must never block on it (all workers could be producers), so when it is full
 // the directory is listed right here instead.
-func (w *walker) enqueue(dir string, r *Result) {
+func (w *walker) enqueue(dir string, r *worker) {
 	w.pending.Add(1)
 	select {
 	case w.queue <- dir:
@@ -142,7 +240,7 @@ func (w *walker) enqueue(dir string, r *Result) {
 	}
 }
 
-func (w *walker) listDir(dir string, r *Result) {
+func (w *walker) listDir(dir string, r *worker) {
 	abs := w.root
 	if dir != "" {
 		abs = w.root + "/" + dir
@@ -153,40 +251,73 @@ func (w *walker) listDir(dir string, r *Result) {
 		if errors.Is(err, unix.ENOENT) {
 			kind = Vanished
 		}
-		r.Problems = append(r.Problems, Problem{Path: dir, Kind: kind, Err: err})
+		r.problems = append(r.problems, Problem{Path: dir, Kind: kind, Err: err})
 		return
 	}
-	f := os.NewFile(uintptr(fd), abs)
-	defer f.Close()
-	ents, err := f.ReadDir(-1)
-	if err != nil {
-		r.Problems = append(r.Problems, Problem{Path: dir, Kind: Unreadable, Err: err})
-		// What was read is still listed below.
+	defer unix.Close(fd)
+	prefix := ""
+	if dir != "" {
+		prefix = dir + "/"
 	}
-	for _, de := range ents {
-		name := de.Name()
-		rel := relpath.Join(dir, name)
-		var st unix.Stat_t
-		if err := unix.Fstatat(fd, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
-			kind := Unreadable
-			if errors.Is(err, unix.ENOENT) {
-				kind = Vanished
+	var items []Item
+	var subdirs []string
+	for {
+		n, err := unix.Getdents(fd, r.buf)
+		if errors.Is(err, unix.EINTR) {
+			continue
+		}
+		if err != nil {
+			r.problems = append(r.problems, Problem{Path: dir, Kind: Unreadable, Err: &os.PathError{Op: "readdirent", Path: abs, Err: err}})
+			break // what was read is still listed
+		}
+		if n <= 0 {
+			break
+		}
+		// linux_dirent64: ino u64, off s64, reclen u16, type u8, name NUL-terminated.
+		items = slices.Grow(items, countDirents(r.buf[:n])) // no growing garbage
+		for b := r.buf[:n]; len(b) >= 19; {
+			reclen := int(binary.NativeEndian.Uint16(b[16:18]))
+			if reclen < 19 || reclen > len(b) {
+				break
 			}
-			r.Problems = append(r.Problems, Problem{Path: rel, Kind: kind, Err: err})
-			continue
+			name := b[19:reclen]
+			i := bytes.IndexByte(name, 0)
+			if i < 0 {
+				break // the kernel always ends a name with NUL
+			}
+			cname := name[:i+1] // with its NUL, for the system call
+			name = name[:i]
+			b = b[reclen:]
+			if len(name) == 0 || (name[0] == '.' && (len(name) == 1 || (len(name) == 2 && name[1] == '.'))) {
+				continue
+			}
+			rel := prefix + string(name)
+			var st unix.Stat_t
+			if err := fstatat(fd, cname, &st); err != nil {
+				kind := Unreadable
+				if errors.Is(err, unix.ENOENT) {
+					kind = Vanished
+				}
+				r.problems = append(r.problems, Problem{Path: rel, Kind: kind, Err: err})
+				continue
+			}
+			it := FromStat(rel, &st)
+			if it.Type == effects.TypeNone {
+				r.problems = append(r.problems, Problem{Path: rel, Kind: Special, Err: fmt.Errorf("%s", describeSpecial(st.Mode))})
+				continue
+			}
+			if w.skip != nil && w.skip(rel, it.Type) {
+				continue
+			}
+			items = append(items, it)
+			if it.Type == effects.TypeDir {
+				subdirs = append(subdirs, rel)
+			}
 		}
-		it := FromStat(rel, &st)
-		if it.Type == effects.TypeNone {
-			r.Problems = append(r.Problems, Problem{Path: rel, Kind: Special, Err: fmt.Errorf("%s", describeSpecial(st.Mode))})
-			continue
-		}
-		if w.skip != nil && w.skip(rel, it.Type) {
-			continue
-		}
-		r.Items = append(r.Items, it)
-		if it.Type == effects.TypeDir {
-			w.enqueue(rel, r)
-		}
+	}
+	r.listings = append(r.listings, listing{dir: dir, items: items, order: byName(items)})
+	for _, sd := range subdirs {
+		w.enqueue(sd, r)
 	}
 }
 

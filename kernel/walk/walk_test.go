@@ -5,6 +5,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"sort"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -64,6 +65,43 @@ func TestWalkRefusesALinkOrAFileAsRoot(t *testing.T) {
 	for _, p := range []string{f, l} {
 		if _, err := Walk(p, Options{}); err == nil {
 			t.Errorf("Walk(%s) accepted a root that is not a directory", p)
+		}
+	}
+}
+
+// Items come in plain byte order of their whole paths, the manifest's
+// order, even where a directory's subtree and its siblings interleave
+// ("a", "a-b", "a/x", "a0").
+func TestWalkSortsByWholePath(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	for _, p := range []string{"a/x", "a/y/z", "a-b/c", "a0", "a.b", "b/a/b", "b/a-b", "b/a0/q", "-", "a/-"} {
+		if err := os.MkdirAll(filepath.Join(root, filepath.Dir(p)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(root, p), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var want []string
+	_ = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if rel, _ := filepath.Rel(root, p); rel != "." {
+			want = append(want, filepath.ToSlash(rel))
+		}
+		return err
+	})
+	sort.Strings(want)
+	for _, workers := range []int{1, 2, 8} {
+		r, err := Walk(root, Options{Workers: workers})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, it := range r.Items {
+			got = append(got, it.Path)
+		}
+		if d := cmp.Diff(want, got); d != "" {
+			t.Fatalf("workers=%d (-sorted +Walk):\n%s", workers, d)
 		}
 	}
 }

@@ -96,6 +96,29 @@ func (c *Client) Running(ctx context.Context) bool {
 	return c.Do(ctx, "GET", "/api/health", nil, nil) == nil
 }
 
+// Question is what a process of the same user asks a person through the
+// daemon (it waits under Needs you): a connection or a permission.
+type Question struct {
+	Task    string `json:"task"`
+	Kind    string `json:"kind"` // "connection", "permission"
+	Title   string `json:"title"`
+	Detail  string `json:"detail,omitempty"`
+	Subject string `json:"subject,omitempty"` // what "remember" keeps: host:port, agent and tool kind
+}
+
+// Ask puts q to the person through the daemon and waits for the answer (or
+// for the task's wait to run out). It returns whether it was approved; an
+// error (no daemon, ctx ended) means no answer: treat it as refused.
+func (c *Client) Ask(ctx context.Context, q Question) (bool, error) {
+	var out struct {
+		State string `json:"state"`
+	}
+	if err := c.Do(ctx, "POST", "/api/questions?wait=1", q, &out); err != nil {
+		return false, err
+	}
+	return out.State == "approved", nil
+}
+
 // AppURL asks the daemon for the address that opens the app (with its token).
 func (c *Client) AppURL(ctx context.Context) (string, error) {
 	var out struct {

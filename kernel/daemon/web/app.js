@@ -25,20 +25,21 @@ async function api(method, path, body) {
   const text = await r.text();
   let data = null;
   try { data = text ? JSON.parse(text) : null; } catch { data = { error: text }; }
-  if (!r.ok) throw new Error((data && data.error) || r.statusText);
+  if (!r.ok) { const e = new Error((data && data.error) || r.statusText); e.status = r.status; e.data = data; throw e; }
   return data;
 }
 
 function toast(msg, bad = false) {
   const t = h('div', { class: 'toast' + (bad ? ' bad' : ''), role: bad ? 'alert' : 'status' }, msg);
   $('toasts').append(t);
+  while ($('toasts').children.length > 3) $('toasts').firstChild.remove();
   setTimeout(() => t.remove(), bad ? 9000 : 3500);
 }
 
 const state = {
-  tasks: [], questions: [], current: null, view: 'review', detail: null,
-  ruling: {}, // path -> 'approve' | 'hold'
-  shortcuts: {}, output: {}, running: {},
+  tasks: [], groups: [], agents: [], questions: [], current: null, view: 'live', detail: null,
+  ruling: {}, // path -> 'approve' | 'remember' | 'hold'
+  shortcuts: {}, live: {}, // task id -> items the Live tab shows
 };
 
 // ---------- commands and keys ----------
@@ -47,9 +48,10 @@ const commands = [
   { id: 'task.new', title: 'New task', key: 'Mod+N', run: openNew },
   { id: 'task.next', title: 'Next task', key: 'Ctrl+Tab', run: () => stepTask(1) },
   { id: 'task.prev', title: 'Previous task', key: 'Ctrl+Shift+Tab', run: () => stepTask(-1) },
-  { id: 'view.review', title: 'Show Review', key: 'Mod+1', run: () => setView('review'), task: true },
-  { id: 'view.timeline', title: 'Show Timeline', key: 'Mod+2', run: () => setView('timeline'), task: true },
-  { id: 'view.files', title: 'Show Files', key: 'Mod+3', run: () => setView('files'), task: true },
+  { id: 'view.live', title: 'Show Live (the agent and its runs)', key: 'Mod+1', run: () => setView('live'), task: true },
+  { id: 'view.review', title: 'Show Review', key: 'Mod+2', run: () => setView('review'), task: true },
+  { id: 'view.timeline', title: 'Show Timeline', key: 'Mod+3', run: () => setView('timeline'), task: true },
+  { id: 'view.files', title: 'Show Files', key: 'Mod+4', run: () => setView('files'), task: true },
   { id: 'task.commit', title: 'Commit', key: 'Mod+Shift+Enter', run: () => commit(false), task: true },
   { id: 'task.approvecommit', title: 'Approve and commit', key: '', run: () => commit(true), task: true },
   { id: 'task.rollback', title: 'Roll back uncommitted changes', key: '', run: rollback, task: true },
@@ -61,6 +63,10 @@ const commands = [
   { id: 'task.rename', title: 'Name the task', key: 'F2', run: rename, task: true },
   { id: 'task.stop', title: 'Stop the running command', key: '', run: () => api('POST', `/api/tasks/${state.current}/stop`), task: true },
   { id: 'task.wait', title: 'Set how long questions of the task wait', key: '', run: setTaskWait, task: true },
+  { id: 'task.group', title: 'Move the task to a group', key: 'Mod+Shift+G', run: () => pickGroup(), task: true },
+  { id: 'group.new', title: 'New group', key: '', run: () => openGroup(null) },
+  { id: 'question.remember', title: 'Approve the waiting question and remember', key: '', run: () => answerFirst(true, true) },
+  { id: 'agent.pick', title: 'Choose who runs the command line: shell or an agent', key: 'Mod+J', run: () => $('agent').focus(), task: true },
   { id: 'task.delete', title: 'Delete the task', key: '', run: del, task: true },
   { id: 'cmdline.focus', title: 'Go to the command line', key: 'Mod+L', run: () => $('cmd').focus(), task: true },
   { id: 'settings.open', title: 'Settings', key: 'Mod+,', run: openSettings },
@@ -127,38 +133,106 @@ setTheme(localStorage.getItem('kule.theme') || 'system');
 
 // ---------- tasks ----------
 const colours = ['', 'slate', 'red', 'orange', 'amber', 'green', 'teal', 'blue', 'indigo', 'violet', 'pink'];
+// changesText reads a summary as a person would: "no changes" for none.
+const changesText = (sum) => (!sum || /^0 /.test(sum) ? 'no changes' : sum);
 const taskTitle = (t) => t.name || t.folder.split('/').filter(Boolean).pop() || t.folder;
 const cur = () => state.tasks.find((t) => t.id === state.current);
 
 async function loadTasks() {
-  state.tasks = await api('GET', '/api/tasks');
+  const [ts, gs] = await Promise.all([api('GET', '/api/tasks'), api('GET', '/api/groups')]);
+  state.tasks = ts;
+  state.groups = gs;
   if (state.current && !cur()) state.current = null;
   renderTasks();
   renderHeader();
 }
 
+function taskRow(t) {
+  const badges = [];
+  if (t.running) badges.push(h('span', { class: 'badge run' }, 'running'));
+  if (t.waiting) badges.push(h('span', { class: 'badge wait', title: 'questions waiting' }, `${t.waiting} waiting`));
+  if (t.asks) badges.push(h('span', { class: 'badge ask', title: 'changes that need approval' }, `${t.asks} ask`));
+  if (t.denied) badges.push(h('span', { class: 'badge deny', title: 'changes the policy refuses' }, `${t.denied} denied`));
+  if (t.changes && !t.asks && !t.denied) badges.push(h('span', { class: 'badge' }, String(t.changes)));
+  const li = h('li', {
+    role: 'option', 'aria-selected': String(t.id === state.current), tabindex: '0', 'data-id': t.id,
+    'aria-label': `Task ${taskTitle(t)}, ${changesText(t.summary)}`,
+    onclick: () => { if (!drag.moved) select(t.id); }, onkeydown: (e) => { if (e.key === 'Enter' || e.key === ' ') { e.preventDefault(); select(t.id); } },
+  },
+  h('span', { class: 'stripe' + (t.colour ? ' c-' + t.colour : '') }),
+  h('div', {}, h('div', { class: 'tn' }, taskTitle(t)), h('div', { class: 'ts' }, `${t.id} · ${t.error ? 'error' : changesText(t.summary)}`)),
+  h('div', { class: 'badges' }, badges));
+  li.addEventListener('pointerdown', (e) => startDrag(e, t.id, li));
+  return li;
+}
+
+const policyWord = { '': 'default policy', balanced: 'balanced', careful: 'careful', own: 'own policy' };
+
 function renderTasks() {
   const ul = $('task-list');
-  ul.replaceChildren(...state.tasks.map((t) => {
-    const badges = [];
-    if (t.running) badges.push(h('span', { class: 'badge run' }, 'running'));
-    if (t.waiting) badges.push(h('span', { class: 'badge wait', title: 'questions waiting' }, `${t.waiting} waiting`));
-    if (t.asks) badges.push(h('span', { class: 'badge ask', title: 'changes that need approval' }, `${t.asks} ask`));
-    if (t.denied) badges.push(h('span', { class: 'badge deny', title: 'changes the policy refuses' }, `${t.denied} denied`));
-    if (t.changes && !t.asks && !t.denied) badges.push(h('span', { class: 'badge' }, String(t.changes)));
-    const li = h('li', {
-      role: 'option', 'aria-selected': String(t.id === state.current), tabindex: '0', 'data-id': t.id,
-      'aria-label': `Task ${taskTitle(t)}, ${t.summary || 'no changes'}`,
-      onclick: () => select(t.id), onkeydown: (e) => { if (e.key === 'Enter' || e.key === ' ') { e.preventDefault(); select(t.id); } },
-    },
-    h('span', { class: 'stripe' + (t.colour ? ' c-' + t.colour : '') }),
-    h('div', {}, h('div', { class: 'tn' }, taskTitle(t)), h('div', { class: 'ts' }, `${t.id} · ${t.error ? 'error' : (t.summary || 'no changes')}`)),
-    h('div', { class: 'badges' }, badges));
-    return li;
-  }));
+  const rows = [];
+  const known = new Set(state.groups.map((g) => g.id));
+  for (const t of state.tasks) if (!t.group || !known.has(t.group)) rows.push(taskRow(t));
+  for (const g of state.groups) {
+    rows.push(h('li', { class: 'ghead', role: 'presentation', 'data-group': g.id },
+      h('span', { class: 'gdot' + (g.colour ? ' c-' + g.colour : ''), 'aria-hidden': 'true' }),
+      h('span', { class: 'gname' }, g.name),
+      h('span', { class: 'gpol', title: 'the policy of its tasks' }, policyWord[g.policy || '']),
+      h('button', { class: 'icon small-btn', 'aria-label': `Edit group ${g.name}`, title: 'Edit group', onclick: (e) => { e.stopPropagation(); openGroup(g); } }, '⋯')));
+    const mine = state.tasks.filter((t) => t.group === g.id);
+    for (const t of mine) { const r = taskRow(t); r.classList.add('ingroup'); rows.push(r); }
+    if (!mine.length) rows.push(h('li', { class: 'gempty muted small', role: 'presentation', 'data-group': g.id }, 'No tasks — drop one here'));
+  }
+  ul.replaceChildren(...rows);
   $('no-tasks').hidden = state.tasks.length > 0;
-  $('welcome').hidden = !!state.current;
+  $('drag-hint').hidden = state.tasks.length < 2 && !state.groups.length;
+  const first = state.tasks.length === 0 && state.firstRun !== false;
+  $('firstrun').hidden = !first || !!state.current;
+  $('welcome').hidden = first || !!state.current;
   $('taskview').hidden = !state.current;
+  if (first && !$('firstrun').dataset.loaded) loadFirstRun();
+}
+
+// ---------- drag to reorder (pointer events, so keyboard and tests reach the same path) ----------
+const drag = { id: null, li: null, x: 0, y: 0, moved: false, over: null };
+function startDrag(e, id, li) {
+  if (e.button !== 0) return;
+  Object.assign(drag, { id, li, x: e.clientX, y: e.clientY, moved: false, over: null });
+  document.addEventListener('pointermove', onDrag);
+  document.addEventListener('pointerup', endDrag, { once: true });
+}
+function dropTarget(x, y) {
+  const el = document.elementFromPoint(x, y);
+  return el && el.closest('#task-list li');
+}
+function onDrag(e) {
+  if (!drag.id) return;
+  if (!drag.moved && Math.hypot(e.clientX - drag.x, e.clientY - drag.y) < 6) return;
+  drag.moved = true;
+  drag.li.classList.add('dragging');
+  for (const el of document.querySelectorAll('#task-list .drop')) el.classList.remove('drop');
+  const over = dropTarget(e.clientX, e.clientY);
+  drag.over = over && over !== drag.li ? over : null;
+  if (drag.over) drag.over.classList.add('drop');
+}
+async function endDrag() {
+  document.removeEventListener('pointermove', onDrag);
+  const { id, over, moved } = drag;
+  drag.li && drag.li.classList.remove('dragging');
+  for (const el of document.querySelectorAll('#task-list .drop')) el.classList.remove('drop');
+  drag.id = null;
+  setTimeout(() => { drag.moved = false; }, 0);
+  if (!moved || !over) return;
+  try {
+    const t = state.tasks.find((x) => x.id === id);
+    const g = over.dataset.group !== undefined ? over.dataset.group : (state.tasks.find((x) => x.id === over.dataset.id) || {}).group || '';
+    if ((t.group || '') !== g) await moveToGroup(id, g);
+    if (over.dataset.id) {
+      const from = state.tasks.findIndex((x) => x.id === id), to = state.tasks.findIndex((x) => x.id === over.dataset.id);
+      if (from !== to) { state.tasks = await api('POST', `/api/tasks/${id}/move`, { by: to - from }); }
+    }
+    await loadTasks();
+  } catch (x) { toast(x.message, true); }
 }
 
 function select(id) {
@@ -167,7 +241,6 @@ function select(id) {
   localStorage.setItem('kule.task', id);
   renderTasks();
   renderHeader();
-  renderOutput();
   refreshView();
 }
 
@@ -186,7 +259,7 @@ function renderHeader() {
   $('t-dot').className = 'dot' + (t.colour ? ' c-' + t.colour : '');
   const st = $('t-state');
   st.className = 'chip' + (t.running ? ' run' : t.waiting ? ' wait' : '');
-  st.textContent = t.running ? 'running…' : t.waiting ? `${t.waiting} question${t.waiting > 1 ? 's' : ''} waiting` : (t.summary || 'no changes');
+  st.textContent = t.running ? 'running…' : t.waiting ? `${t.waiting} question${t.waiting > 1 ? 's' : ''} waiting` : changesText(t.summary);
   $('t-colours').replaceChildren(...colours.map((c) => h('button', {
     class: c ? 'c-' + c : '', 'aria-label': c ? `Colour ${c}` : 'No colour', title: c || 'none', 'aria-pressed': String((t.colour || '') === c),
     onclick: () => patch({ colour: c }).then(closeMenu),
@@ -200,10 +273,16 @@ async function patch(body) {
   await loadTasks();
 }
 
+// move goes by places among the tasks of the same group, as the list shows them.
 async function move(by) {
-  state.tasks = await api('POST', `/api/tasks/${state.current}/move`, { by });
-  renderTasks();
   closeMenu();
+  const t = cur();
+  const mates = state.tasks.filter((x) => (x.group || '') === (t.group || ''));
+  const i = mates.indexOf(t), j = Math.min(Math.max(i + by, 0), mates.length - 1);
+  if (i === j) return;
+  const delta = state.tasks.indexOf(mates[j]) - state.tasks.indexOf(t);
+  state.tasks = await api('POST', `/api/tasks/${state.current}/move`, { by: delta });
+  renderTasks();
 }
 
 async function rename() {
@@ -242,7 +321,7 @@ function setView(v) {
     b.setAttribute('aria-selected', String(on));
     b.tabIndex = on ? 0 : -1;
   }
-  for (const id of ['review', 'timeline', 'files']) $('v-' + id).hidden = id !== v;
+  for (const id of ['live', 'review', 'timeline', 'files']) $('v-' + id).hidden = id !== v;
   refreshView();
 }
 for (const b of document.querySelectorAll('.tabs [role=tab]')) b.addEventListener('click', () => setView(b.dataset.view));
@@ -253,7 +332,7 @@ function refreshView() {
   if (refreshing) clearTimeout(refreshing);
   refreshing = setTimeout(() => {
     refreshing = null;
-    const f = { review: loadReview, timeline: loadTimeline, files: loadFiles }[state.view];
+    const f = { live: loadLive, review: loadReview, timeline: loadTimeline, files: loadFiles }[state.view];
     f().catch((e) => toast(e.message, true));
     if (state.view !== 'review') loadReview(true).catch(() => {});
   }, 60);
@@ -287,13 +366,14 @@ async function loadReview(countOnly = false) {
 
 function changeRow(c) {
   const rule = state.ruling[c.path];
-  const held = rule === 'hold' || c.verdict === 'deny' || (c.verdict === 'ask' && rule !== 'approve');
+  const held = rule === 'hold' || c.verdict === 'deny' || (c.verdict === 'ask' && rule !== 'approve' && rule !== 'remember');
   const li = h('li', { class: held ? 'held' : '', 'data-path': c.path },
     h('span', { class: 'sym ' + c.kind, 'aria-label': c.kind, title: c.kind }, symbols[c.kind] || '~'),
     h('span', { class: 'path' }, c.kind === 'move' ? `${c.from} → ${c.path}` : c.path + (c.dir ? '/' : ''), c.files ? h('span', { class: 'muted' }, `  (${c.files} files)`) : null),
     h('span', { class: 'verdict ' + c.verdict, title: c.rule ? `rule ${c.rule}` : 'policy verdict' }, c.verdict),
     h('span', { class: 'ruling', role: 'group', 'aria-label': `Ruling for ${c.path}` },
       c.verdict === 'ask' ? h('button', { 'aria-pressed': String(rule === 'approve'), 'aria-label': `Approve ${c.path}`, onclick: () => rule_(c.path, 'approve') }, 'Approve') : null,
+      c.verdict === 'ask' && state.detail && state.detail.can_remember ? h('button', { 'aria-pressed': String(rule === 'remember'), 'aria-label': `Approve ${c.path} and remember`, title: 'Approve it, and let the same change to this path pass from now on (a rule for this folder in rules.cedar; kule rules lists it)', onclick: () => rule_(c.path, 'remember') }, 'Approve and remember') : null,
       c.verdict !== 'deny' ? h('button', { 'aria-pressed': String(rule === 'hold'), 'aria-label': `Hold back ${c.path}`, title: 'Keep it in the copy; do not commit it', onclick: () => rule_(c.path, 'hold') }, 'Hold back') : null),
     c.names && c.names.length ? h('span', { class: 'names', 'aria-label': 'What changed inside' }, c.names.map((n) => h('span', { class: 'name' }, n))) : null,
     c.reason ? h('span', { class: 'reason' }, c.reason) : null);
@@ -302,6 +382,8 @@ function changeRow(c) {
     for (const side of c.kind === 'add' ? ['after'] : c.kind === 'delete' ? ['before'] : ['before', 'after']) {
       const img = h('img', { alt: `${c.path}, ${side}`, loading: 'lazy', src: `/api/tasks/${state.current}/image?side=${side}&path=${encodeURIComponent(side === 'before' && c.from ? c.from : c.path)}` });
       const fig = h('figure', {}, img, h('figcaption', {}, side));
+      // A picture smaller than its box is shown larger, pixel by pixel.
+      img.addEventListener('load', () => { if (img.naturalWidth < 96 && img.naturalHeight < 96) img.classList.add('tiny'); });
       img.addEventListener('error', () => fig.replaceChildren(h('figcaption', {}, `${side}: not shown (not a proven PNG/JPEG/GIF/WebP under 8 MiB and 40 MP)`)));
       pics.append(fig);
     }
@@ -316,15 +398,16 @@ function rule_(path, r) {
 }
 
 async function commit(approveAll) {
-  const body = { approve_all: approveAll, approve: [], exclude: [] };
+  const body = { approve_all: approveAll, approve: [], exclude: [], remember: [] };
   for (const [p, r] of Object.entries(state.ruling)) {
     if (r === 'approve') body.approve.push(p);
+    if (r === 'remember') body.remember.push(p);
     if (r === 'hold') body.exclude.push(p);
   }
   const res = await api('POST', `/api/tasks/${state.current}/commit`, body);
   state.ruling = {};
   if (!res.applied.length) toast('Nothing to commit' + (res.left.length ? ` · ${res.left.length} stay in the copy` : ''));
-  else toast(`Committed ${res.summary} · checkpoint ${res.checkpoint}` + (res.left.length ? ` · ${res.left.length} stay in the copy` : ''));
+  else toast(`Committed ${res.summary} · checkpoint ${res.checkpoint}` + (res.left.length ? ` · ${res.left.length} stay in the copy` : '') + (res.remembered && res.remembered.length ? ` · remembered: ${res.remembered.join('; ')}` : ''));
   await Promise.all([loadTasks(), loadReview()]);
 }
 
@@ -348,7 +431,7 @@ const fmtTime = (s) => { const d = new Date(s); return d.toLocaleTimeString([], 
 
 async function loadTimeline() {
   const id = state.current;
-  const [hist, steps] = await Promise.all([api('GET', `/api/tasks/${id}/history`), api('GET', `/api/tasks/${id}/steps`)]);
+  const [hist, steps, net, sb] = await Promise.all([api('GET', `/api/tasks/${id}/history`), api('GET', `/api/tasks/${id}/steps`), api('GET', `/api/tasks/${id}/network`), api('GET', `/api/tasks/${id}/sandbox`)]);
   if (id !== state.current) return;
   const items = [];
   const undone = new Set(hist.entries.filter((e) => e.kind === 'undo').map((e) => e.data.checkpoint));
@@ -365,20 +448,43 @@ async function loadTimeline() {
     const canUndo = lastCommit && e.seq === lastCommit.seq;
     items.push({ time: e.time, kind: e.kind, what, detail, action: canUndo ? h('button', { class: 'ghost', 'aria-label': `Undo checkpoint ${d.checkpoint}`, onclick: () => undo().catch((x) => toast(x.message, true)) }, 'Undo') : null });
   }
+  // Steps after the last commit, while the copy holds changes, are what a
+  // commit would take in: marked, so the Timeline says what is not in the
+  // folder yet.
+  const lastAt = lastCommit ? new Date(lastCommit.time) : new Date(0);
+  const open = (cur() || {}).changes > 0;
+  const mark = (time) => (open && new Date(time) > lastAt ? h('span', { class: 'chip small uncommitted', title: 'after the last commit: its changes are in the copy, not yet in the folder' }, 'not committed') : null);
   for (const s of steps) {
-    items.push({ time: s.time, kind: 'exec', what: `Ran ${s.command}`, detail: `exit ${s.code}${s.error ? ' · ' + s.error : ''}${s.summary ? ' · ' + s.summary : ''}` });
+    if (s.n === undefined) items.push({ time: s.time, kind: 'exec', badge: mark(s.time), what: `Ran ${s.command}`, detail: `exit ${s.code}${s.error ? ' · ' + s.error : ''}${s.summary ? ' · ' + s.summary : ''}` });
+    else if (s.n !== undefined) items.push({ time: s.started || s.time, kind: 'exec', badge: mark(s.started || s.time), what: `Agent: ${s.title || s.kind || 'tool call'}`, detail: [s.status, s.command, (s.effects || []).map(effLine).join(', ')].filter(Boolean).join(' · ') });
   }
+  for (const n of net) {
+    items.push({ time: n.time, kind: n.verdict === 'refused' ? 'refusal' : 'connection', what: `${n.verdict === 'refused' ? 'Refused' : 'Connected to'} ${n.host}:${n.port}`, detail: [n.rule, n.reason, n.error, n.requests ? n.requests + ' requests' : ''].filter(Boolean).join(' · ') });
+  }
+  for (const r of sb.records) items.push({ time: r.time, kind: 'sandbox' + (r.kind === 'weaker' ? ' weaker' : ''), what: sandboxWhat(r), detail: [r.run ? (r.from === 'profile' ? '' : 'command: ') + r.run : '', r.why, r.do].filter(Boolean).join('\n') });
   for (const q of state.questions.filter((q) => q.task === id)) {
     items.push({ time: q.asked, kind: 'question', what: `${q.title}`, detail: `${q.kind} · ${q.state}${q.by ? ' by ' + q.by : ''}` });
   }
-  for (const c of (connections[id] || [])) items.push({ time: c.time, kind: 'connection', what: `Connection ${c.host || ''}`, detail: `${c.verdict || ''} ${c.detail || ''}` });
   items.sort((a, b) => new Date(b.time) - new Date(a.time));
   const ol = $('timeline');
   ol.replaceChildren(...items.map((it) => h('li', {},
     h('span', { class: 'when' }, fmtTime(it.time)), h('span', { class: 'mark ' + it.kind, 'aria-hidden': 'true' }),
-    h('div', {}, h('div', { class: 'what' }, it.what), it.detail ? h('div', { class: 'detail' }, it.detail) : null),
+    h('div', {}, h('div', { class: 'what' }, it.what, it.badge ? ' ' : null, it.badge || null), it.detail ? h('div', { class: 'detail' }, it.detail) : null),
     it.action || h('span'))));
-  if (!items.length) ol.append(h('li', { class: 'muted' }, 'Nothing yet: runs, commits, undos and questions show here.'));
+  if (!items.length) ol.append(h('li', { class: 'muted' }, 'Nothing yet: runs, commits, undos, connections, sandbox refusals and questions show here.'));
+  if (!sb.records.some((r) => r.kind !== 'weaker')) ol.append(h('li', { class: 'muted small', id: 'timeline-accesses' }, 'No sandbox refusals. ' + sb.accesses));
+  if (sb.damaged && sb.damaged.length) ol.append(h('li', { class: 'muted small' }, `${sb.damaged.length} line(s) of sandbox.jsonl could not be read: ${sb.damaged[0]}`));
+}
+
+// sandboxWhat is a sandbox record's title on the Timeline.
+function sandboxWhat(r) {
+  switch (r.kind) {
+    case 'not-run': return `Did not run: ${r.what}`;
+    case 'opening': return `Sandbox refused ${r.what}`;
+    case 'device': return `Sandbox refused the device ${r.what}`;
+    case 'weaker': return `Ran with weaker isolation: ${r.what}`;
+  }
+  return `Sandbox: ${r.what}`;
 }
 
 async function loadFiles() {
@@ -413,7 +519,157 @@ async function fileRows(dir) {
   });
 }
 
-// ---------- command line ----------
+// ---------- Live: what a run is doing now ----------
+// liveOf is a task's Live feed; since is when this page began to hear its
+// events (what happened before comes from steps.jsonl, once).
+function liveOf(id) { return (state.live[id] ||= { items: [], seeded: false, run: null, since: Date.now() }); }
+let liveTimer = null;
+function liveSoon(id) {
+  if (id !== state.current) return;
+  updateLiveDot();
+  if (state.view !== 'live' || liveTimer) return;
+  liveTimer = setTimeout(() => { liveTimer = null; renderLive(); }, 40);
+}
+function pushLive(id, item) {
+  const l = liveOf(id);
+  l.items.push(item);
+  if (l.items.length > 400) l.items.splice(0, l.items.length - 400);
+  liveSoon(id);
+  return item;
+}
+function updateLiveDot() {
+  const t = cur();
+  $('live-dot').className = 'live-dot' + (t && t.running ? ' on' : '');
+}
+
+async function loadLive() {
+  const id = state.current;
+  const l = liveOf(id);
+  if (!l.seeded) {
+    l.seeded = true;
+    try {
+      const steps = await api('GET', `/api/tasks/${id}/steps`);
+      const old = [];
+      for (const s of steps.filter((x) => new Date(x.started || x.time) < l.since).slice(-15)) {
+        if (s.n === undefined) old.push({ kind: 'run', label: s.command, state: 'ended', code: s.code, summary: s.summary, error: s.error, out: s.output || '', time: s.time, past: true });
+        else old.push({ kind: 'tool', n: s.n, title: s.title, toolkind: s.kind, status: s.status, command: s.command, paths: s.paths, effects: (s.effects || []).map(effLine), past: true });
+      }
+      l.items = old.concat(l.items);
+    } catch (x) { toast(x.message, true); }
+  }
+  if (id === state.current) renderLive();
+}
+
+const effLine = (e) => (typeof e === 'string' ? e : `${symbols[e.kind] || '~'} ${e.from ? e.from + ' → ' : ''}${e.path}`);
+const toolIcon = { read: '◔', edit: '✎', delete: '−', move: '»', search: '⌕', execute: '›', think: '…', fetch: '↓' };
+
+function liveItem(it) {
+  switch (it.kind) {
+    case 'run': {
+      const ended = it.state === 'ended';
+      const chip = !ended ? h('span', { class: 'chip run' }, 'running…')
+        : h('span', { class: 'chip' + (it.code ? ' bad' : ' ok') }, it.agent ? (it.error ? 'failed' : (it.stop || 'ended').replace(/_/g, ' ')) : `exit ${it.code}`);
+      return h('li', { class: 'run' + (it.past ? ' past' : ''), 'data-state': it.state },
+        h('div', { class: 'rhead' },
+          h('span', { class: 'who' + (it.agent ? ' agent' : '') }, it.agent ? `You → ${it.agent}` : '›'),
+          h('span', { class: 'label' + (it.agent ? '' : ' mono') }, it.label), it.cost ? h('span', { class: 'muted small', title: 'what the turn cost, as the agent reports it' }, it.cost) : null, chip),
+        it.out && !it.agent ? h('pre', { class: 'out', tabindex: '0', 'aria-label': `Output of ${it.label}` }, it.out) : null,
+        it.out && it.agent ? h('div', { class: 'rnote muted small' }, it.out.trim()) : null,
+        ended && !it.agent && (it.summary || it.error) ? h('div', { class: 'rfoot' + (it.error ? ' bad' : '') }, [it.error, it.summary ? 'the copy now: ' + changesText(it.summary) : ''].filter(Boolean).join(' · ')) : null);
+    }
+    case 'text': return h('li', { class: 'say' }, h('span', { class: 'who agent', 'aria-hidden': 'true' }, '◐'), h('div', { class: 'words' }, it.text));
+    case 'thought': return h('li', { class: 'say thought' }, h('span', { class: 'who', 'aria-hidden': 'true' }, '…'), h('div', { class: 'words' }, it.text));
+    case 'note': return h('li', { class: 'note muted small' }, it.text);
+    case 'tool': return h('li', { class: 'tool' + (it.past ? ' past' : ''), 'data-status': it.status || '' },
+      h('span', { class: 'ticon', 'aria-hidden': 'true' }, toolIcon[it.toolkind] || '◆'),
+      h('div', {}, h('div', { class: 'ttl' }, it.title || it.toolkind || 'tool call', h('span', { class: 'chip small ' + (it.status || '') }, (it.status || 'pending').replace(/_/g, ' '))),
+        it.command ? h('div', { class: 'mono small' }, '$ ' + it.command) : null,
+        it.effects && it.effects.length ? h('ul', { class: 'effects', 'aria-label': 'What it changed' }, it.effects.map((e) => h('li', { class: 'mono small' }, e))) : null));
+    case 'conn': {
+      const word = it.verdict === 'pass' ? 'connected' : it.verdict === 'ask' ? (it.allowed ? 'approved by you' : 'refused: not approved') : 'refused by the policy';
+      return h('li', { class: 'netconn ' + (it.allowed ? 'ok' : 'bad') }, h('span', { class: 'ticon', 'aria-hidden': 'true' }, '↗'),
+        h('div', {}, h('span', { class: 'mono' }, `${it.host}:${it.port}`), ' ', h('span', { class: 'muted small' }, `${word}${it.rule ? ' · ' + it.rule : ''}`)));
+    }
+    case 'end': return h('li', { class: 'end muted small' }, it.text);
+    case 'plan': return h('li', { class: 'plan' }, h('div', { class: 'ttl small muted' }, 'Plan'),
+      h('ul', { 'aria-label': 'The agent\'s plan' }, (it.entries || []).map((e) => h('li', { class: 'pe ' + e.status },
+        h('span', { class: 'pm', 'aria-label': e.status.replace(/_/g, ' ') }, e.status === 'completed' ? '✓' : e.status === 'in_progress' ? '▸' : '○'), ' ', e.text))));
+  }
+  return h('li', {}, JSON.stringify(it));
+}
+
+// touch marks an item changed, so the next render draws it again; the
+// others keep their nodes (and a focused button or a selection in them).
+const touch = (it) => { it.v = (it.v || 0) + 1; return it; };
+const qNodes = new Map(); // question id + state -> its card on Live
+function renderLive() {
+  const id = state.current;
+  if (!id) return;
+  const v = $('v-live');
+  const stick = v.scrollHeight - v.scrollTop - v.clientHeight < 60;
+  const fresh = [];
+  const els = liveOf(id).items.map((it) => {
+    if (!it._el || it._rv !== it.v) { it._el = liveItem(it); it._rv = it.v; fresh.push(it._el); }
+    return it._el;
+  });
+  for (const q of waiting().filter((q) => q.task === id)) {
+    const k = q.id + q.state;
+    if (!qNodes.has(k)) qNodes.set(k, questionCard(q, false));
+    els.push(qNodes.get(k));
+  }
+  const ol = $('live');
+  els.forEach((el, i) => { if (ol.children[i] !== el) ol.insertBefore(el, ol.children[i] || null); });
+  while (ol.children.length > els.length) ol.lastChild.remove();
+  for (const el of fresh) { const o = el.querySelector('pre.out'); if (o) o.scrollTop = o.scrollHeight; }
+  $('no-live').hidden = els.length > 0;
+  if (stick) v.scrollTop = v.scrollHeight;
+  updateLiveDot();
+}
+
+function onAgentEvent(ev) {
+  const l = liveOf(ev.task), d = ev.data || {};
+  const last = l.items[l.items.length - 1];
+  if (d.type === 'text' || d.type === 'thought') {
+    if (last && last.kind === d.type && !last.past) touch(last).text += d.text; else pushLive(ev.task, { kind: d.type, text: d.text });
+    liveSoon(ev.task);
+  } else if (d.step) {
+    const s = d.step;
+    let it = l.items.find((x) => x.kind === 'tool' && x.n === s.n && !x.past);
+    if (!it) it = pushLive(ev.task, { kind: 'tool', n: s.n });
+    Object.assign(touch(it), { title: s.title || it.title, toolkind: s.kind || it.toolkind, status: s.status || it.status, command: s.command || it.command, paths: s.paths || it.paths });
+    if (d.type === 'step_end') { it.effects = s.effects || []; if (s.effects_error) it.effects.push('effects not known: ' + s.effects_error); }
+    liveSoon(ev.task);
+  } else if (d.type === 'notice') pushLive(ev.task, { kind: 'note', text: d.text });
+  else if (d.type === 'plan') {
+    // The agent's plan: one list, redrawn as it changes.
+    const entries = ((d.raw && d.raw.entries) || []).map((e) => ({ text: e.content || '', status: e.status || 'pending' }));
+    const it = l.items.find((x) => x.kind === 'plan' && !x.past && x.run === l.run) || pushLive(ev.task, { kind: 'plan', run: l.run });
+    touch(it).entries = entries;
+    liveSoon(ev.task);
+  } else if (d.type === 'usage' && d.usage && l.run) {
+    const c = d.usage.cost;
+    if (c && typeof c.amount === 'number') touch(l.run).cost = `${c.amount.toFixed(2)} ${c.currency || ''}`.trim();
+  }
+}
+
+function onRunEvent(ev) {
+  const l = liveOf(ev.task), d = ev.data || {};
+  if (d.state === 'start') {
+    // A run seen from its start is drawn from its events: steps.jsonl must
+    // not add it again when Live is first opened.
+    if (!l.seeded && ev.time) l.since = Math.min(l.since, new Date(ev.time).getTime());
+    l.run = pushLive(ev.task, { kind: 'run', agent: d.agent, label: d.agent ? d.prompt : d.command, state: 'running', out: '', time: ev.time });
+  } else if (d.state === 'end') {
+    if (!l.run && !l.seeded) return; // its start came before this page: steps.jsonl has it
+    const it = l.run || pushLive(ev.task, { kind: 'run', agent: d.agent, label: d.command || d.agent, out: '' });
+    Object.assign(touch(it), { state: 'ended', code: d.code, summary: d.summary, error: d.error, stop: d.stop_reason });
+    if (d.agent) pushLive(ev.task, { kind: 'end', text: `${d.agent} · turn ${d.error ? 'failed' : 'ended'}${d.stop_reason ? ' (' + d.stop_reason.replace(/_/g, ' ') + ')' : ''}${d.error ? ' · ' + d.error : ''}${d.summary ? ' · the copy now: ' + changesText(d.summary) : ''}` });
+    l.run = null;
+    liveSoon(ev.task);
+  }
+}
+
+// ---------- command line: a shell command or an agent prompt ----------
 const cmd = $('cmd');
 function grow() { cmd.style.height = 'auto'; cmd.style.height = Math.min(cmd.scrollHeight + 2, 200) + 'px'; }
 cmd.addEventListener('input', grow);
@@ -426,29 +682,43 @@ cmd.addEventListener('keydown', (e) => {
 cmd.addEventListener('beforeinput', (e) => {
   if ((e.inputType === 'insertLineBreak' || e.inputType === 'insertParagraph') && !shiftHeld) e.preventDefault();
 });
+function renderAgents() {
+  const sel = $('agent');
+  const keep = localStorage.getItem('kule.agent') || '';
+  sel.replaceChildren(h('option', { value: '' }, 'Shell'), ...state.agents.map((a) => h('option', { value: a.name, disabled: !a.can_start }, a.can_start ? a.name : `${a.name} (cannot start yet)`)));
+  sel.value = state.agents.some((a) => a.name === keep && a.can_start) ? keep : '';
+  agentChosen();
+}
+function agentChosen() {
+  const a = $('agent').value;
+  localStorage.setItem('kule.agent', a);
+  cmd.placeholder = a ? `Ask ${a} — Enter sends, Shift+Enter adds a line` : "Run a command in the copy — Enter runs, Shift+Enter adds a line";
+  cmd.setAttribute('aria-label', a ? `Prompt for ${a}` : "Command to run in the task's copy");
+  $('btn-run').textContent = a ? 'Send' : 'Run';
+  $('btn-run').setAttribute('aria-label', a ? `Send the prompt to ${a}` : 'Run the command');
+}
+$('agent').addEventListener('change', agentChosen);
+async function loadAgents() {
+  try { state.agents = await api('GET', '/api/agents'); } catch { state.agents = []; }
+  renderAgents();
+}
 $('cmdform').addEventListener('submit', async (e) => {
   e.preventDefault();
   const text = cmd.value.trim();
   if (!text || !state.current) return;
-  const id = state.current;
-  state.output[id] = `$ ${text}\n`;
-  renderOutput();
+  const id = state.current, agent = $('agent').value;
   cmd.value = ''; grow();
+  if (state.view !== 'live') setView('live');
   try {
-    const step = await api('POST', `/api/tasks/${id}/exec`, { command: text });
-    state.output[id] = (state.output[id] || '') + `\n[exit ${step.code}${step.summary ? ' · ' + step.summary : ''}]\n`;
+    if (agent) await api('POST', `/api/tasks/${id}/agent`, { agent, prompt: text });
+    else await api('POST', `/api/tasks/${id}/exec`, { command: text });
   } catch (x) {
-    state.output[id] = (state.output[id] || '') + `\n[${x.message}]\n`;
+    pushLive(id, { kind: 'note', text: x.message });
+    toast(x.message, true);
   }
-  renderOutput();
   await loadTasks();
   refreshView();
 });
-function renderOutput() {
-  const o = $('output');
-  o.textContent = state.output[state.current] || '';
-  o.scrollTop = o.scrollHeight;
-}
 
 // ---------- questions ----------
 async function loadQuestions() {
@@ -456,23 +726,26 @@ async function loadQuestions() {
   renderQuestions();
 }
 const waiting = () => state.questions.filter((q) => q.state === 'waiting');
+function questionCard(q, withTask) {
+  const t = state.tasks.find((t) => t.id === q.task);
+  const left = h('span', { class: 'left', 'data-deadline': q.deadline }, remaining(q.deadline));
+  const where = withTask ? `${t ? taskTitle(t) : q.task} · ` : '';
+  return h('li', { class: 'qcard', 'data-question': q.id, 'aria-label': `Question: ${q.title}` },
+    h('div', { class: 'qt' }, q.title),
+    q.detail ? h('div', { class: 'qd' }, q.detail) : null,
+    h('div', { class: 'qm' }, h('span', {}, `${where}${q.kind}`), left),
+    h('div', { class: 'qa' },
+      h('button', { class: 'primary', 'aria-label': `Approve: ${q.title}`, onclick: () => answer(q.id, true, false).catch((x) => toast(x.message, true)) }, 'Approve'),
+      h('button', { 'aria-label': `Deny: ${q.title}`, onclick: () => answer(q.id, false, false).catch((x) => toast(x.message, true)) }, 'Deny'),
+      q.subject ? h('button', { class: 'ghost', 'aria-label': `Approve and remember: ${q.title}`, title: q.kind === 'connection' ? `A rule for this folder lets ${q.subject} pass from now on (kule rules lists it)` : 'Approved like this until the daemon stops', onclick: () => answer(q.id, true, true).catch((x) => toast(x.message, true)) }, 'Approve and remember') : null));
+}
 function renderQuestions() {
   const ws = waiting();
   $('needs').hidden = ws.length === 0;
   $('needs-count').textContent = ws.length ? String(ws.length) : '';
   document.title = ws.length ? `(${ws.length}) Kule — needs you` : 'Kule';
-  $('needs-list').replaceChildren(...ws.map((q) => {
-    const t = state.tasks.find((t) => t.id === q.task);
-    const left = h('span', { class: 'left', 'data-deadline': q.deadline }, remaining(q.deadline));
-    return h('li', { 'data-question': q.id, 'aria-label': `Question: ${q.title}` },
-      h('div', { class: 'qt' }, q.title),
-      q.detail ? h('div', { class: 'qd' }, q.detail) : null,
-      h('div', { class: 'qm' }, h('span', {}, `${t ? taskTitle(t) : q.task} · ${q.kind}`), left),
-      h('div', { class: 'qa' },
-        h('button', { class: 'primary', 'aria-label': `Approve: ${q.title}`, onclick: () => answer(q.id, true, false) }, 'Approve'),
-        h('button', { 'aria-label': `Deny: ${q.title}`, onclick: () => answer(q.id, false, false) }, 'Deny'),
-        q.subject ? h('button', { class: 'ghost', 'aria-label': `Approve and remember: ${q.title}`, onclick: () => answer(q.id, true, true) }, 'Approve and remember') : null));
-  }));
+  $('needs-list').replaceChildren(...ws.map((q) => questionCard(q, true)));
+  if (state.view === 'live' && state.current) liveSoon(state.current);
 }
 function remaining(deadline) {
   const s = Math.max(0, Math.round((new Date(deadline) - Date.now()) / 1000));
@@ -486,12 +759,151 @@ async function answer(id, approve, remember) {
   toast(`${q.state === 'approved' ? 'Approved' : 'Denied'}: ${q.title}${q.remember ? ' (remembered)' : ''}`);
   await loadQuestions();
 }
-function answerFirst(approve) {
+function answerFirst(approve, remember = false) {
   const ws = waiting();
   if (!ws.length) { toast('No question is waiting'); return; }
   const mine = ws.find((q) => q.task === state.current) || ws[0];
-  return answer(mine.id, approve, false);
+  return answer(mine.id, approve, remember);
 }
+
+// ---------- groups ----------
+const ownTemplate = `// The rules of this group's tasks, in Cedar; they replace the built-in
+// policy. kule policy --schema lists what a rule can read.
+@id("group-changes-pass")
+permit (principal, action, resource);
+
+@id("group-manifests") @verdict("ask") @reason("changes what gets installed or built")
+forbid (principal, action, resource is Kule::Path)
+when { resource.tags.contains("manifest") || resource.tags.contains("lockfile") };
+
+@id("group-hosts") @verdict("ask") @reason("a connection to a host")
+forbid (principal, action == Kule::Action::"net.connect", resource);
+`;
+let editing = null; // the group the dialog edits, null for a new one
+function openGroup(g) {
+  editing = g;
+  $('group-h').textContent = g ? `Group ${g.name}` : 'New group';
+  $('group-name').value = g ? g.name : '';
+  $('group-error').textContent = '';
+  $('group-delete').hidden = !g;
+  let colour = g ? g.colour || '' : 'blue';
+  const paint = () => $('group-colours').replaceChildren(...colours.map((c) => h('button', {
+    type: 'button', class: c ? 'c-' + c : '', role: 'radio', 'aria-checked': String(colour === c),
+    'aria-label': c ? `Colour ${c}` : 'No colour', title: c || 'none', onclick: () => { colour = c; paint(); },
+  })));
+  paint();
+  const pol = g ? g.policy || '' : '';
+  for (const r of document.querySelectorAll('input[name=group-policy]')) r.checked = r.value === pol;
+  $('group-own').value = (g && g.own_policy) || ownTemplate;
+  showOwn();
+  $('form-group').colour = () => colour;
+  $('dlg-group').showModal();
+  $('group-name').focus();
+}
+function showOwn() {
+  const own = document.querySelector('input[name=group-policy]:checked')?.value === 'own';
+  $('group-own').hidden = !own;
+  $('group-own-label').hidden = !own;
+}
+for (const r of document.querySelectorAll('input[name=group-policy]')) r.addEventListener('change', showOwn);
+$('form-group').addEventListener('submit', async (e) => {
+  if (e.submitter && e.submitter.value === 'cancel') return;
+  e.preventDefault();
+  const policy = document.querySelector('input[name=group-policy]:checked')?.value || '';
+  const body = { name: $('group-name').value, colour: $('form-group').colour(), policy };
+  if (policy === 'own') { body.own_policy = $('group-own').value; delete body.policy; }
+  try {
+    if (editing) await api('PATCH', `/api/groups/${editing.id}`, body);
+    else await api('POST', '/api/groups', body);
+    $('dlg-group').close();
+    toast(`Group ${body.name} saved`);
+    await loadTasks();
+    refreshView();
+  } catch (x) { $('group-error').textContent = x.message; }
+});
+$('group-delete').addEventListener('click', async () => {
+  const g = editing;
+  $('dlg-group').close();
+  const ok = await confirmDialog(`Delete group ${g.name}`, `Its ${g.tasks} tasks stay, in no group (the default policy judges them again).`, []);
+  if (!ok) return;
+  await api('DELETE', `/api/groups/${g.id}`).catch((x) => toast(x.message, true));
+  await loadTasks();
+});
+
+function confirmDialog(title, text, lines) {
+  return new Promise((resolve) => {
+    const dlg = $('dlg-confirm');
+    $('confirm-h').textContent = title;
+    $('confirm-text').textContent = text;
+    $('confirm-list').replaceChildren(...lines.map((l) => h('li', {}, l)));
+    dlg.returnValue = '';
+    dlg.addEventListener('close', () => resolve(dlg.returnValue === 'ok'), { once: true });
+    dlg.showModal();
+  });
+}
+
+// moveToGroup moves a task; when that changes what the policy says of a
+// pending change, it asks first.
+async function moveToGroup(id, g) {
+  try {
+    await api('POST', `/api/tasks/${id}/group`, { group: g });
+  } catch (x) {
+    if (x.status !== 409 || !x.data || !x.data.changes) throw x;
+    const name = g ? (state.groups.find((y) => y.id === g) || {}).name : 'no group';
+    const ok = await confirmDialog(`Move to ${name}?`, 'The policy there says otherwise of changes waiting in this task:',
+      x.data.changes.map((c) => `${c.path}: ${c.from} → ${c.to}`));
+    if (!ok) return false;
+    await api('POST', `/api/tasks/${id}/group`, { group: g, confirm: true });
+  }
+  await loadTasks();
+  refreshView();
+  return true;
+}
+function pickGroup() {
+  closeMenu();
+  const t = cur();
+  $('pick-group').replaceChildren(h('option', { value: '' }, 'No group'), ...state.groups.map((g) => h('option', { value: g.id }, g.name)));
+  $('pick-group').value = t.group || '';
+  $('pick-error').textContent = '';
+  const dlg = $('dlg-pick');
+  dlg.returnValue = '';
+  dlg.addEventListener('close', () => {
+    if (dlg.returnValue === 'ok') moveToGroup(t.id, $('pick-group').value).catch((x) => toast(x.message, true));
+  }, { once: true });
+  dlg.showModal();
+}
+
+// ---------- first run ----------
+async function loadFirstRun() {
+  $('firstrun').dataset.loaded = '1';
+  const [as, pol] = await Promise.all([api('GET', '/api/agents').catch(() => []), api('GET', '/api/policy').catch(() => ({ choice: 'balanced' }))]);
+  $('fr-agents').replaceChildren(...(as.length ? as : [{ name: 'No agent profiles', note: 'kule agents lists the agents Kule knows and how to add one' }]).map((a) => h('li', { class: 'agent ' + (a.can_start ? 'ok' : 'no') },
+    h('span', { class: 'amark', 'aria-hidden': 'true' }, a.can_start ? '✓' : '·'),
+    h('div', {},
+      h('div', {}, h('strong', {}, a.name), ' ', a.note ? null : h('span', { class: 'muted small' }, a.can_start ? 'can start here' : 'cannot start yet')),
+      a.problem ? h('div', { class: 'small bad' }, a.problem) : null,
+      a.note ? h('div', { class: 'small muted' }, a.note) : null,
+      a.missing && a.missing.length ? h('div', { class: 'small' }, 'Install: ' + a.missing.join('; ')) : null,
+      a.install ? h('div', { class: 'small muted' }, `fetches ${a.install} once at its first run`) : null,
+      a.can_start ? h('div', { class: 'small muted' }, a.auth && a.auth.length ? 'logs in with: ' + a.auth.join('; ') : 'no key or login found yet') : null))));
+  for (const r of document.querySelectorAll('input[name=fr-policy]')) r.checked = r.value === (pol.own ? '' : pol.choice);
+  if (pol.own) $('fr-error').textContent = 'Your own policy.cedar holds; the choice below applies once it is gone.';
+}
+for (const r of document.querySelectorAll('input[name=fr-policy]')) r.addEventListener('change', async () => {
+  try { await api('PUT', '/api/policy', { choice: r.value }); toast(`The ${r.value} policy judges your tasks`); } catch (x) { toast(x.message, true); }
+});
+$('fr-form').addEventListener('submit', async (e) => {
+  e.preventDefault();
+  $('fr-error').textContent = '';
+  try {
+    const res = await api('POST', '/api/tasks', { folder: $('fr-folder').value.trim() });
+    toast(`Task ${res.task.id} · ${res.files} files copied`);
+    await loadTasks();
+    select(res.task.id);
+    setView('live');
+    cmd.focus();
+  } catch (x) { $('fr-error').textContent = x.message; }
+});
 
 // ---------- notifications ----------
 function notify(title, body) {
@@ -505,7 +917,6 @@ $('btn-notify').addEventListener('click', async () => {
 });
 
 // ---------- events ----------
-const connections = {};
 let es;
 function connect() {
   es = new EventSource('/api/events');
@@ -515,16 +926,35 @@ function connect() {
   let tasksTimer = null;
   const tasksSoon = () => { clearTimeout(tasksTimer); tasksTimer = setTimeout(() => loadTasks().catch(() => {}), 120); };
   on('task', (ev) => { tasksSoon(); if (ev.task === state.current) refreshView(); });
+  on('group', () => tasksSoon());
   on('run', (ev) => {
     tasksSoon();
+    onRunEvent(ev);
     if (ev.data.state === 'end') {
-      notify('Run over', `${ev.data.command} · exit ${ev.data.code}`);
+      const t = state.tasks.find((x) => x.id === ev.task);
+      notify('Run over', `${t ? taskTitle(t) : ev.task}: ${ev.data.agent || ev.data.command}${ev.data.agent ? '' : ' · exit ' + ev.data.code}${ev.data.summary ? ' · ' + ev.data.summary : ''}`);
       if (ev.task === state.current) refreshView();
     }
   });
   on('output', (ev) => {
-    state.output[ev.task] = ((state.output[ev.task] || '') + ev.data.text).slice(-200000);
-    if (ev.task === state.current) renderOutput();
+    const l = liveOf(ev.task);
+    if (!l.run && !l.seeded) return; // a run that began before this page: steps.jsonl has it once it ends
+    const it = l.run || pushLive(ev.task, { kind: 'run', label: 'output', state: 'running', out: '' });
+    touch(it).out = (it.out + ev.data.text).slice(-200000);
+    liveSoon(ev.task);
+  });
+  on('agent', onAgentEvent);
+  on('sandbox', (ev) => {
+    const r = ev.data || {};
+    pushLive(ev.task, { kind: 'note', text: `${sandboxWhat(r)} · ${r.why || ''}` });
+    if (ev.task === state.current && state.view === 'timeline') refreshView();
+  });
+  on('connection', (ev) => { pushLive(ev.task, { kind: 'conn', ...(ev.data || {}) }); if (ev.task === state.current && state.view === 'timeline') refreshView(); });
+  on('meet', (ev) => {
+    const d = ev.data || {};
+    const msg = `${d.title || ev.task} and ${d.other_title || d.other} both change ${d.paths.slice(0, 3).join(', ')}${d.paths.length > 3 ? ` and ${d.paths.length - 3} more` : ''}`;
+    toast('Tasks meet: ' + msg);
+    notify('Two tasks meet', msg);
   });
   for (const t of ['commit', 'undo', 'rollback', 'step']) on(t, (ev) => { tasksSoon(); if (ev.task === state.current) refreshView(); });
   on('question', (ev) => {
@@ -535,14 +965,10 @@ function connect() {
     tasksSoon();
     if (q.state === 'waiting') notify('Kule needs you', q.title);
   });
-  on('connection', (ev) => {
-    (connections[ev.task] ||= []).push({ time: ev.time, ...(ev.data || {}) });
-    if (ev.task === state.current && state.view === 'timeline') refreshView();
-  });
 }
 
 async function loadAll() {
-  await Promise.all([loadTasks(), loadQuestions()]);
+  await Promise.all([loadTasks(), loadQuestions(), loadAgents()]);
   if (!state.current) {
     const last = localStorage.getItem('kule.task');
     if (last && state.tasks.some((t) => t.id === last)) select(last);
@@ -568,7 +994,7 @@ $('form-new').addEventListener('submit', async (e) => {
     toast(`Task ${res.task.id} · ${res.files} files copied`);
     await loadTasks();
     select(res.task.id);
-    setView('review');
+    setView('live');
     $('cmd').focus();
   } catch (x) {
     $('new-error').textContent = x.message;
@@ -686,6 +1112,7 @@ function updateKbd() { $('kbd-palette').textContent = showKey(keyOf(byId['palett
 $('btn-new').addEventListener('click', openNew);
 $('btn-stop').addEventListener('click', () => api('POST', `/api/tasks/${state.current}/stop`).catch((x) => toast(x.message, true)));
 $('btn-new2').addEventListener('click', openNew);
+$('btn-group').addEventListener('click', () => openGroup(null));
 $('btn-settings').addEventListener('click', openSettings);
 $('btn-palette').addEventListener('click', openPalette);
 $('btn-commit').addEventListener('click', () => commit(false).catch((x) => toast(x.message, true)));
@@ -695,6 +1122,6 @@ $('btn-rollback').addEventListener('click', () => rollback().catch((x) => toast(
 (async function main() {
   try { state.shortcuts = await api('GET', '/api/shortcuts'); } catch (x) { toast(x.message, true); }
   updateKbd();
-  setView('review');
+  setView('live');
   connect();
 })();

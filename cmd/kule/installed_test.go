@@ -1,0 +1,69 @@
+package main
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestInstalledBinaries builds kule and kule-sandbox side by side, as
+// `make install` puts them, and runs the main job with them: commands run
+// under the small helper as the sandbox's PID 1, and the differs (which must
+// start from kule itself, not from that helper) still name what changed.
+// The other CLI tests run the test binary as kule, without the helper beside
+// it, so they cannot see how the two binaries meet.
+func TestInstalledBinaries(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds two binaries (-short skips the slow end-to-end runs)")
+	}
+	goTool, err := exec.LookPath("go")
+	if err != nil {
+		goTool = filepath.Join(os.Getenv("GOROOT"), "bin", "go")
+	}
+	bin := t.TempDir()
+	for _, b := range []struct{ pkg, out string }{{".", "kule"}, {"../kule-sandbox", "kule-sandbox"}} {
+		cmd := exec.Command(goTool, "build", "-o", filepath.Join(bin, b.out), b.pkg)
+		cmd.Env = append(os.Environ(), "CGO_ENABLED="+map[bool]string{true: "0", false: "1"}[b.out == "kule-sandbox"])
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("go build %s: %v\n%s", b.pkg, err, out)
+		}
+	}
+	home, folder := t.TempDir(), t.TempDir()
+	must(t, os.WriteFile(filepath.Join(folder, "notes.md"), []byte("# Plan\nhello\n"), 0o644))
+	must(t, os.WriteFile(filepath.Join(folder, "a.go"), []byte("package a\n\nfunc A() {}\n"), 0o644))
+	kule := func(args ...string) string {
+		t.Helper()
+		cmd := exec.Command(filepath.Join(bin, "kule"), args...)
+		cmd.Env = append(os.Environ(), "KULE_HOME="+home)
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("kule %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+		return string(out)
+	}
+	kule("new", folder)
+	ids, err := os.ReadDir(filepath.Join(home, "tasks"))
+	if err != nil || len(ids) != 1 {
+		t.Fatalf("tasks: %v %v", ids, err)
+	}
+	id := ids[0].Name()
+	out := kule("exec", id, "--", "sh", "-c", `tr '\0' ' ' < /proc/1/cmdline; echo; echo more >> notes.md; printf 'func B() {}\n' >> a.go`)
+	if !strings.Contains(out, "kule-sandbox __sandbox") {
+		t.Errorf("the sandbox's PID 1 is not the small helper:\n%s", out)
+	}
+	out = kule("status", id)
+	for _, want := range []string{"+ func B", "section Plan"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("status does not name %q (the differs did not start?):\n%s", want, out)
+		}
+	}
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}

@@ -1,0 +1,43 @@
+package main
+
+import (
+	"fmt"
+	"io"
+
+	"github.com/kulehq/kule/kernel"
+	"github.com/kulehq/kule/kernel/sandboxlog"
+	"github.com/kulehq/kule/kernel/task"
+)
+
+// statusRefusals is how many of the sandbox's last refusals kule status
+// prints (all of them are in the task's sandbox.jsonl).
+const statusRefusals = 5
+
+// printRefusals prints the last refusals of the task's sandbox, as kule
+// status shows them beneath the changes.
+func printRefusals(w io.Writer, t *task.Task) {
+	recs, damaged, err := kernel.SandboxLog(t)
+	if err != nil {
+		fmt.Fprintf(w, "sandbox: %v\n", err)
+		return
+	}
+	if n := len(recs) - statusRefusals; n > 0 {
+		fmt.Fprintf(w, "sandbox: %d earlier refusals in %s\n", n, sandboxlog.Path(t.Paths.Dir))
+		recs = recs[n:]
+	}
+	for _, r := range recs {
+		fmt.Fprintln(w, sandboxlog.Line(r))
+	}
+	if len(damaged) > 0 {
+		fmt.Fprintf(w, "sandbox: %d lines of %s could not be read (first: %v)\n", len(damaged), sandboxlog.Path(t.Paths.Dir), damaged[0])
+	}
+}
+
+// refusalsJSON is the sandbox's records for kule status --json.
+func refusalsJSON(t *task.Task) []sandboxlog.Record {
+	recs, _, _ := kernel.SandboxLog(t)
+	if recs == nil {
+		recs = []sandboxlog.Record{}
+	}
+	return recs
+}

@@ -1,0 +1,336 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"slices"
+	"strings"
+
+	"github.com/kulehq/kule/kernel"
+	"github.com/kulehq/kule/kernel/agentrun"
+	"github.com/kulehq/kule/kernel/agents"
+	"github.com/kulehq/kule/kernel/config"
+	"github.com/kulehq/kule/kernel/effects"
+	"github.com/kulehq/kule/kernel/group"
+	"github.com/kulehq/kule/kernel/policy"
+	"github.com/kulehq/kule/kernel/sandbox"
+	"github.com/kulehq/kule/kernel/secrets"
+	"github.com/kulehq/kule/kernel/task"
+)
+
+// errVerdictsChange refuses a move between groups that would change a
+// pending verdict until the person confirms it.
+var errVerdictsChange = errors.New("moving the task changes what its policy says of pending changes")
+
+// GroupView is a group as the app shows it.
+type GroupView struct {
+	group.Group
+	Tasks int    `json:"tasks"`
+	Own   string `json:"own_policy,omitempty"` // the text of its own policy
+}
+
+func (d *Daemon) groups() *group.Store { return group.Open(d.home) }
+
+func (d *Daemon) listGroups(w http.ResponseWriter, r *http.Request) {
+	gs, err := d.groups().List()
+	if err != nil {
+		fail(w, err)
+		return
+	}
+	ts, _ := d.k.Store.List()
+	out := []GroupView{}
+	for _, g := range gs {
+		v := GroupView{Group: g}
+		for _, t := range ts {
+			if t.Group == g.ID {
+				v.Tasks++
+			}
+		}
+		if g.Policy == group.Own {
+			v.Own, _ = d.groups().OwnPolicy(g.ID)
+		}
+		out = append(out, v)
+	}
+	writeJSON(w, 200, out)
+}
+
+type groupEdit struct {
+	Name      *string `json:"name"`
+	Colour    *string `json:"colour"`
+	Policy    *string `json:"policy"`
+	OwnPolicy *string `json:"own_policy"`
+}
+
+func (d *Daemon) readGroupEdit(r *http.Request) (group.Edit, error) {
+	var in groupEdit
+	if err := readBody(r, &in); err != nil {
+		return group.Edit{}, err
+	}
+	if in.Colour != nil && !slices.Contains(Colours, *in.Colour) {
+		return group.Edit{}, fmt.Errorf("%w: colour %q is not one of %s", errBadRequest, *in.Colour, strings.Join(Colours[1:], ", "))
+	}
+	return group.Edit{Name: in.Name, Colour: in.Colour, Policy: in.Policy, OwnPolicy: in.OwnPolicy}, nil
+}
+
+func (d *Daemon) newGroup(w http.ResponseWriter, r *http.Request) {
+	e, err := d.readGroupEdit(r)
+	if err != nil {
+		fail(w, err)
+		return
+	}
+	g, err := d.groups().Create(e)
+	if err != nil {
+		fail(w, err)
+		return
+	}
+	d.Bus.Publish("group", "", map[string]any{"action": "new", "id": g.ID})
+	writeJSON(w, 201, g)
+}
+
+func (d *Daemon) patchGroup(w http.ResponseWriter, r *http.Request) {
+	e, err := d.readGroupEdit(r)
+	if err != nil {
+		fail(w, err)
+		return
+	}
+	g, err := d.groups().Change(r.PathValue("id"), e)
+	if err != nil {
+		fail(w, err)
+		return
+	}
+	d.Bus.Publish("group", "", map[string]any{"action": "edit", "id": g.ID})
+	writeJSON(w, 200, g)
+}
+
+func (d *Daemon) deleteGroup(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	if err := d.groups().Delete(id, d.k.Store); err != nil {
+		fail(w, err)
+		return
+	}
+	d.Bus.Publish("group", "", map[string]any{"action": "delete", "id": id})
+	writeJSON(w, 200, map[string]any{"deleted": id})
+}
+
+// VerdictChange is one pending change whose verdict a group move changes.
+type VerdictChange struct {
+	Path string  `json:"path"`
+	From Verdict `json:"from"`
+	To   Verdict `json:"to"`
+}
+
+func (d *Daemon) verdictChanges(ctx context.Context, t *task.Task, to string) ([]VerdictChange, error) {
+	return VerdictChanges(ctx, d.cfg.Policy, d.k, t, to)
+}
+
+// VerdictChanges judges the task's pending changes in its group and in
+// group to, and lists the paths whose verdict differs: what moving it would
+// change.
+func VerdictChanges(ctx context.Context, pol Policy, k *kernel.Kernel, t *task.Task, to string) ([]VerdictChange, error) {
+	st, err := k.Status(t)
+	if err != nil {
+		return nil, err
+	}
+	p := st.Pending(false)
+	if len(p) == 0 {
+		return nil, nil
+	}
+	before, err := pol.Judge(ctx, t, p)
+	if err != nil {
+		return nil, err
+	}
+	moved := *t
+	moved.Group = to
+	after, err := pol.Judge(ctx, &moved, p)
+	if err != nil {
+		return nil, fmt.Errorf("the new group's policy: %w", err)
+	}
+	var out []VerdictChange
+	for _, e := range p {
+		a, b := verdictOr(before, e), verdictOr(after, e)
+		if a != b {
+			out = append(out, VerdictChange{Path: e.Path, From: a, To: b})
+		}
+	}
+	return out, nil
+}
+
+func verdictOr(rs map[string]Ruling, e effects.Effect) Verdict {
+	if r, ok := rs[e.Path]; ok {
+		return r.Verdict
+	}
+	return Pass
+}
+
+// setGroup moves a task to a group ("" for none). A move that would change
+// a pending verdict is refused with the list unless confirm is set.
+func (d *Daemon) setGroup(w http.ResponseWriter, r *http.Request, t *task.Task) {
+	var in struct {
+		Group   string `json:"group"`
+		Confirm bool   `json:"confirm"`
+	}
+	if err := readBody(r, &in); err != nil {
+		fail(w, err)
+		return
+	}
+	if in.Group != "" {
+		if _, err := d.groups().Get(in.Group); err != nil {
+			fail(w, err)
+			return
+		}
+	}
+	if d.runs.running(t.ID) {
+		fail(w, fmt.Errorf("group %s: %w; move it when the run ends", t.ID, errBusy))
+		return
+	}
+	if in.Group == t.Group {
+		writeJSON(w, 200, map[string]any{"task": d.viewOf(r.Context(), t)})
+		return
+	}
+	if !in.Confirm {
+		cs, err := d.verdictChanges(r.Context(), t, in.Group)
+		if err != nil {
+			fail(w, err)
+			return
+		}
+		if len(cs) > 0 {
+			writeJSON(w, http.StatusConflict, map[string]any{
+				"error":   fmt.Sprintf("group %s: %v (%d); confirm to move it", t.ID, errVerdictsChange, len(cs)),
+				"changes": cs,
+			})
+			return
+		}
+	}
+	l, err := task.LockFile(t.Paths.Lock)
+	if err != nil {
+		fail(w, err)
+		return
+	}
+	fresh, err := d.k.Store.Load(t.ID)
+	if err == nil {
+		fresh.Group = in.Group
+		err = d.k.Store.Save(fresh)
+	}
+	l.Unlock()
+	if err != nil {
+		fail(w, err)
+		return
+	}
+	d.Bus.Publish("task", t.ID, map[string]any{"action": "group", "group": in.Group})
+	writeJSON(w, 200, map[string]any{"task": d.viewOf(r.Context(), fresh)})
+}
+
+// AgentView is what the first-run screen says of one agent.
+type AgentView struct {
+	Name     string   `json:"name"`
+	Title    string   `json:"title,omitempty"`
+	CanStart bool     `json:"can_start"`
+	Problem  string   `json:"problem,omitempty"`
+	Missing  []string `json:"missing,omitempty"` // what to install
+	Auth     []string `json:"auth,omitempty"`    // how it would log in here
+	Install  string   `json:"install,omitempty"` // an npx package fetched at the first run
+}
+
+// AgentViews says of each agent in set whether it can start here and what
+// the others need (kernel/agents' Check).
+func AgentViews(set *agents.Set, o agents.CheckOptions) []AgentView {
+	out := []AgentView{}
+	for _, s := range agents.Check(set, o) {
+		v := AgentView{Name: s.Profile.Name, Title: s.Profile.Description, CanStart: s.CanStart(), Missing: s.Missing, Auth: s.Auth}
+		if s.Problem != nil {
+			v.Problem = s.Problem.Error()
+		}
+		if s.Package != nil && !s.Installed {
+			v.Install = s.Package.Name + "@" + s.Package.Version
+		}
+		out = append(out, v)
+	}
+	return out
+}
+
+func (d *Daemon) listAgents(w http.ResponseWriter, r *http.Request) {
+	if d.cfg.Agents == nil {
+		if d.cfg.AgentSet == nil {
+			writeJSON(w, 200, []AgentView{})
+			return
+		}
+		set, err := d.cfg.AgentSet()
+		if err != nil {
+			fail(w, err)
+			return
+		}
+		var o agentrun.Options
+		if d.cfg.AgentOptions != nil {
+			d.cfg.AgentOptions(&o)
+		}
+		if o.PackagesRoot == "" {
+			if o.PackagesRoot, err = agents.PackagesRoot(); err != nil {
+				fail(w, err)
+				return
+			}
+		}
+		co := agents.CheckOptions{KuleHome: d.home, PackagesRoot: o.PackagesRoot, Home: o.Home}
+		if store, err := secrets.Open(d.home); err == nil {
+			co.HasKey = func(name string) bool { s, err := store.Get(name); return err == nil && s.Value != "" }
+		}
+		if cfg, err := config.Load(d.home); err == nil && !cfg.Sandbox.AcceptWeaker && o.Runner == nil {
+			co.Isolation = sandbox.Probe().Missing() // every agent runs in the sandbox
+		}
+		writeJSON(w, 200, AgentViews(set, co))
+		return
+	}
+	as, err := d.cfg.Agents()
+	if err != nil {
+		fail(w, err)
+		return
+	}
+	if as == nil {
+		as = []AgentView{}
+	}
+	writeJSON(w, 200, as)
+}
+
+// getPolicy says which built-in policy holds and whether the person's own
+// policy.cedar replaces it.
+func (d *Daemon) getPolicy(w http.ResponseWriter, r *http.Request) {
+	cfg, err := config.Load(d.home)
+	if err != nil {
+		fail(w, err)
+		return
+	}
+	choice := cfg.Policy.Choice
+	if choice == "" {
+		choice = policy.Balanced
+	}
+	_, own := os.Lstat(policy.PersonPath(d.home))
+	writeJSON(w, 200, map[string]any{"choice": choice, "choices": policy.Choices, "own": own == nil})
+}
+
+func (d *Daemon) putPolicy(w http.ResponseWriter, r *http.Request) {
+	var in struct {
+		Choice string `json:"choice"`
+	}
+	if err := readBody(r, &in); err != nil {
+		fail(w, err)
+		return
+	}
+	if !slices.Contains(policy.Choices, in.Choice) {
+		fail(w, fmt.Errorf("%w: policy %q; choose %s", errBadRequest, in.Choice, strings.Join(policy.Choices, " or ")))
+		return
+	}
+	cfg, err := config.Load(d.home)
+	if err != nil {
+		fail(w, err)
+		return
+	}
+	cfg.Policy.Choice = in.Choice
+	if err := config.Save(d.home, cfg); err != nil {
+		fail(w, err)
+		return
+	}
+	d.Bus.Publish("task", "", map[string]any{"action": "policy"})
+	d.getPolicy(w, r)
+}
