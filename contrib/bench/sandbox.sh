@@ -48,7 +48,9 @@ for ((i = 0; i < N; i++)); do
     b=$(((j + i) % ${#builds[@]})) # each build goes first in turn
     for ((m = 0; m < ${#modes[@]}; m++)); do
       # shellcheck disable=SC2086 # the mode is words
-      t0=$(now); "${builds[b]}" exec "$T" ${modes[m]} -- true >/dev/null 2>&1; t1=$(now)
+      t0=$(now)
+      "${builds[b]}" exec "$T" ${modes[m]} -- true >/dev/null 2>"$work/err" || { echo "${builds[b]} exec $T ${modes[m]} -- true failed:" >&2; cat "$work/err" >&2; exit 1; }
+      t1=$(now)
       M[$b,$m]+="$((t1 - t0)) "
     done
   done
