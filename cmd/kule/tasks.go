@@ -116,6 +116,10 @@ subdirectory when you are inside the folder), passes its exit code through,
 and lists what it changed. Nothing reaches the folder until kule commit.`,
 		Args: cobra.MinimumNArgs(2),
 		RunE: withTask(func(k *kernel.Kernel, t *task.Task, cmd *cobra.Command, args []string) error {
+			// An exec's heap (the proxy's policy and CA, then the effect
+			// scan) sits at the first collection's goal: a collection
+			// there is a pause the sandbox's fork waits for.
+			defer debug.SetGCPercent(debug.SetGCPercent(400))
 			argv := args[1:]
 			if dash := cmd.ArgsLenAtDash(); dash >= 1 {
 				argv = args[dash:]
