@@ -206,7 +206,11 @@ func (d *Daemon) Exec(ctx context.Context, t *task.Task, argv []string, label st
 	m.End(limit)
 	if limit != "" {
 		// Stopped by a limit: why is the run's last output too.
-		fmt.Fprintf(out, "\nkule: %v\n", err)
+		sep := ""
+		if o := out.String(); o != "" && !strings.HasSuffix(o, "\n") {
+			sep = "\n"
+		}
+		fmt.Fprintf(out, "%skule: %v\n", sep, err)
 	}
 	step := &Step{Time: start.UTC(), Kind: "exec", Command: label, Code: code, Seconds: time.Since(start).Seconds(), Output: out.String(), Source: "app", Limit: limit}
 	if err != nil {
