@@ -667,6 +667,8 @@ function meters(m, stoppedBy) {
   if (l.time_seconds) add('time', 'Time', u.wall_seconds || 0, l.time_seconds, secs);
   if (l.idle_seconds) add('idle', 'Idle', u.idle_seconds || 0, l.idle_seconds, secs);
   if (l.task_time_seconds) add('task-time', 'Task time', u.task_time_seconds || 0, l.task_time_seconds, secs);
+  // Without a limit, what it takes is worth a look only while it runs.
+  if (!out.length && (m.final || !u.processes)) return null;
   const plain = [];
   if (!l.cpu) plain.push(`${(u.cpu || 0).toFixed(1)} cores`);
   if (!l.time_seconds) plain.push(secs(u.wall_seconds || 0));
