@@ -286,3 +286,25 @@ func TestAgentBudgetNotices(t *testing.T) {
 		t.Fatalf("the second run's end: %v", end)
 	}
 }
+
+// TestExecWithDamagedConfigEndsItsRun: a config.toml that does not parse
+// runs nothing, and the run's end reaches the stream (Live does not wait
+// on a run that never began).
+func TestExecWithDamagedConfigEndsItsRun(t *testing.T) {
+	t.Parallel()
+	d := startDaemon(t, Config{})
+	rep, err := d.k.NewTask(sampleFolder(t))
+	must(t, err)
+	must(t, os.WriteFile(filepath.Join(d.k.Store.Root, "config.toml"), []byte("[limits\n"), 0o600))
+	rec := record(t, d)
+	if _, err := d.Exec(context.Background(), rep.Task, []string{"/bin/sh", "-c", "echo x > made.txt"}, "echo"); err == nil || !strings.Contains(err.Error(), "nothing ran") {
+		t.Fatalf("exec with a damaged config: %v", err)
+	}
+	waitFor(t, "the run's end", func() bool { return len(rec.of("run")) == 2 })
+	if end := rec.of("run")[1]; end["state"] != "end" || !strings.Contains(end["error"].(string), "nothing ran") {
+		t.Fatalf("the run's end: %v", end)
+	}
+	if _, err := os.Stat(filepath.Join(rep.Task.Paths.Copy, "made.txt")); err == nil {
+		t.Fatal("the command ran")
+	}
+}

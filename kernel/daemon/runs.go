@@ -167,7 +167,9 @@ func (d *Daemon) Exec(ctx context.Context, t *task.Task, argv []string, label st
 	start := time.Now()
 	cfg, err := config.Load(d.home)
 	if err != nil {
-		return nil, fmt.Errorf("exec %s: %w (nothing ran)", t.ID, err)
+		err = fmt.Errorf("exec %s: %w (nothing ran)", t.ID, err)
+		d.Bus.Publish("run", t.ID, map[string]any{"state": "end", "command": label, "code": -1, "error": err.Error()})
+		return nil, err
 	}
 	opt := kernel.ExecOptions{Args: argv, Limits: kernel.LimitsFor(t, cfg.Limits)}
 	var sup atomic.Pointer[limits.Run]
