@@ -144,6 +144,9 @@ type ExecOptions struct {
 	Subdir string // working directory relative to the folder root ("" = root)
 	Spec   runner.Spec
 	Limits limits.Limits // what the run may take; zero fields are no limit
+	// Supervised, when set, is given the run's supervisor before the
+	// command starts: the daemon reads its Usage for the app's Live view.
+	Supervised func(*limits.Run)
 }
 
 // Exec runs a command in the task's copy and returns its exit code and the
@@ -194,6 +197,9 @@ func (k *Kernel) Exec(ctx context.Context, t *task.Task, opt ExecOptions) (int, 
 		return -1, nil, fmt.Errorf("exec: %w", err)
 	}
 	spec.FileSizeLimit = sup.FileSizeLimit()
+	if opt.Supervised != nil {
+		opt.Supervised(sup)
+	}
 	started := spec.Started
 	spec.Started = func(pid int) {
 		sup.Started(pid)

@@ -158,3 +158,12 @@ func (r *Run) Cost() []budget.Money {
 	}
 	return nil
 }
+
+// Stopped is the limit that stopped the run so far (limits.ReasonNone when
+// none did; a budget's stop is Result.LimitErr, budget.ErrSpent).
+func (r *Run) Stopped() limits.Reason {
+	if w := r.limits; w != nil {
+		return w.sup.Stopped()
+	}
+	return limits.ReasonNone
+}

@@ -10,7 +10,9 @@ import (
 
 	"github.com/kulehq/kule/kernel/acp"
 	"github.com/kulehq/kule/kernel/agentrun"
+	"github.com/kulehq/kule/kernel/budget"
 	"github.com/kulehq/kule/kernel/effects"
+	"github.com/kulehq/kule/kernel/limits"
 	"github.com/kulehq/kule/kernel/sandboxlog"
 	"github.com/kulehq/kule/kernel/task"
 )
@@ -30,6 +32,7 @@ type AgentTurn struct {
 	Error      string   `json:"error,omitempty"`
 	Network    []string `json:"network,omitempty"`
 	Seconds    float64  `json:"seconds"`
+	Limit      string   `json:"limit,omitempty"` // the limit that stopped it (memory, disk, time, idle, task-time, budget)
 }
 
 func (d *Daemon) agentTask(w http.ResponseWriter, r *http.Request, t *task.Task) {
@@ -83,10 +86,19 @@ func (d *Daemon) RunAgent(ctx context.Context, t *task.Task, in AgentRequest) (*
 	if d.cfg.AgentOptions != nil {
 		d.cfg.AgentOptions(&o)
 	}
+	onBudget := o.OnBudget
+	o.OnBudget = func(n budget.Notice) {
+		// At 80% and 100% of a cap: Live shows it, and the app tells the
+		// person when the window is behind.
+		d.Bus.Publish("budget", t.ID, n)
+		if onBudget != nil {
+			onBudget(n)
+		}
+	}
 	turn := &AgentTurn{Agent: in.Agent}
 	end := func() {
 		turn.Seconds = time.Since(start).Seconds()
-		d.Bus.Publish("run", t.ID, map[string]any{"state": "end", "agent": turn.Agent, "stop_reason": turn.StopReason, "error": turn.Error, "summary": turn.Summary, "code": exitOf(turn)})
+		d.Bus.Publish("run", t.ID, map[string]any{"state": "end", "agent": turn.Agent, "stop_reason": turn.StopReason, "error": turn.Error, "summary": turn.Summary, "code": exitOf(turn), "limit": turn.Limit})
 	}
 	kk := *d.k // this run's hooks only: connections the policy asks about wait for a person
 	kk.Net = d.netHooks(in.Agent)
@@ -95,12 +107,15 @@ func (d *Daemon) RunAgent(ctx context.Context, t *task.Task, in AgentRequest) (*
 	d.publishRefusals(t, logged) // a refused opening, or weaker isolation accepted
 	if err != nil {
 		turn.Error = err.Error()
+		turn.Limit = stopLimit(limits.ReasonNone, err) // a spent budget or task time starts no run
 		end()
 		return turn, err
 	}
 	turn.Agent = run.Agent
 	stop := context.AfterFunc(rctx, run.Cancel) // Stop in the app cancels the turn
 	defer stop()
+	lim, _ := run.Limits()
+	m := d.startMeter(t.ID, lim, func() limits.Usage { _, u := run.Limits(); return u })
 	res, werr := run.Wait()
 	turn.StopReason, turn.Network = res.StopReason, res.Network
 	if res.Status != nil {
@@ -111,6 +126,14 @@ func (d *Daemon) RunAgent(ctx context.Context, t *task.Task, in AgentRequest) (*
 			turn.Error = e.Error()
 		}
 	}
+	if res.LimitErr != nil {
+		turn.Limit = stopLimit(run.Stopped(), res.LimitErr)
+		if turn.Limit != "budget" { // the budget's watcher said it already
+			// Why the run stopped is the turn's last word in Live.
+			d.publishAgent(t.ID, acp.Event{Type: acp.EventNotice, Text: "kule: " + res.LimitErr.Error()})
+		}
+	}
+	m.End(turn.Limit)
 	end()
 	d.checkMeets(t)
 	return turn, werr

@@ -67,6 +67,18 @@ func runPeer() int {
 			send(map[string]any{"id": id, "result": map[string]any{"sessionId": "s1"}})
 		case "session/cancel":
 		case "session/prompt":
+			switch os.Getenv("KULE_DAEMON_PEER") {
+			case "hang":
+				// Works on and on, saying nothing more: only a limit ends it.
+				update(map[string]any{"sessionUpdate": "agent_message_chunk", "content": map[string]any{"type": "text", "text": "Thinking for a long time."}})
+				continue
+			case "spend":
+				// Reports what the session cost so far, as agents do.
+				update(map[string]any{"sessionUpdate": "usage_update", "used": 10, "size": 100, "cost": map[string]any{"amount": 0.25, "currency": "USD"}})
+				update(map[string]any{"sessionUpdate": "agent_message_chunk", "content": map[string]any{"type": "text", "text": "Done."}})
+				send(map[string]any{"id": id, "result": map[string]any{"stopReason": "end_turn"}})
+				continue
+			}
 			if os.Getenv("KULE_DAEMON_PEER") == "fetch" {
 				// Fetch a page through the task's proxy, as an agent's tool would.
 				pu, _ := url.Parse(os.Getenv("HTTP_PROXY"))

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/kulehq/kule/kernel"
+	"github.com/kulehq/kule/kernel/budget"
 	"github.com/kulehq/kule/kernel/effects"
 	"github.com/kulehq/kule/kernel/group"
 	"github.com/kulehq/kule/kernel/history"
@@ -152,7 +153,12 @@ type TaskView struct {
 	Waiting  int       `json:"waiting"` // questions waiting
 	Running  bool      `json:"running"`
 	WaitMins int       `json:"wait_minutes"`
-	Error    string    `json:"error,omitempty"`
+	// Usage is what the task's runs used (tokens, cost a currency, runs)
+	// and where it stands against its budget and the daily budget, as
+	// kule status adds it up; UsageError says why it could not be read.
+	Usage      *budget.Summary `json:"usage,omitempty"`
+	UsageError string          `json:"usage_error,omitempty"`
+	Error      string          `json:"error,omitempty"`
 }
 
 func (d *Daemon) viewOf(ctx context.Context, t *task.Task) TaskView { return d.viewWith(ctx, t, nil) }
@@ -165,6 +171,11 @@ func (d *Daemon) viewWith(ctx context.Context, t *task.Task, st *kernel.Status) 
 		if q.Task == t.ID && q.State == Waiting {
 			v.Waiting++
 		}
+	}
+	if sum, err := budget.ForTask(d.k.Store.Root, t.Paths.Dir, time.Now()); err != nil {
+		v.UsageError = err.Error()
+	} else {
+		v.Usage = sum
 	}
 	if v.Running {
 		return v // the copy is changing; its status comes with the run's end

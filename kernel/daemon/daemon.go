@@ -57,7 +57,10 @@ type Config struct {
 	// (tests: the direct runner).
 	AgentSet     func() (*agents.Set, error)
 	AgentOptions func(*agentrun.Options)
-	Log          *slog.Logger
+	// MeterEvery is how often a running run's usage against its limits
+	// is published ("limits" events); 0 = a second.
+	MeterEvery time.Duration
+	Log        *slog.Logger
 }
 
 // Daemon is a running kule daemon.
@@ -94,6 +97,9 @@ func LockPath(home string) string { return filepath.Join(home, "kuled.lock") }
 func Start(cfg Config) (*Daemon, error) {
 	if cfg.Kernel == nil {
 		return nil, errors.New("daemon: no kernel")
+	}
+	if cfg.MeterEvery <= 0 {
+		cfg.MeterEvery = time.Second
 	}
 	if cfg.Idle == 0 {
 		cfg.Idle = DefaultIdle

@@ -12,6 +12,7 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/chromedp/chromedp/kb"
 
+	"github.com/kulehq/kule/kernel/budget"
 	"github.com/kulehq/kule/kernel/group"
 )
 
@@ -75,6 +76,8 @@ func TestAppLiveConnectionsAgentAndGroups(t *testing.T) {
 		t.Fatalf("tasks after the first-run screen: %d", len(ts))
 	}
 	id := ts[0].ID
+	// A budget, so the header shows the agent's cost against it.
+	must(t, budget.SetTaskCap(ts[0].Paths.Dir, &budget.Money{Amount: 1, Currency: "USD"}))
 
 	// The window is not in front, and notifications are allowed: a stand-in
 	// Notification records what the app tells.

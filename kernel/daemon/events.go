@@ -11,7 +11,7 @@ import (
 // Event is one thing that happened, sent to every open event stream.
 type Event struct {
 	Seq  uint64    `json:"seq"`
-	Type string    `json:"type"` // task, run, output, step, commit, undo, rollback, question, connection
+	Type string    `json:"type"` // task, run, output, step, commit, undo, rollback, question, connection, limits, budget, …
 	Task string    `json:"task,omitempty"`
 	Time time.Time `json:"time"`
 	Data any       `json:"data,omitempty"`
@@ -42,6 +42,14 @@ func (b *Bus) Publish(typ, taskID string, data any) {
 			close(c)
 		}
 	}
+}
+
+// Listening says whether any stream is subscribed (what only a watcher
+// reads need not be measured).
+func (b *Bus) Listening() bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return len(b.subs) > 0
 }
 
 // Subscribe returns a channel of events and a function that ends it.

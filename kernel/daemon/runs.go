@@ -13,12 +13,14 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
 	"github.com/kulehq/kule/kernel"
 	"github.com/kulehq/kule/kernel/config"
 	"github.com/kulehq/kule/kernel/effects"
+	"github.com/kulehq/kule/kernel/limits"
 	"github.com/kulehq/kule/kernel/sandboxlog"
 	"github.com/kulehq/kule/kernel/task"
 )
@@ -83,6 +85,7 @@ type Step struct {
 	Summary string    `json:"summary,omitempty"` // the task's changes afterwards
 	Output  string    `json:"output,omitempty"`  // the last of it, bounded
 	Source  string    `json:"source"`            // "app"
+	Limit   string    `json:"limit,omitempty"`   // the limit that stopped it (memory, disk, time, idle, task-time)
 }
 
 // maxOutput bounds the output kept with a step and sent back.
@@ -164,9 +167,26 @@ func (d *Daemon) Exec(ctx context.Context, t *task.Task, argv []string, label st
 	start := time.Now()
 	cfg, err := config.Load(d.home)
 	if err != nil {
-		return nil, fmt.Errorf("exec %s: %w (nothing ran)", t.ID, err)
+		err = fmt.Errorf("exec %s: %w (nothing ran)", t.ID, err)
+		d.Bus.Publish("run", t.ID, map[string]any{"state": "end", "command": label, "code": -1, "error": err.Error()})
+		return nil, err
 	}
 	opt := kernel.ExecOptions{Args: argv, Limits: kernel.LimitsFor(t, cfg.Limits)}
+	var sup atomic.Pointer[limits.Run]
+	opt.Supervised = sup.Store
+	m := d.startMeter(t.ID, opt.Limits, func() limits.Usage {
+		if s := sup.Load(); s != nil {
+			return s.Usage()
+		}
+		return limits.Usage{}
+	})
+	stopped := func(err error) string {
+		var r limits.Reason
+		if s := sup.Load(); s != nil {
+			r = s.Stopped()
+		}
+		return stopLimit(r, err)
+	}
 	opt.Spec.Stdout, opt.Spec.Stderr = out, out
 	opt.Spec.Stdin = strings.NewReader("")
 	kk := *d.k // this run's runner and hooks only; the shared kernel is not changed
@@ -175,6 +195,7 @@ func (d *Daemon) Exec(ctx context.Context, t *task.Task, argv []string, label st
 	if d.cfg.RunnerFor != nil {
 		r, err := d.cfg.RunnerFor(t, &opt.Spec)
 		if err != nil {
+			m.End("")
 			d.Bus.Publish("run", t.ID, map[string]any{"state": "end", "command": label, "code": -1, "error": err.Error()})
 			return nil, fmt.Errorf("exec %s: %w (nothing ran)", t.ID, err)
 		}
@@ -183,7 +204,17 @@ func (d *Daemon) Exec(ctx context.Context, t *task.Task, argv []string, label st
 	logged := sandboxlog.Size(t.Paths.Dir)
 	code, st, err := k.Exec(rctx, t, opt)
 	d.publishRefusals(t, logged)
-	step := &Step{Time: start.UTC(), Kind: "exec", Command: label, Code: code, Seconds: time.Since(start).Seconds(), Output: out.String(), Source: "app"}
+	limit := stopped(err)
+	m.End(limit)
+	if limit != "" {
+		// Stopped by a limit: why is the run's last output too.
+		sep := ""
+		if o := out.String(); o != "" && !strings.HasSuffix(o, "\n") {
+			sep = "\n"
+		}
+		fmt.Fprintf(out, "%skule: %v\n", sep, err)
+	}
+	step := &Step{Time: start.UTC(), Kind: "exec", Command: label, Code: code, Seconds: time.Since(start).Seconds(), Output: out.String(), Source: "app", Limit: limit}
 	if err != nil {
 		step.Error = err.Error()
 	}
@@ -193,7 +224,7 @@ func (d *Daemon) Exec(ctx context.Context, t *task.Task, argv []string, label st
 	if werr := appendStep(t, step); werr != nil {
 		d.log.Warn("step not recorded", "task", t.ID, "err", werr)
 	}
-	d.Bus.Publish("run", t.ID, map[string]any{"state": "end", "command": label, "code": code, "error": step.Error, "summary": step.Summary})
+	d.Bus.Publish("run", t.ID, map[string]any{"state": "end", "command": label, "code": code, "error": step.Error, "summary": step.Summary, "limit": limit})
 	d.Bus.Publish("step", t.ID, step)
 	d.checkMeets(t)
 	return step, err

@@ -143,6 +143,7 @@ type Usage struct {
 	Throttled  time.Duration // time the run spent paused to hold its CPU share
 	Wall       time.Duration // this run's wall time so far
 	TaskTime   time.Duration // all of the task's runs, this one included
+	Idle       time.Duration // since the run last did something (what Limits.Idle judges)
 }
 
 // Supervisor watches one run.
@@ -317,6 +318,7 @@ func (s *Supervisor) loop(ctx context.Context) {
 		s.mu.Lock()
 		s.usage.CPUSeconds, s.usage.Processes = cpu, len(pids)
 		s.usage.Wall, s.usage.TaskTime = wall, before+wall
+		s.usage.Idle = max(now.Sub(lastActive), 0)
 		s.mu.Unlock()
 		if s.onTick != nil {
 			s.onTick(now)

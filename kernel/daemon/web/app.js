@@ -266,6 +266,51 @@ function renderHeader() {
   })));
   $('btn-run').hidden = !!t.running;
   $('btn-stop').hidden = !t.running;
+  renderUsage(t);
+}
+
+// ---------- what the task's runs used, against its budgets ----------
+// money reads an amount as kule status prints it.
+function money(m) {
+  if (!m) return '';
+  const sym = { USD: '$', EUR: '€', GBP: '£' }[m.currency];
+  return sym ? sym + m.amount.toFixed(2) : `${m.amount.toFixed(2)} ${m.currency}`;
+}
+const count = (n) => (n >= 1e6 ? (n / 1e6).toFixed(1) + 'M' : n >= 1e3 ? (n / 1e3).toFixed(1) + 'k' : String(n));
+// level is how far a share of a cap is: ok, warn from 80%, over at 100%.
+const level = (share) => (share >= 1 ? 'over' : share >= 0.8 ? 'warn' : 'ok');
+
+// bar is a compact meter: a label, a bar with a mark at 80%, and the text.
+function bar(label, share, text, title) {
+  const lv = level(share), pct = Math.round(share * 100);
+  const fill = h('span', { class: 'mfill' });
+  fill.style.width = `${Math.min(pct, 100)}%`; // through the CSSOM: the page's CSP allows no style attributes
+  return h('span', { class: 'meter ' + lv, 'data-level': lv, role: 'meter', 'aria-label': label, 'aria-valuemin': '0', 'aria-valuemax': '100',
+    'aria-valuenow': String(Math.min(pct, 100)), 'aria-valuetext': `${text} (${pct}%)`, title: title || `${label}: ${text} (${pct}%)` },
+  h('span', { class: 'mlabel' }, label),
+  h('span', { class: 'mbar', 'aria-hidden': 'true' }, fill, h('span', { class: 'm80' })),
+  h('span', { class: 'mtext' }, text),
+  lv === 'ok' ? null : h('span', { class: 'mmark' }, lv === 'over' ? 'spent' : pct + '%'));
+}
+
+function renderUsage(t) {
+  const el = $('t-usage'), s = t.usage;
+  if (!s) {
+    el.hidden = !t.usage_error;
+    el.replaceChildren(t.usage_error ? h('span', { class: 'bad small', title: t.usage_error }, 'usage not readable') : '');
+    return;
+  }
+  const u = s.usage || {}, parts = [];
+  if (u.tokens && u.tokens.total) parts.push(`${count(u.tokens.total)} tokens`);
+  for (const c of u.cost || []) parts.push(money(c));
+  if (u.runs) parts.push(`${u.runs} run${u.runs > 1 ? 's' : ''}`);
+  if (!parts.length && !s.budget && !s.daily_budget) { el.hidden = true; el.replaceChildren(); return; } // nothing to tell yet
+  const kids = [h('span', { class: 'used small muted', id: 't-used' }, parts.join(' · ') || 'nothing spent yet')];
+  if (s.budget) kids.push(bar('Budget', s.budget.amount > 0 ? s.budget_spent.amount / s.budget.amount : 1, `${money(s.budget_spent)} of ${money(s.budget)}`, s.blocked));
+  if (s.daily_budget) kids.push(bar('Today', s.daily_budget.amount > 0 ? s.daily_spent.amount / s.daily_budget.amount : 1, `${money(s.daily_spent)} of ${money(s.daily_budget)}`, s.blocked));
+  if (s.blocked) kids.push(h('span', { class: 'blocked small', role: 'note', tabindex: '0', title: s.blocked, 'aria-label': 'No agent run starts: ' + s.blocked }, 'no run starts'));
+  el.replaceChildren(...kids);
+  el.hidden = false;
 }
 
 async function patch(body) {
@@ -551,7 +596,7 @@ async function loadLive() {
       const steps = await api('GET', `/api/tasks/${id}/steps`);
       const old = [];
       for (const s of steps.filter((x) => new Date(x.started || x.time) < l.since).slice(-15)) {
-        if (s.n === undefined) old.push({ kind: 'run', label: s.command, state: 'ended', code: s.code, summary: s.summary, error: s.error, out: s.output || '', time: s.time, past: true });
+        if (s.n === undefined) old.push({ kind: 'run', label: s.command, state: 'ended', code: s.code, summary: s.summary, error: s.error, limit: s.limit, out: s.output || '', time: s.time, past: true });
         else old.push({ kind: 'tool', n: s.n, title: s.title, toolkind: s.kind, status: s.status, command: s.command, paths: s.paths, effects: (s.effects || []).map(effLine), past: true });
       }
       l.items = old.concat(l.items);
@@ -573,13 +618,18 @@ function liveItem(it) {
         h('div', { class: 'rhead' },
           h('span', { class: 'who' + (it.agent ? ' agent' : '') }, it.agent ? `You → ${it.agent}` : '›'),
           h('span', { class: 'label' + (it.agent ? '' : ' mono') }, it.label), it.cost ? h('span', { class: 'muted small', title: 'what the turn cost, as the agent reports it' }, it.cost) : null, chip),
+        it.meters ? meters(it.meters, it.limit) : null,
         it.out && !it.agent ? h('pre', { class: 'out', tabindex: '0', 'aria-label': `Output of ${it.label}` }, it.out) : null,
         it.out && it.agent ? h('div', { class: 'rnote muted small' }, it.out.trim()) : null,
-        ended && !it.agent && (it.summary || it.error) ? h('div', { class: 'rfoot' + (it.error ? ' bad' : '') }, [it.error, it.summary ? 'the copy now: ' + changesText(it.summary) : ''].filter(Boolean).join(' · ')) : null);
+        ended && it.limit ? h('div', { class: 'limitstop', role: 'alert', 'data-limit': it.limit },
+          h('strong', {}, `Stopped by ${limitName[it.limit] || 'a limit'}`), it.error ? h('span', {}, ' · ' + it.error) : null) : null,
+        ended && !it.agent && (it.summary || (it.error && !it.limit)) ? h('div', { class: 'rfoot' + (it.error && !it.limit ? ' bad' : '') }, [it.limit ? '' : it.error, it.summary ? 'the copy now: ' + changesText(it.summary) : ''].filter(Boolean).join(' · ')) : null);
     }
     case 'text': return h('li', { class: 'say' }, h('span', { class: 'who agent', 'aria-hidden': 'true' }, '◐'), h('div', { class: 'words' }, it.text));
     case 'thought': return h('li', { class: 'say thought' }, h('span', { class: 'who', 'aria-hidden': 'true' }, '…'), h('div', { class: 'words' }, it.text));
     case 'note': return h('li', { class: 'note muted small' }, it.text);
+    case 'budget': return h('li', { class: 'budget ' + (it.percent >= 100 ? 'over' : 'warn'), role: 'status' },
+      h('span', { class: 'ticon', 'aria-hidden': 'true' }, it.percent >= 100 ? '■' : '▲'), h('div', {}, it.text));
     case 'tool': return h('li', { class: 'tool' + (it.past ? ' past' : ''), 'data-status': it.status || '' },
       h('span', { class: 'ticon', 'aria-hidden': 'true' }, toolIcon[it.toolkind] || '◆'),
       h('div', {}, h('div', { class: 'ttl' }, it.title || it.toolkind || 'tool call', h('span', { class: 'chip small ' + (it.status || '') }, (it.status || 'pending').replace(/_/g, ' '))),
@@ -596,6 +646,36 @@ function liveItem(it) {
         h('span', { class: 'pm', 'aria-label': e.status.replace(/_/g, ' ') }, e.status === 'completed' ? '✓' : e.status === 'in_progress' ? '▸' : '○'), ' ', e.text))));
   }
   return h('li', {}, JSON.stringify(it));
+}
+
+// What a running run takes against its limits ("limits" events), as
+// compact meters on its Live item; the limit that stopped it is marked.
+const limitName = { memory: 'its memory limit', disk: 'its disk limit', time: 'its time limit', idle: 'its idle limit', 'task-time': "the task's time limit", budget: 'the budget', limit: 'a limit' };
+const secs = (s) => (s >= 3600 ? `${Math.floor(s / 3600)}h${String(Math.floor(s / 60) % 60).padStart(2, '0')}` : s >= 60 ? `${Math.floor(s / 60)}m${String(Math.floor(s) % 60).padStart(2, '0')}` : `${Math.floor(s)}s`);
+const bytes = (n) => (n >= 1 << 30 ? (n / (1 << 30)).toFixed(1) + 'G' : n >= 1 << 20 ? (n / (1 << 20)).toFixed(0) + 'M' : n >= 1 << 10 ? (n / (1 << 10)).toFixed(0) + 'K' : n + 'B');
+function meters(m, stoppedBy) {
+  const l = m.limits || {}, u = m.usage || {}, out = [];
+  const add = (key, label, used, cap, fmt) => {
+    const b = bar(label, cap > 0 ? used / cap : 0, `${fmt(used)} of ${fmt(cap)}`);
+    b.dataset.limit = key;
+    if (stoppedBy === key) { b.classList.add('stopped'); b.dataset.level = 'over'; }
+    out.push(b);
+  };
+  if (l.cpu) add('cpu', 'CPU', u.cpu || 0, l.cpu, (v) => v.toFixed(1) + ' cores');
+  if (l.memory) add('memory', 'Memory', u.memory || 0, l.memory, bytes);
+  if (l.disk) add('disk', 'Disk', Math.max(u.disk || 0, 0), l.disk, bytes);
+  if (l.time_seconds) add('time', 'Time', u.wall_seconds || 0, l.time_seconds, secs);
+  if (l.idle_seconds) add('idle', 'Idle', u.idle_seconds || 0, l.idle_seconds, secs);
+  if (l.task_time_seconds) add('task-time', 'Task time', u.task_time_seconds || 0, l.task_time_seconds, secs);
+  // Without a limit, what it takes is worth a look only while it runs.
+  if (!out.length && (m.final || !u.processes)) return null;
+  const plain = [];
+  if (!l.cpu) plain.push(`${(u.cpu || 0).toFixed(1)} cores`);
+  if (!l.time_seconds) plain.push(secs(u.wall_seconds || 0));
+  if (u.processes) plain.push(`${u.processes} process${u.processes > 1 ? 'es' : ''}`);
+  if (u.throttled_seconds >= 1) plain.push(`held back ${secs(u.throttled_seconds)}`);
+  return h('div', { class: 'meters' + (m.final ? ' final' : ''), role: 'group', 'aria-label': 'What the run takes against its limits' },
+    out, plain.length ? h('span', { class: 'small muted' }, plain.join(' · ')) : null);
 }
 
 // touch marks an item changed, so the next render draws it again; the
@@ -662,8 +742,8 @@ function onRunEvent(ev) {
   } else if (d.state === 'end') {
     if (!l.run && !l.seeded) return; // its start came before this page: steps.jsonl has it
     const it = l.run || pushLive(ev.task, { kind: 'run', agent: d.agent, label: d.command || d.agent, out: '' });
-    Object.assign(touch(it), { state: 'ended', code: d.code, summary: d.summary, error: d.error, stop: d.stop_reason });
-    if (d.agent) pushLive(ev.task, { kind: 'end', text: `${d.agent} · turn ${d.error ? 'failed' : 'ended'}${d.stop_reason ? ' (' + d.stop_reason.replace(/_/g, ' ') + ')' : ''}${d.error ? ' · ' + d.error : ''}${d.summary ? ' · the copy now: ' + changesText(d.summary) : ''}` });
+    Object.assign(touch(it), { state: 'ended', code: d.code, summary: d.summary, error: d.error, stop: d.stop_reason, limit: d.limit || it.limit });
+    if (d.agent) pushLive(ev.task, { kind: 'end', text: `${d.agent} · turn ${d.limit ? 'stopped by ' + (limitName[d.limit] || 'a limit') : d.error ? 'failed' : 'ended'}${d.stop_reason ? ' (' + d.stop_reason.replace(/_/g, ' ') + ')' : ''}${d.error ? ' · ' + d.error : ''}${d.summary ? ' · the copy now: ' + changesText(d.summary) : ''}` });
     l.run = null;
     liveSoon(ev.task);
   }
@@ -932,7 +1012,7 @@ function connect() {
     onRunEvent(ev);
     if (ev.data.state === 'end') {
       const t = state.tasks.find((x) => x.id === ev.task);
-      notify('Run over', `${t ? taskTitle(t) : ev.task}: ${ev.data.agent || ev.data.command}${ev.data.agent ? '' : ' · exit ' + ev.data.code}${ev.data.summary ? ' · ' + ev.data.summary : ''}`);
+      notify('Run over', `${t ? taskTitle(t) : ev.task}: ${ev.data.agent || ev.data.command}${ev.data.agent ? '' : ' · exit ' + ev.data.code}${ev.data.limit ? ' · stopped by ' + (limitName[ev.data.limit] || 'a limit') : ''}${ev.data.summary ? ' · ' + ev.data.summary : ''}`);
       if (ev.task === state.current) refreshView();
     }
   });
@@ -944,6 +1024,27 @@ function connect() {
     liveSoon(ev.task);
   });
   on('agent', onAgentEvent);
+  on('limits', (ev) => {
+    const l = liveOf(ev.task);
+    if (!l.run) return; // a run that began before this page
+    const d = ev.data || {};
+    touch(l.run).meters = d;
+    if (d.final && d.limit) l.run.limit = d.limit;
+    liveSoon(ev.task);
+  });
+  on('budget', (ev) => {
+    // A run reached 80% or 100% of a budget: its notice (already in Live as
+    // the agent's note) is marked, and the person told.
+    const l = liveOf(ev.task), n = ev.data || {};
+    const it = [...l.items].reverse().find((x) => x.kind === 'note' && x.text === n.text);
+    if (it) Object.assign(touch(it), { kind: 'budget', percent: n.percent });
+    else pushLive(ev.task, { kind: 'budget', text: n.text, percent: n.percent });
+    liveSoon(ev.task);
+    tasksSoon();
+    const t = state.tasks.find((x) => x.id === ev.task);
+    toast(n.text, n.percent >= 100);
+    notify(n.percent >= 100 ? 'Budget spent' : `Budget at ${n.percent}%`, `${t ? taskTitle(t) : ev.task}: ${n.text}`);
+  });
   on('sandbox', (ev) => {
     const r = ev.data || {};
     pushLive(ev.task, { kind: 'note', text: `${sandboxWhat(r)} · ${r.why || ''}` });
