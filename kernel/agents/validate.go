@@ -3,8 +3,9 @@ package agents
 import (
 	"fmt"
 	"path"
-	"regexp"
 	"strings"
+
+	"github.com/kulehq/kule/kernel/lazyre"
 )
 
 // Hidden lists what Kule hides from every sandbox (paths under ~): keys,
@@ -29,13 +30,13 @@ var Personal = []string{
 }
 
 var (
-	nameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,62}$`)
-	varRE  = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
-	hostRE = regexp.MustCompile(`^(\*\.)?([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?\.)+[a-z]{2,63}$|^localhost$`)
+	nameRE = lazyre.New(`^[a-z0-9][a-z0-9._-]{0,62}$`)
+	varRE  = lazyre.New(`^[A-Za-z_][A-Za-z0-9_]*$`)
+	hostRE = lazyre.New(`^(\*\.)?([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?\.)+[a-z]{2,63}$|^localhost$`)
 	// An exact version: 1.2.3, 1.2.3-beta.1, 1.2.3+build. No ranges, no tags.
-	exactRE   = regexp.MustCompile(`^v?\d+\.\d+\.\d+(-[0-9A-Za-z.-]+)?(\+[0-9A-Za-z.-]+)?$`)
-	modeRE    = regexp.MustCompile(`^[A-Za-z0-9._-]{1,64}$`)
-	pkgNameRE = regexp.MustCompile(`^(@[A-Za-z0-9][A-Za-z0-9._~-]*/)?[A-Za-z0-9][A-Za-z0-9._~-]*$`)
+	exactRE   = lazyre.New(`^v?\d+\.\d+\.\d+(-[0-9A-Za-z.-]+)?(\+[0-9A-Za-z.-]+)?$`)
+	modeRE    = lazyre.New(`^[A-Za-z0-9._-]{1,64}$`)
+	pkgNameRE = lazyre.New(`^(@[A-Za-z0-9][A-Za-z0-9._~-]*/)?[A-Za-z0-9][A-Za-z0-9._~-]*$`)
 	// Variables a profile may never set or pass: they change what runs.
 	dangerousEnv = map[string]bool{"LD_PRELOAD": true, "LD_LIBRARY_PATH": true, "LD_AUDIT": true, "NODE_OPTIONS": true, "PATH": true, "HOME": true, "BASH_ENV": true, "ENV": true, "PYTHONPATH": true, "PYTHONSTARTUP": true, "KULE_HOME": true, "SSH_AUTH_SOCK": true, "GIT_ASKPASS": true, "SUDO_ASKPASS": true}
 )

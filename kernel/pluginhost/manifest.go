@@ -6,11 +6,12 @@ import (
 	"encoding/hex"
 	"fmt"
 	"path"
-	"regexp"
 	"sort"
 	"strings"
 
 	"github.com/BurntSushi/toml"
+
+	"github.com/kulehq/kule/kernel/lazyre"
 )
 
 // ManifestFile is the name of a plugin's manifest beside its executable.
@@ -52,13 +53,13 @@ type DifferConfig struct {
 }
 
 var (
-	nameRe    = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,63}$`)
-	versionRe = regexp.MustCompile(`^v?[0-9]+\.[0-9]+\.[0-9]+([-+][0-9A-Za-z.+-]{1,64})?$`)
-	sha256Re  = regexp.MustCompile(`^[0-9a-f]{64}$`)
-	exeRe     = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$`)
+	nameRe    = lazyre.New(`^[a-z0-9][a-z0-9_-]{0,63}$`)
+	versionRe = lazyre.New(`^v?[0-9]+\.[0-9]+\.[0-9]+([-+][0-9A-Za-z.+-]{1,64})?$`)
+	sha256Re  = lazyre.New(`^[0-9a-f]{64}$`)
+	exeRe     = lazyre.New(`^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$`)
 	// permissionRe is the shape of a permission; which ones a kind may ask
 	// for is in kindPermissions.
-	permissionRe = regexp.MustCompile(`^network:[a-z0-9.-]{1,253}(:[0-9]{1,5})?$`)
+	permissionRe = lazyre.New(`^network:[a-z0-9.-]{1,253}(:[0-9]{1,5})?$`)
 )
 
 // kindPermissions says which permissions each kind may ask for: a differ and

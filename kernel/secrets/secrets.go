@@ -19,12 +19,12 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"regexp"
 	"sort"
 	"strings"
 	"time"
 
 	"github.com/kulehq/kule/kernel/atomicfile"
+	"github.com/kulehq/kule/kernel/lazyre"
 )
 
 // Errors a caller can test for.
@@ -218,8 +218,8 @@ func OpenWith(home string, s Sealer) (*Store, error) {
 func (s *Store) Sealer() Sealer { return s.sealer }
 
 var (
-	nameRe = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,127}$`)
-	hostRe = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?(\.[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)*$`)
+	nameRe = lazyre.New(`^[A-Za-z_][A-Za-z0-9_]{0,127}$`)
+	hostRe = lazyre.New(`^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?(\.[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)*$`)
 )
 
 // CheckHost normalises a host name and refuses anything but a plain DNS name
