@@ -68,9 +68,15 @@ func (n *Names) ByPath() map[string]review.File {
 	return m
 }
 
-// changesOf turns a status into the review's input; files it cannot read
-// (too large, not kept by the base) are left whole.
-func changesOf(st *Status) []review.Change {
+// changesOf turns a status into the review's input (ChangesOf with the
+// kernel's own size limit).
+func changesOf(st *Status) []review.Change { return ChangesOf(st, reviewMax) }
+
+// ChangesOf turns a status into the review's input: the old and new bytes of
+// each reviewable change up to max bytes a side. Files it cannot read (too
+// large, not kept by the base) and moves of unchanged content are left out:
+// they are named as a whole.
+func ChangesOf(st *Status, max int64) []review.Change {
 	var out []review.Change
 	for _, e := range st.Pending(false) {
 		if !Reviewable(e) {
@@ -83,7 +89,7 @@ func changesOf(st *Status) []review.Change {
 		case effects.Delete:
 			op = review.Deleted
 		}
-		old, new, err := st.Contents(e, reviewMax)
+		old, new, err := st.Contents(e, max)
 		if err != nil {
 			continue
 		}

@@ -201,32 +201,14 @@ func (r DiffReviewer) Close() error {
 // Entities reads old and new contents of each reviewable effect and names
 // what changed inside.
 func (r DiffReviewer) Entities(ctx context.Context, t *task.Task, st *kernel.Status) (map[string][]string, error) {
-	es := st.Pending(false)
-	if len(es) == 0 || (r.Open == nil && r.Hosts == nil) {
+	if r.Open == nil && r.Hosts == nil {
 		return nil, nil
 	}
 	max := r.Max
 	if max == 0 {
 		max = 8 << 20
 	}
-	var cs []review.Change
-	for _, e := range es {
-		if !kernel.Reviewable(e) {
-			continue
-		}
-		op := review.Changed
-		switch e.Kind {
-		case effects.Add:
-			op = review.Added
-		case effects.Delete:
-			op = review.Deleted
-		}
-		old, nw, err := st.Contents(e, max)
-		if err != nil || (e.Kind == effects.Move && string(old) == string(nw)) {
-			continue
-		}
-		cs = append(cs, review.Change{Path: e.Path, Op: op, Old: old, New: nw})
-	}
+	cs := kernel.ChangesOf(st, max)
 	if len(cs) == 0 {
 		return nil, nil
 	}
