@@ -10,7 +10,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -710,12 +709,4 @@ func (d *Daemon) putSettings(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	d.getSettings(w, r)
-}
-
-func atoiDefault(s string, def int) int {
-	n, err := strconv.Atoi(s)
-	if err != nil {
-		return def
-	}
-	return n
 }

@@ -183,9 +183,6 @@ func (d *Daemon) Addr() string { return d.httpL.Addr().String() }
 // URL is the address that opens the app (it carries the token once).
 func (d *Daemon) URL() string { return "http://" + d.Addr() + "/?token=" + d.token }
 
-// Kernel is the kernel the daemon serves.
-func (d *Daemon) Kernel() *kernel.Kernel { return d.k }
-
 // Done is closed when the daemon has stopped.
 func (d *Daemon) Done() <-chan struct{} { return d.done }
 

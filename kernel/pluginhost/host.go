@@ -37,7 +37,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"sort"
-	"strings"
 	"sync"
 	"time"
 
@@ -436,8 +435,3 @@ func removeTree(dir string) error {
 
 // kindName is the key of a plugin in the host's tables.
 func kindName(kind, name string) string { return kind + "/" + name }
-
-func splitKindName(s string) (string, string) {
-	k, n, _ := strings.Cut(s, "/")
-	return k, n
-}

@@ -91,12 +91,6 @@ const (
 	HelperStageExec = "exec"
 )
 
-var exeOverride string
-
-// SetExecutable sets the executable re-executed as the helper by Sandbox
-// values whose Exe is empty (cmd/kule leaves it alone: os.Executable()).
-func SetExecutable(path string) { exeOverride = path }
-
 // HelperName is the small helper binary looked for beside the kule
 // executable. It is the same helper as `kule __sandbox` but starts in a
 // fraction of the time (no CLI, plugins or parsers to initialise); without
@@ -112,9 +106,6 @@ func (s *Sandbox) helper() (string, []string, error) {
 	}
 	if s.Exe != "" {
 		return s.Exe, args, nil
-	}
-	if exeOverride != "" {
-		return exeOverride, args, nil
 	}
 	self, err := os.Executable()
 	if err != nil {

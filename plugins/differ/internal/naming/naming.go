@@ -51,25 +51,6 @@ func (l *List) Add(kind, name string, start, end int, parent string) int {
 	return len(l.Ents) - 1
 }
 
-// Rename changes the name of entity i (and the Parent of the entities after
-// it that named it), keeping names unique.
-func (l *List) Rename(i int, name string) {
-	name = Clean(name)
-	old := l.Ents[i].Name
-	id := l.Ents[i].Kind + " " + name
-	if l.used[id] > 0 {
-		return // keep the unique name it has
-	}
-	l.used[id]++
-	l.Ents[i].Name = name
-	for j := i + 1; j < len(l.Ents); j++ {
-		e := &l.Ents[j]
-		if e.Parent == old {
-			e.Parent = name
-		}
-	}
-}
-
 // Lockfiles are files no differ reads by entity: they are generated, and a
 // person reviews the manifest they come from.
 var Lockfiles = map[string]bool{
