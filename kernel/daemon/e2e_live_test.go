@@ -215,11 +215,11 @@ permit (principal, action, resource);
 	// In the group notes/release.md waits: Approve and remember from Review
 	// commits it and keeps a rule, so the next change to it passes.
 	step(t, ctx, shot, "approve and remember in Review, then commit",
-		chromedp.Click(chromedp.CSS(`#task-list li[data-id="`+id+`"]`)),
+		clickOf(`#task-list li[data-id="`+id+`"]`),
 		chromedp.KeyEvent("2", chromedp.KeyModifiers(chromedp.ModifierCtrl)),
-		chromedp.WaitVisible(chromedp.CSS(`#changes li[data-path="notes/release.md"] .verdict.ask`)),
-		chromedp.Click(chromedp.CSS(`#changes li[data-path="notes/release.md"] button[aria-label$="and remember"]`)),
-		chromedp.Click(chromedp.CSS(`#btn-commit`)),
+		void(chromedp.Poll[bool](`!!document.querySelector('#changes li[data-path="notes/release.md"] .verdict.ask')`)),
+		clickOf(`#changes li[data-path="notes/release.md"] button[aria-label$="and remember"]`),
+		clickOf(`#btn-commit`),
 		chromedp.WaitVisible(chromedp.CSS(`#no-changes`)))
 	if got := readFile(filepath.Join(folder, "notes", "release.md")); got != "# From the agent\n" {
 		t.Fatalf("Approve and remember did not commit the note: %q", got)

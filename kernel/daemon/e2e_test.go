@@ -115,6 +115,13 @@ func textOf(sel string) chromedp.Action[string] {
 	return chromedp.Evaluate[string](`(document.querySelector(` + "`" + sel + "`" + `) || {}).innerText || ''`)
 }
 
+// clickOf finds and clicks an element in one step, polling until it is
+// there: a redraw between a query and a click (Review redraws on every task
+// event) leaves chromedp a node that is gone.
+func clickOf(sel string) chromedp.Action[chromedp.Void] {
+	return void(chromedp.Poll[bool](`(() => { const e = document.querySelector(` + "`" + sel + "`" + `); if (!e) return false; e.click(); return true })()`))
+}
+
 // void drops an action's value.
 func void[T any](a chromedp.Action[T]) chromedp.Action[chromedp.Void] {
 	return func(ctx context.Context, t *chromedp.Target) (chromedp.Void, error) {
