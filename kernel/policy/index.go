@@ -1,6 +1,8 @@
 package policy
 
 import (
+	"sync"
+
 	cedar "github.com/cedar-policy/cedar-go"
 	"github.com/cedar-policy/cedar-go/ast"
 	"github.com/cedar-policy/cedar-go/types"
@@ -15,17 +17,20 @@ type actionSets struct {
 	forbids, permits, remembered cedar.PolicyMap
 }
 
-// index builds the per-action policy sets from the layers Load read.
+// index prepares the per-action policy sets from the layers Load read. Each
+// set is built at the first request for its action: a run judges one or two
+// of Kule's actions, and building all of them took a third of every load.
 func (e *Engine) index() {
-	e.byAction = make(map[Action]*actionSets, len(Actions))
+	e.byAction = make(map[Action]func() *actionSets, len(Actions))
 	for _, a := range Actions {
 		uid := types.NewEntityUID(ActionType, types.String(a))
-		s := &actionSets{
-			forbids:    scoped(e.forbids, uid),
-			permits:    scoped(e.permits, uid),
-			remembered: scoped(e.remembered, uid),
-		}
-		e.byAction[a] = s
+		e.byAction[a] = sync.OnceValue(func() *actionSets {
+			return &actionSets{
+				forbids:    scoped(e.forbids, uid),
+				permits:    scoped(e.permits, uid),
+				remembered: scoped(e.remembered, uid),
+			}
+		})
 	}
 }
 

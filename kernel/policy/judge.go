@@ -39,7 +39,7 @@ func (e *Engine) judgeOne(b *builder, r Request) Verdict {
 		return v
 	}
 	req, ents, tags := b.request(r)
-	sets := e.byAction[r.Action]
+	sets := e.byAction[r.Action]()
 
 	var forbid []cedar.PolicyID
 	if len(sets.forbids) > 0 {

@@ -413,3 +413,34 @@ func TestRememberedNamesCannotInjectRules(t *testing.T) {
 	check(t, judgeOne(t, e, gitTask, fm("package.json")), want{Ask, "manifests-and-lockfiles"})
 	check(t, judgeOne(t, e, gitTask, NetRequest("example.org", 443)), want{Ask, "unknown-hosts"})
 }
+
+// A load parses the built-ins without validating them (it is the hot path
+// of every command); this is where they are checked against the schema, so
+// a rule that names an attribute the schema lacks fails here.
+func TestBuiltinsValidate(t *testing.T) {
+	files, err := builtinFS.ReadDir("builtin")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, f := range files {
+		if !strings.HasSuffix(f.Name(), ".cedar") {
+			continue
+		}
+		src, err := builtinFS.ReadFile("builtin/" + f.Name())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := parseFile(f.Name(), src); err != nil {
+			t.Errorf("built-in %s: %v", f.Name(), err)
+		}
+		n++
+	}
+	if n < 3 {
+		t.Fatalf("found %d built-in policy files, want common, balanced and careful", n)
+	}
+	// The same check refuses a rule about an attribute the schema lacks.
+	if _, err := parseFile("bad.cedar", []byte(`forbid (principal, action, resource is Kule::Path) when { resource.nosuch == 1 };`)); err == nil {
+		t.Fatal("a rule naming an attribute the schema lacks validated")
+	}
+}
