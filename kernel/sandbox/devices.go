@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -48,14 +49,21 @@ func checkDevice(name string) error {
 }
 
 // devices lists the devices to give; on a refused one it returns its name
-// too.
+// too. /dev is read once: a glob per GPU pattern read it three times, a
+// fifth of making a plan.
 func (s *Sandbox) devices() ([]string, string, error) {
+	present := map[string]fs.FileMode{}
+	entries, _ := os.ReadDir("/dev") // unreadable: every device is looked up alone
+	for _, e := range entries {
+		present[e.Name()] = e.Type()
+	}
 	out := append([]string(nil), baseDevices...)
 	if !s.NoGPU {
 		for _, g := range gpuDevices {
-			m, _ := filepath.Glob(filepath.Join("/dev", g))
-			for _, d := range m {
-				out = append(out, strings.TrimPrefix(d, "/dev/"))
+			for _, e := range entries {
+				if ok, _ := filepath.Match(g, e.Name()); ok {
+					out = append(out, e.Name())
+				}
 			}
 		}
 	}
@@ -68,7 +76,9 @@ func (s *Sandbox) devices() ([]string, string, error) {
 	}
 	var have []string
 	for _, d := range out {
-		if _, err := os.Stat(filepath.Join("/dev", d)); err == nil {
+		if t, ok := present[d]; ok && t&fs.ModeSymlink == 0 {
+			have = append(have, d) // there, and no link that could dangle
+		} else if _, err := os.Stat(filepath.Join("/dev", d)); err == nil {
 			have = append(have, d)
 		}
 	}

@@ -61,7 +61,7 @@ func planShape() string {
 	walk = func(t reflect.Type) {
 		for i := 0; i < t.NumField(); i++ {
 			f := t.Field(i)
-			fmt.Fprintf(&b, "%s:%s;", f.Name, f.Type)
+			b.WriteString(f.Name + ":" + f.Type.String() + ";")
 			if f.Type.Kind() == reflect.Slice && f.Type.Elem().Kind() == reflect.Struct {
 				walk(f.Type.Elem())
 			}
@@ -119,14 +119,14 @@ func (s *Sandbox) plan(spec runner.Spec) (*plan, error) {
 			return nil, fmt.Errorf("%w: task %s path %q is not absolute", ErrBadSpec, name, p)
 		}
 	}
-	copyDir, err := realDir(t.Copy)
+	copyDir, err := res.realDir(t.Copy)
 	if err != nil {
 		return nil, fmt.Errorf("%w: the task's copy: %w", ErrBadSpec, err)
 	}
 	if err := os.MkdirAll(t.Tmp, 0o700); err != nil {
 		return nil, fmt.Errorf("%w: the task's tmp: %w", ErrBadSpec, err)
 	}
-	tmpDir, _ := realDir(t.Tmp)
+	tmpDir, _ := res.realDir(t.Tmp)
 	home := t.Home
 	if home == "" {
 		home = filepath.Join(t.Dir, "home")
@@ -134,7 +134,7 @@ func (s *Sandbox) plan(spec runner.Spec) (*plan, error) {
 	if err := os.MkdirAll(home, 0o700); err != nil {
 		return nil, fmt.Errorf("%w: the task's home: %w", ErrBadSpec, err)
 	}
-	homeDir, _ := realDir(home)
+	homeDir, _ := res.realDir(home)
 	cache := filepath.Join(t.Dir, "cache")
 	if t.Dir == "" {
 		cache = filepath.Join(filepath.Dir(t.Copy), "cache")
@@ -142,8 +142,8 @@ func (s *Sandbox) plan(spec runner.Spec) (*plan, error) {
 	if err := os.MkdirAll(cache, 0o700); err != nil {
 		return nil, fmt.Errorf("%w: the task's caches: %w", ErrBadSpec, err)
 	}
-	cacheDir, _ := realDir(cache)
-	kule, err := realDir(t.KuleDir)
+	cacheDir, _ := res.realDir(cache)
+	kule, err := res.realDir(t.KuleDir)
 	if err != nil {
 		return nil, fmt.Errorf("%w: kule home: %w", ErrBadSpec, err)
 	}
@@ -151,7 +151,7 @@ func (s *Sandbox) plan(spec runner.Spec) (*plan, error) {
 	if dir == "" {
 		dir = t.Copy
 	}
-	if rd, err := realDir(dir); err == nil {
+	if rd, err := res.realDir(dir); err == nil {
 		dir = rd
 	}
 	if !within(dir, copyDir) {
@@ -173,7 +173,7 @@ func (s *Sandbox) plan(spec runner.Spec) (*plan, error) {
 	}
 	hostEnv := s.hostEnv()
 	personHome := s.home()
-	if rh, err := realDir(personHome); err == nil {
+	if rh, err := res.realDir(personHome); err == nil {
 		personHome = rh
 	}
 
@@ -402,6 +402,27 @@ func (r resolver) existing(path string) (string, bool) {
 		return rp, err == nil
 	}
 	return full, true
+}
+
+// realDir is realDir (below) through the resolver: the task's folders share
+// their parents, which are resolved once.
+func (r resolver) realDir(path string) (string, error) {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return "", err
+	}
+	rp, ok := r.existing(abs)
+	if !ok {
+		return realDir(path) // for its error, which says what is missing
+	}
+	fi, err := os.Stat(rp)
+	if err != nil {
+		return "", err
+	}
+	if !fi.IsDir() {
+		return "", fmt.Errorf("%s is not a directory", path)
+	}
+	return rp, nil
 }
 
 func realPath(path string) (string, error) {

@@ -4,7 +4,6 @@ package sandbox
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -48,12 +47,9 @@ func (s *Sandbox) Run(ctx context.Context, spec runner.Spec) (int, error) {
 		fmt.Fprintf(s.warn(), "kule: WEAKER ISOLATION (accepted): %s\n", strings.Join(missing, "; "))
 		s.weaker(spec, missing)
 	}
-	p, err := s.plan(spec)
-	if err != nil {
-		return -1, err
+	if len(spec.Args) == 0 {
+		return -1, runner.ErrNoCommand
 	}
-	p.Landlock = avail.LandlockABI >= 1
-	p.Shape = planShape()
 	exe, args, err := s.helper()
 	if err != nil {
 		return -1, fmt.Errorf("%w: find the helper executable: %w", ErrSetup, err)
@@ -61,8 +57,13 @@ func (s *Sandbox) Run(ctx context.Context, spec runner.Spec) (int, error) {
 	stage := HelperStageInit
 	if !avail.UserNS {
 		stage = HelperStageExec
-		p.NetNS, p.ProxyPort = false, 0
 	}
+	// The namespaces and the bridge follow from the spec alone; the plan
+	// itself (which paths to hide, keep and reveal: a hundred or so stats,
+	// half a millisecond) is made while the helper starts, below, and
+	// agrees with them: it sets NetNS and ProxyPort from the same fields.
+	netNS := avail.UserNS && spec.Network != runner.NetworkOpen
+	bridged := avail.UserNS && spec.Network == runner.NetworkProxy && spec.ProxyAddr != ""
 	cmd := exec.CommandContext(ctx, exe, append(append([]string(nil), args...), stage)...)
 	cmd.Args[0] = "kule-sandbox"
 	cmd.Env = s.HelperEnv
@@ -91,7 +92,7 @@ func (s *Sandbox) Run(ctx context.Context, spec runner.Spec) (int, error) {
 	defer statR.Close()
 	cmd.ExtraFiles = []*os.File{planR, statW}
 	var ctrl *os.File
-	if p.ProxyPort > 0 {
+	if bridged {
 		fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
 		if err != nil {
 			planR.Close()
@@ -107,7 +108,7 @@ func (s *Sandbox) Run(ctx context.Context, spec runner.Spec) (int, error) {
 	if avail.UserNS {
 		uid, gid := os.Getuid(), os.Getgid()
 		flags := uintptr(unix.CLONE_NEWUSER | unix.CLONE_NEWNS | unix.CLONE_NEWPID | unix.CLONE_NEWIPC | unix.CLONE_NEWUTS)
-		if p.NetNS {
+		if netNS {
 			flags |= unix.CLONE_NEWNET
 		}
 		cmd.SysProcAttr = &syscall.SysProcAttr{
@@ -122,36 +123,18 @@ func (s *Sandbox) Run(ctx context.Context, spec runner.Spec) (int, error) {
 		cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Pdeathsig: syscall.SIGKILL}
 	}
 
+	pty := false
 	if avail.UserNS {
 		if tty, ok := foregroundTerminal(spec.Stdin); ok {
 			// The command gets a pty of its own; the person's terminal
 			// passes keys through unchanged until the command ends.
 			if old, err := term.MakeRaw(tty); err == nil {
-				p.PTY = true
+				pty = true
 				defer term.Restore(tty, old)
 			}
 		}
 	}
-	b, err := json.Marshal(p)
-	if err != nil {
-		return -1, fmt.Errorf("%w: %w", ErrSetup, err)
-	}
-	// The plan goes into the pipe while the helper starts (it fits a pipe's
-	// buffer; if Start fails, the closed pipe ends the write), once what the
-	// run waits for is ready: the helper reads the plan before anything
-	// else, so without it no mount is made and the command never starts.
 	ready := make(chan error, 1)
-	go func() {
-		var err error
-		if spec.Ready != nil {
-			err = spec.Ready()
-		}
-		if err == nil {
-			planW.Write(b)
-		}
-		planW.Close()
-		ready <- err
-	}()
 	release := holdGC()
 	startErr := cmd.Start()
 	release()
@@ -162,6 +145,45 @@ func (s *Sandbox) Run(ctx context.Context, spec runner.Spec) (int, error) {
 	}
 	if startErr != nil {
 		return -1, s.notRun(spec, fmt.Errorf("%w: start the helper: %w%s; nothing ran", ErrUnavailable, startErr, startHint(startErr)), "the sandbox's helper did not start: "+startErr.Error()+startHint(startErr), fixSystem)
+	}
+	// The plan is made while the helper's runtime starts (made before the
+	// fork, it held the fork up by half a millisecond; made beside the fork,
+	// its path lookups fought the copy of the mount table), and goes into
+	// the pipe (it fits a pipe's buffer) once what the run waits for is
+	// ready. The helper reads the plan before anything else, so without it
+	// (a spec the plan refuses, a proxy that did not start) no mount is made
+	// and the command never starts.
+	go func() {
+		p, err := s.plan(spec)
+		if err == nil {
+			p.Landlock = avail.LandlockABI >= 1
+			p.Shape = planShape()
+			p.PTY = pty
+			if !avail.UserNS {
+				p.NetNS, p.ProxyPort = false, 0
+			}
+			if spec.Ready != nil {
+				err = spec.Ready()
+			}
+		}
+		if err == nil {
+			planW.Write(encodePlan(p))
+		}
+		planW.Close()
+		ready <- err
+	}()
+	// A spec the plan refuses, or a proxy that did not start, ends the run
+	// here: the helper, still waiting for its plan, has done nothing.
+	var planErr error
+	select {
+	case planErr = <-ready:
+	case <-ctx.Done():
+		planErr = fmt.Errorf("the run was cancelled before its command started (nothing ran): %w", ctx.Err())
+	}
+	if planErr != nil {
+		cmd.Process.Kill()
+		cmd.Wait()
+		return -1, planErr
 	}
 	if spec.Started != nil {
 		spec.Started(cmd.Process.Pid) // the sandbox's PID 1: the command's tree is beneath it
@@ -186,9 +208,6 @@ func (s *Sandbox) Run(ctx context.Context, spec runner.Spec) (int, error) {
 			bridge.Close()
 		}
 		wg.Wait()
-		if err := <-ready; err != nil {
-			return -1, err // the helper found no plan: this is why (not the sandbox's refusal)
-		}
 		return -1, s.notRun(spec, fmt.Errorf("%w: %s; nothing ran and nothing changed", ErrSetup, strings.TrimSpace(string(status))), strings.TrimSpace(string(status)), fixSystem)
 	}
 	code, err := runner.ExitCode(cmd.Wait())
