@@ -444,3 +444,27 @@ func TestBuiltinsValidate(t *testing.T) {
 		t.Fatal("a rule naming an attribute the schema lacks validated")
 	}
 }
+
+// BuiltinOnly lets a caller put off a load that can only read the
+// built-ins; any file of the person's or the folder's makes it false.
+func TestBuiltinOnly(t *testing.T) {
+	home, folder := t.TempDir(), t.TempDir()
+	if !BuiltinOnly(home, folder, "") || !BuiltinOnly(home, folder, Careful) {
+		t.Fatal("no files: want built-ins only")
+	}
+	if BuiltinOnly(home, folder, "lenient") {
+		t.Error("a choice Kule does not have: its load fails, so it must not be put off")
+	}
+	for _, p := range []string{PersonPath(home), RulesPath(home), FolderPath(folder)} {
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte("broken"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if BuiltinOnly(home, folder, "") {
+			t.Errorf("%s is there: want false", p)
+		}
+		os.Remove(p)
+	}
+}

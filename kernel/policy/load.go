@@ -209,6 +209,27 @@ func (e *Engine) addBuiltin(choice string) error {
 	return nil
 }
 
+// BuiltinOnly reports whether Load(kuleHome, folder, choice) reads nothing
+// but the built-ins: no $KULE_HOME/policy.cedar, no folder policy, no
+// remembered approvals, and a choice Kule has. Such a load cannot fail
+// (TestBuiltinsValidate), so a caller may put it off until a decision
+// needs it.
+func BuiltinOnly(kuleHome, folder, choice string) bool {
+	if choice != "" && !validChoice(choice) {
+		return false
+	}
+	paths := []string{PersonPath(kuleHome), RulesPath(kuleHome)}
+	if folder != "" {
+		paths = append(paths, FolderPath(folder))
+	}
+	for _, p := range paths {
+		if _, err := os.Lstat(p); !errors.Is(err, fs.ErrNotExist) {
+			return false // there, or not known to be missing
+		}
+	}
+	return true
+}
+
 // readRegular reads a policy file, refusing anything but a regular file (a
 // link in a folder could point anywhere).
 func readRegular(p string) ([]byte, error) {

@@ -17,8 +17,8 @@
 // Lifecycle:
 //  1. Start(ctx, cfg) listens on 127.0.0.1:0, makes the authority and writes
 //     the CA bundle (system roots + the authority) when a host is intercepted.
-//     Begin does the same but makes the authority in the background; Ready
-//     waits for it (kule exec lets the sandbox set up meanwhile).
+//     Begin only listens; Ready makes the authority (kule exec calls it once
+//     the sandbox's helper is forked).
 //  2. The runner gives the command Env() (proxy variables, CA bundle
 //     variables, secret placeholders).
 //  3. After the command, Summary() gives the CLI's lines.
@@ -55,6 +55,8 @@ import (
 
 // Errors a caller can test for.
 var (
+	// errClosed: the proxy closed before its authority was asked for.
+	errClosed         = errors.New("proxy: closed")
 	ErrNoDecider      = errors.New("proxy: no decider given")
 	ErrNoBundlePath   = errors.New("proxy: hosts are intercepted but no CA bundle path is given")
 	ErrNoSystemRoots  = errors.New("proxy: no system certificate bundle found")
@@ -123,9 +125,10 @@ type Proxy struct {
 	ctx      context.Context
 	cancel   context.CancelFunc
 	ln       net.Listener
-	ca       *authority           // set before caDone closes
+	hosts    []string             // the intercepted hosts; none: no authority is made
+	caOnce   sync.Once            // makes ca and the bundle (Ready), or closes them off (Close)
+	ca       *authority           // set within caOnce
 	caErr    error                // likewise
-	caDone   chan struct{}        // closed once the authority and bundle are made; nil: nothing intercepted
 	secrets  map[string][]*Secret // host → secrets
 	all      []*Secret
 	registry map[string]Registry
@@ -152,10 +155,13 @@ func Start(ctx context.Context, cfg Config) (*Proxy, error) {
 	return p, nil
 }
 
-// Begin is Start without waiting for the run authority: it listens at once
-// and makes the authority and the CA bundle in the background, so that a
-// sandbox can set up meanwhile. Nothing may use the bundle before Ready
-// returns nil; a connection to an intercepted host waits for it.
+// Begin is Start without the run authority: it listens at once, and Ready
+// makes the authority and the CA bundle, so that a sandbox can fork its
+// helper first (making them beside the fork, their allocations' page faults
+// and the fork took the same lock on kule's memory: 1.8 ms of every
+// sandboxed run) and make them while the helper starts. Nothing may use the
+// bundle before Ready returns nil; a connection to an intercepted host
+// makes them, or waits for them.
 func Begin(ctx context.Context, cfg Config) (*Proxy, error) {
 	if cfg.Decide == nil {
 		return nil, ErrNoDecider
@@ -205,15 +211,7 @@ func Begin(ctx context.Context, cfg Config) (*Proxy, error) {
 		if cfg.BundlePath == "" {
 			return nil, ErrNoBundlePath
 		}
-		p.caDone = make(chan struct{})
-		go func() {
-			defer close(p.caDone)
-			ca, err := newAuthority(hosts, time.Now())
-			if err == nil {
-				err = writeBundle(cfg.BundlePath, cfg.SystemRootsPEM, ca.certPEM)
-			}
-			p.ca, p.caErr = ca, err
-		}()
+		p.hosts = hosts
 		p.bundle = cfg.BundlePath
 		if cfg.BundlePathSeen != "" {
 			p.bundle = cfg.BundlePathSeen
@@ -225,7 +223,6 @@ func Begin(ctx context.Context, cfg Config) (*Proxy, error) {
 	lc.SetMultipathTCP(false)
 	ln, err := lc.Listen(ctx, "tcp", cfg.Listen)
 	if err != nil {
-		p.Ready() // the bundle's writer ends before this returns
 		return nil, fmt.Errorf("proxy: listen: %w", err)
 	}
 	p.ln = ln
@@ -238,14 +235,20 @@ func Begin(ctx context.Context, cfg Config) (*Proxy, error) {
 // Addr is the proxy's host:port on the host's loopback.
 func (p *Proxy) Addr() string { return p.ln.Addr().String() }
 
-// Ready waits for the run authority and the CA bundle (see Begin) and
-// returns what went wrong making them; nil at once when nothing is
-// intercepted.
+// Ready makes the run authority and writes the CA bundle, the first time it
+// is called (see Begin), and returns what went wrong making them; nil at
+// once when nothing is intercepted. Callers at once wait for the first.
 func (p *Proxy) Ready() error {
-	if p.caDone == nil {
+	if len(p.hosts) == 0 {
 		return nil
 	}
-	<-p.caDone
+	p.caOnce.Do(func() {
+		ca, err := newAuthority(p.hosts, time.Now())
+		if err == nil {
+			err = writeBundle(p.cfg.BundlePath, p.cfg.SystemRootsPEM, ca.certPEM)
+		}
+		p.ca, p.caErr = ca, err
+	})
 	return p.caErr
 }
 
@@ -321,7 +324,9 @@ func (p *Proxy) Close() error {
 		return nil
 	}
 	p.cancel()
-	p.Ready() // the bundle is written before Close returns
+	// A bundle being written is finished before Close returns; one not
+	// begun never will be.
+	p.caOnce.Do(func() { p.caErr = errClosed })
 	err := p.ln.Close()
 	p.mu.Lock()
 	for c := range p.conns {
@@ -505,7 +510,7 @@ func (p *Proxy) dial(host string, port int) (net.Conn, error) {
 }
 
 func (p *Proxy) intercepted(host string) bool {
-	if p.caDone == nil {
+	if len(p.hosts) == 0 {
 		return false
 	}
 	_, ok := p.registry[host]
