@@ -3,6 +3,7 @@ package sandbox
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"net"
 	"os"
 	"path/filepath"
@@ -112,7 +113,7 @@ func (s *Sandbox) plan(spec runner.Spec) (*plan, error) {
 	if len(spec.Args) == 0 {
 		return nil, runner.ErrNoCommand
 	}
-	res := resolver{}
+	res := newResolver()
 	t := spec.Task
 	for name, p := range map[string]string{"copy": t.Copy, "tmp": t.Tmp, "kule home": t.KuleDir} {
 		if !filepath.IsAbs(p) {
@@ -220,7 +221,7 @@ func (s *Sandbox) plan(spec runner.Spec) (*plan, error) {
 		}
 		if t.Folder != "" {
 			folder := t.Folder
-			if rf, err := realDir(folder); err == nil {
+			if rf, err := res.realDir(folder); err == nil {
 				folder = rf
 			}
 			parent := filepath.Dir(folder)
@@ -250,7 +251,7 @@ func (s *Sandbox) plan(spec runner.Spec) (*plan, error) {
 	}
 
 	for _, w := range spec.AllowWrite {
-		rp, err := realDir(absFrom(w, dir))
+		rp, err := res.realDir(absFrom(w, dir))
 		if err != nil {
 			return nil, fmt.Errorf("%w: --allow-write %s: %w", ErrBadSpec, w, err)
 		}
@@ -308,11 +309,11 @@ func (s *Sandbox) plan(spec runner.Spec) (*plan, error) {
 
 	p.Strong, p.Soft = dedupe(strong), dedupe(soft)
 	for _, h := range append(strong, soft...) {
-		fi, err := os.Stat(h)
-		if err != nil {
+		isDir, ok := res.isDir(h)
+		if !ok {
 			continue
 		}
-		if fi.IsDir() {
+		if isDir {
 			p.HideDirs = append(p.HideDirs, h)
 		} else {
 			p.HideFiles = append(p.HideFiles, h)
@@ -368,9 +369,24 @@ func absFrom(p, dir string) string {
 
 // resolver resolves the symlinks of many paths that share directories
 // (every credential path lies under the same home) with one lstat per new
-// path instead of one per component: a directory once resolved is kept. One
-// resolver serves one plan, so nothing it keeps outlives the moment.
-type resolver map[string]string // clean directory -> its real path ("" : none)
+// path instead of one per component: every path once resolved is kept, with
+// its type when lstat found it (a plan looks up the same folders several
+// times: the copy as the copy and as the working directory, PATH from two
+// environments). One resolver serves one plan, so nothing it keeps
+// outlives the moment; a path is looked up only once it is made.
+type resolver struct {
+	paths map[string]resolved    // clean absolute path -> what it resolves to
+	modes map[string]fs.FileMode // real path -> its type, for those lstat found
+}
+
+type resolved struct {
+	real string
+	ok   bool
+}
+
+func newResolver() resolver {
+	return resolver{paths: map[string]resolved{}, modes: map[string]fs.FileMode{}}
+}
 
 // existing resolves path's symlinks; ok is false when nothing is there.
 func (r resolver) existing(path string) (string, bool) {
@@ -379,33 +395,47 @@ func (r resolver) existing(path string) (string, bool) {
 		rp, err := filepath.EvalSymlinks(path)
 		return rp, err == nil
 	}
-	dir, base := filepath.Split(path)
-	dir = filepath.Clean(dir)
-	rd, seen := r[dir]
-	if !seen {
-		var ok bool
-		if rd, ok = r.existing(dir); !ok {
-			rd = ""
-		}
-		r[dir] = rd
+	if v, seen := r.paths[path]; seen {
+		return v.real, v.ok
 	}
-	if rd == "" {
-		return "", false
+	v := r.lookup(path)
+	r.paths[path] = v
+	return v.real, v.ok
+}
+
+func (r resolver) lookup(path string) resolved {
+	dir, base := filepath.Split(path)
+	rd, ok := r.existing(filepath.Clean(dir))
+	if !ok {
+		return resolved{}
 	}
 	full := filepath.Join(rd, base)
 	fi, err := os.Lstat(full)
 	if err != nil {
-		return "", false
+		return resolved{}
 	}
 	if fi.Mode()&os.ModeSymlink != 0 {
 		rp, err := filepath.EvalSymlinks(full)
-		return rp, err == nil
+		return resolved{rp, err == nil}
 	}
-	return full, true
+	r.modes[full] = fi.Mode().Type()
+	return resolved{full, true}
 }
 
-// realDir is realDir (below) through the resolver: the task's folders share
-// their parents, which are resolved once.
+// isDir reports whether path (a real path) is a directory, from what
+// existing found when it can.
+func (r resolver) isDir(path string) (dir, ok bool) {
+	if m, seen := r.modes[path]; seen {
+		return m.IsDir(), true
+	}
+	fi, err := os.Stat(path)
+	if err != nil {
+		return false, false
+	}
+	return fi.IsDir(), true
+}
+
+// realDir is realDir (below) through the resolver.
 func (r resolver) realDir(path string) (string, error) {
 	abs, err := filepath.Abs(path)
 	if err != nil {
@@ -415,11 +445,11 @@ func (r resolver) realDir(path string) (string, error) {
 	if !ok {
 		return realDir(path) // for its error, which says what is missing
 	}
-	fi, err := os.Stat(rp)
-	if err != nil {
-		return "", err
+	isDir, ok := r.isDir(rp)
+	if !ok {
+		return realDir(path)
 	}
-	if !fi.IsDir() {
+	if !isDir {
 		return "", fmt.Errorf("%s is not a directory", path)
 	}
 	return rp, nil
