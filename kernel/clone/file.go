@@ -8,8 +8,8 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
-	"io"
 	"os"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 
@@ -37,33 +37,38 @@ type FileResult struct {
 // (FICLONE) and reads nothing; it fails with ErrNoReflink where the file
 // system cannot. Without, it reads the file, hashes it and writes it. The
 // returned Stat is dst's metadata after its times were set: the stat cache.
+//
+// It works on raw descriptors, not os.File: an os.File's set-up costs eight
+// fcntl and two epoll_ctl calls per file (the poller cannot take regular
+// files anyway), which for 100,000 small files was a fifth of a copy's
+// system calls.
 func CopyFile(src, dst string, want walk.Item, reflink, keepContent bool) (FileResult, error) {
 	var res FileResult
-	in, err := os.OpenFile(src, os.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	in, err := unix.Open(src, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	if err != nil {
-		return res, err
+		return res, &os.PathError{Op: "open", Path: src, Err: err}
 	}
-	defer in.Close()
+	defer unix.Close(in)
 	var st unix.Stat_t
-	if err := unix.Fstat(int(in.Fd()), &st); err != nil {
-		return res, err
+	if err := unix.Fstat(in, &st); err != nil {
+		return res, &os.PathError{Op: "stat", Path: src, Err: err}
 	}
 	if st.Mode&unix.S_IFMT != unix.S_IFREG || (want.Ino != 0 && st.Ino != want.Ino) {
 		return res, fmt.Errorf("%s: %w", src, ErrChanged)
 	}
-	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
+	out, err := unix.Open(dst, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
 	if err != nil {
-		return res, err
+		return res, &os.PathError{Op: "open", Path: dst, Err: err}
 	}
 	ok := false
 	defer func() {
-		out.Close()
+		unix.Close(out)
 		if !ok {
 			os.Remove(dst)
 		}
 	}()
 	if reflink {
-		if err := unix.IoctlFileClone(int(out.Fd()), int(in.Fd())); err != nil {
+		if err := unix.IoctlFileClone(out, in); err != nil {
 			if errors.Is(err, unix.EOPNOTSUPP) || errors.Is(err, unix.EXDEV) || errors.Is(err, unix.EINVAL) || errors.Is(err, unix.ENOTTY) {
 				return res, fmt.Errorf("%w: %v", ErrNoReflink, err)
 			}
@@ -71,16 +76,16 @@ func CopyFile(src, dst string, want walk.Item, reflink, keepContent bool) (FileR
 		}
 	} else if st.Size <= smallFile {
 		buf := make([]byte, st.Size+1)
-		n, err := io.ReadFull(in, buf)
-		if err != io.ErrUnexpectedEOF && err != nil && !(err == io.EOF && n == 0) {
-			return res, err
+		n, err := readFull(in, buf)
+		if err != nil {
+			return res, &os.PathError{Op: "read", Path: src, Err: err}
 		}
 		if int64(n) != st.Size {
 			return res, fmt.Errorf("%s: %w (size %d, read %d)", src, ErrChanged, st.Size, n)
 		}
 		buf = buf[:n]
-		if _, err := out.Write(buf); err != nil {
-			return res, err
+		if err := writeAll(out, buf); err != nil {
+			return res, &os.PathError{Op: "write", Path: dst, Err: err}
 		}
 		res.Hash = sha256.Sum256(buf)
 		if keepContent {
@@ -88,32 +93,91 @@ func CopyFile(src, dst string, want walk.Item, reflink, keepContent bool) (FileR
 		}
 	} else {
 		h := sha256.New()
-		n, err := io.CopyBuffer(io.MultiWriter(out, h), in, make([]byte, 1<<20))
-		if err != nil {
-			return res, err
+		buf := make([]byte, 1<<20)
+		var n int64
+		for {
+			k, err := readFull(in, buf)
+			if err != nil {
+				return res, &os.PathError{Op: "read", Path: src, Err: err}
+			}
+			if k == 0 {
+				break
+			}
+			if err := writeAll(out, buf[:k]); err != nil {
+				return res, &os.PathError{Op: "write", Path: dst, Err: err}
+			}
+			h.Write(buf[:k])
+			n += int64(k)
 		}
 		if n != st.Size {
 			return res, fmt.Errorf("%s: %w (size %d, read %d)", src, ErrChanged, st.Size, n)
 		}
 		copy(res.Hash[:], h.Sum(nil))
 	}
-	fd := int(out.Fd())
-	if os.Geteuid() == 0 {
-		_ = unix.Fchown(fd, int(st.Uid), int(st.Gid)) // best effort, as cp -a
+	if isRoot {
+		_ = unix.Fchown(out, int(st.Uid), int(st.Gid)) // best effort, as cp -a
 	}
-	if err := unix.Fchmod(fd, st.Mode&0o7777); err != nil {
-		return res, err
+	if err := unix.Fchmod(out, st.Mode&0o7777); err != nil {
+		return res, &os.PathError{Op: "chmod", Path: dst, Err: err}
 	}
-	if err := unix.UtimesNanoAt(unix.AT_FDCWD, dst, []unix.Timespec{st.Atim, st.Mtim}, unix.AT_SYMLINK_NOFOLLOW); err != nil {
-		return res, err
+	if err := futimens(out, st.Atim, st.Mtim); err != nil {
+		return res, &os.PathError{Op: "utimes", Path: dst, Err: err}
 	}
 	var ost unix.Stat_t
-	if err := unix.Fstat(fd, &ost); err != nil {
-		return res, err
+	if err := unix.Fstat(out, &ost); err != nil {
+		return res, &os.PathError{Op: "stat", Path: dst, Err: err}
 	}
 	res.Stat = walk.FromStat(want.Path, &ost)
 	ok = true
 	return res, nil
+}
+
+// isRoot: ownership is copied only by root (as cp -a does), asked once.
+var isRoot = os.Geteuid() == 0
+
+// readFull reads into buf until it is full or the file ends, and returns
+// how much it read.
+func readFull(fd int, buf []byte) (int, error) {
+	n := 0
+	for n < len(buf) {
+		k, err := unix.Read(fd, buf[n:])
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return n, err
+		}
+		if k == 0 {
+			break
+		}
+		n += k
+	}
+	return n, nil
+}
+
+func writeAll(fd int, b []byte) error {
+	for len(b) > 0 {
+		k, err := unix.Write(fd, b)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		b = b[k:]
+	}
+	return nil
+}
+
+// futimens sets fd's access and modification times (utimensat with no
+// path: no lookup of the name again).
+func futimens(fd int, atime, mtime unix.Timespec) error {
+	ts := [2]unix.Timespec{atime, mtime}
+	_, _, errno := unix.Syscall6(unix.SYS_UTIMENSAT, uintptr(fd), 0, uintptr(unsafe.Pointer(&ts[0])), 0, 0, 0)
+	if errno != 0 {
+		return errno
+	}
+	return nil
 }
 
 // CopyLink recreates the symbolic link src at dst with the same target and
@@ -147,7 +211,7 @@ func MakeDir(dst string, it walk.Item) error {
 	if err := os.Mkdir(dst, 0o700); err != nil && !errors.Is(err, os.ErrExist) {
 		return err
 	}
-	if os.Geteuid() == 0 {
+	if isRoot {
 		_ = os.Lchown(dst, int(it.UID), int(it.GID))
 	}
 	return nil

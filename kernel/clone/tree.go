@@ -16,6 +16,7 @@ import (
 
 	"github.com/kulehq/kule/kernel/effects"
 	"github.com/kulehq/kule/kernel/manifest"
+	"github.com/kulehq/kule/kernel/relpath"
 	"github.com/kulehq/kule/kernel/walk"
 )
 
@@ -151,36 +152,53 @@ func (c *cloner) run(w *walk.Result, workers int) (*Result, error) {
 			}
 		}
 	}
+	// A job is the files of one directory: workers that made files in the
+	// same directory at once waited on its lock (ext4 takes the directory's
+	// for every create), and the copy took 2.7 times the system time cp
+	// took for the same tree.
+	type job struct{ from, to int } // w.Items[from:to] share their directory
 	var (
 		mu       sync.Mutex
 		firstErr error
 		wg       sync.WaitGroup
-		jobs     = make(chan int, 256)
+		jobs     = make(chan job, 256)
 	)
 	for range workers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for i := range jobs {
-				e := &m.Entries[i]
-				p, err := c.one(e)
-				if err != nil || p != nil {
-					mu.Lock()
-					if err != nil && firstErr == nil {
-						firstErr = err
+			for j := range jobs {
+				for i := j.from; i < j.to; i++ {
+					e := &m.Entries[i]
+					if e.Type == effects.TypeDir {
+						continue
 					}
-					if p != nil {
-						problems = append(problems, *p)
+					p, err := c.one(e)
+					if err != nil || p != nil {
+						mu.Lock()
+						if err != nil && firstErr == nil {
+							firstErr = err
+						}
+						if p != nil {
+							problems = append(problems, *p)
+						}
+						mu.Unlock()
 					}
-					mu.Unlock()
 				}
 			}
 		}()
 	}
-	for i, it := range w.Items {
-		if it.Type != effects.TypeDir {
-			jobs <- i
+	// Items are in path order, so a directory's files are mostly in one run
+	// (a subdirectory's entries sort among them and split it in two, which
+	// only costs a job more).
+	for from := 0; from < len(w.Items); {
+		dir := relpath.Dir(w.Items[from].Path)
+		to := from + 1
+		for to < len(w.Items) && to-from < 512 && relpath.Dir(w.Items[to].Path) == dir {
+			to++
 		}
+		jobs <- job{from, to}
+		from = to
 	}
 	close(jobs)
 	wg.Wait()
