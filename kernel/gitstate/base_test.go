@@ -1,11 +1,14 @@
 package gitstate
 
 import (
+	"crypto/sha1"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
@@ -112,5 +115,81 @@ func TestCompareReadsTheIndexOnlyWhenItsBytesChanged(t *testing.T) {
 	}
 	if made := base.Made(found); len(made) != 0 {
 		t.Errorf("Made for a known repository: %+v", made)
+	}
+}
+
+// The base keeps the index file's metadata once the file had not changed
+// for a second, and a status then trusts an index with the same metadata
+// without hashing it. A write in place that keeps the size and puts the
+// modification time back is still seen: its ctime moved.
+func TestIndexMetadataIsTrustedOnlyWhileTheFileIsTheSame(t *testing.T) {
+	w := newWorld(t, nil)
+	if w.base.IndexStat != nil {
+		t.Fatal("the base kept the metadata of an index changed a moment ago")
+	}
+	time.Sleep(1100 * time.Millisecond)
+	retake := func() {
+		b, err := Take(w.copyGit())
+		if err != nil {
+			t.Fatal(err)
+		}
+		enc, err := b.Encode()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if w.base, err = DecodeSnapshot(enc); err != nil {
+			t.Fatal(err)
+		}
+	}
+	retake()
+	if w.base.IndexStat == nil {
+		t.Fatal("the base kept no metadata of an index untouched for a second")
+	}
+	if eff := w.compare(); len(eff.Index) != 0 {
+		t.Fatalf("an untouched index shows changes: %+v", eff.Index)
+	}
+
+	// The same index with a.txt staged at b.txt's blob: the first entry's
+	// object id replaced and the file's checksum made again (version 2:
+	// a 12-byte header, then entries of 62 bytes, the path and padding).
+	idx := filepath.Join(w.copyGit(), "index")
+	before, err := os.Stat(idx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := os.ReadFile(idx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if binary.BigEndian.Uint32(other[4:8]) != 2 {
+		t.Fatalf("index version %d, the test writes version 2", binary.BigEndian.Uint32(other[4:8]))
+	}
+	first := 12
+	nameLen := int(binary.BigEndian.Uint16(other[first+60:first+62]) & 0xfff)
+	second := first + (62+nameLen+8)&^7
+	if name := string(other[first+62 : first+62+nameLen]); name != "a.txt" {
+		t.Fatalf("first entry %q, want a.txt", name)
+	}
+	copy(other[first+40:first+60], other[second+40:second+60])
+	sum := sha1.Sum(other[:len(other)-20])
+	copy(other[len(other)-20:], sum[:])
+	f, err := os.OpenFile(idx, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteAt(other, 0); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	if err := os.Chtimes(idx, before.ModTime(), before.ModTime()); err != nil {
+		t.Fatal(err)
+	}
+	eff := w.compare()
+	found := false
+	for _, c := range eff.Index {
+		found = found || c.Path == "a.txt"
+	}
+	if !found {
+		t.Fatalf("an index rewritten in place with its size and mtime kept shows %+v, want a.txt staged", eff.Index)
 	}
 }

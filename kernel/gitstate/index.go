@@ -16,9 +16,11 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/go-git/go-git/v5/plumbing/format/index"
+	"golang.org/x/sys/unix"
 )
 
 // Entry flags kept with an index entry; stat data is never kept.
@@ -51,23 +53,70 @@ func (e indexEntry) less(o indexEntry) bool {
 // readIndexFile decodes an index with go-git. A missing file is an empty
 // index (a repository nothing was ever added to).
 func readIndexFile(path string) (*index.Index, error) {
-	raw, err := readIndexBytes(path)
+	raw, _, err := readIndexBytes(path)
 	if err != nil {
 		return nil, err
 	}
 	return decodeIndex(path, raw)
 }
 
-// readIndexBytes reads an index file whole; a missing file is nil.
-func readIndexBytes(path string) ([]byte, error) {
-	raw, err := os.ReadFile(path)
+// readIndexBytes reads an index file whole, with its stable metadata (see
+// stableStat); a missing file is nil.
+func readIndexBytes(path string) ([]byte, *FileStat, error) {
+	f, err := os.Open(path)
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
+		return nil, nil, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("gitstate: read index: %w", err)
+		return nil, nil, fmt.Errorf("gitstate: read index: %w", err)
 	}
-	return raw, nil
+	defer f.Close()
+	before, _ := fstat(f)
+	raw, err := io.ReadAll(f)
+	if err != nil {
+		return nil, nil, fmt.Errorf("gitstate: read index: %w", err)
+	}
+	return raw, stableStat(f, before), nil
+}
+
+// FileStat is the metadata that tells a file's bytes have not changed.
+type FileStat struct {
+	Dev   uint64 `json:"dev"`
+	Ino   uint64 `json:"ino"`
+	Size  int64  `json:"size"`
+	MTime int64  `json:"mtime"` // nanoseconds
+	CTime int64  `json:"ctime"`
+}
+
+func fstat(f *os.File) (FileStat, bool) {
+	var st unix.Stat_t
+	if err := unix.Fstat(int(f.Fd()), &st); err != nil {
+		return FileStat{}, false
+	}
+	return FileStat{Dev: st.Dev, Ino: st.Ino, Size: st.Size, MTime: st.Mtim.Nano(), CTime: st.Ctim.Nano()}, true
+}
+
+// statIndex is the index file's metadata now; the zero FileStat (which no
+// stored one equals) when it cannot be had.
+func statIndex(path string) FileStat {
+	var st unix.Stat_t
+	if err := unix.Stat(path, &st); err != nil {
+		return FileStat{}
+	}
+	return FileStat{Dev: st.Dev, Ino: st.Ino, Size: st.Size, MTime: st.Mtim.Nano(), CTime: st.Ctim.Nano()}
+}
+
+// stableStat is f's metadata once its bytes were read, when it matches
+// before (what it was when the reading began) and its last change lies more
+// than a second back: a write after this moment then moves its ctime past
+// the one kept, however coarse the clock behind ctime. Otherwise nil: the
+// next comparison hashes the file.
+func stableStat(f *os.File, before FileStat) *FileStat {
+	after, ok := fstat(f)
+	if !ok || after != before || time.Now().UnixNano()-after.CTime < int64(time.Second) {
+		return nil
+	}
+	return &after
 }
 
 // decodeIndex decodes the bytes of an index file with go-git; nil is an
@@ -86,19 +135,21 @@ func decodeIndex(path string, raw []byte) (*index.Index, error) {
 	return idx, nil
 }
 
-// hashIndexFile is indexSum of the file at path, read in a small buffer; ""
-// when it cannot be read (the caller then reads it whole and says why).
-func hashIndexFile(path string) string {
+// hashIndexFile is indexSum of the file at path, read in a small buffer,
+// and its stable metadata (see stableStat); "" when it cannot be read (the
+// caller then reads it whole and says why).
+func hashIndexFile(path string) (string, *FileStat) {
 	f, err := os.Open(path)
 	if err != nil {
-		return ""
+		return "", nil
 	}
 	defer f.Close()
+	before, _ := fstat(f)
 	h := sha256.New()
 	if _, err := io.Copy(h, f); err != nil {
-		return ""
+		return "", nil
 	}
-	return hex.EncodeToString(h.Sum(nil))
+	return hex.EncodeToString(h.Sum(nil)), stableStat(f, before)
 }
 
 // indexSum is the sha256 of an index file's bytes, hex; "" for no file. A
