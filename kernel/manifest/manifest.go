@@ -19,6 +19,7 @@ import (
 	"sort"
 	"unsafe"
 
+	"github.com/kulehq/kule/kernel/bigalloc"
 	"github.com/kulehq/kule/kernel/effects"
 	"github.com/kulehq/kule/kernel/walk"
 )
@@ -191,6 +192,7 @@ func decode(data []byte, owned bool) (*Manifest, error) {
 		return nil, fmt.Errorf("%w: %d entries cannot fit", ErrDamaged, n)
 	}
 	m.Entries = make([]Entry, 0, n)
+	bigalloc.Advise(m.Entries)
 	for range n {
 		var e Entry
 		e.Path = d.str()

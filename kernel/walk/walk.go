@@ -19,6 +19,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/kulehq/kule/kernel/bigalloc"
 	"github.com/kulehq/kule/kernel/effects"
 )
 
@@ -129,7 +130,9 @@ func Walk(root string, opt Options) (*Result, error) {
 		}
 		out.Problems = append(out.Problems, r.problems...)
 	}
-	out.Items = assemble("", byDir, make([]Item, 0, n))
+	items := make([]Item, 0, n)
+	bigalloc.Advise(items)
+	out.Items = assemble("", byDir, items)
 	sort.Slice(out.Problems, func(i, j int) bool { return out.Problems[i].Path < out.Problems[j].Path })
 	return out, nil
 }

@@ -1,0 +1,5 @@
+//go:build !linux
+
+package bigalloc
+
+func advise([]byte) {}
