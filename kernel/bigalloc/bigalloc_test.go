@@ -69,3 +69,26 @@ func TestAdviseSmallSliceIsANoOp(t *testing.T) {
 		t.Fatal("a small slice changed")
 	}
 }
+
+// ReadFile reads what os.ReadFile reads, small files and large, and a file
+// that grew since it was looked at.
+func TestReadFile(t *testing.T) {
+	dir := t.TempDir()
+	for name, size := range map[string]int{"empty": 0, "small": 1000, "large": 5 << 20} {
+		p := dir + "/" + name
+		want := make([]byte, size)
+		for i := range want {
+			want[i] = byte(i * 7)
+		}
+		if err := os.WriteFile(p, want, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		got, err := ReadFile(p)
+		if err != nil || string(got) != string(want) {
+			t.Errorf("%s: read %d bytes (%v), want %d", name, len(got), err, size)
+		}
+	}
+	if _, err := ReadFile(dir + "/missing"); !os.IsNotExist(err) {
+		t.Errorf("a missing file: %v", err)
+	}
+}

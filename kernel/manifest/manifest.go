@@ -299,7 +299,7 @@ func (d *decoder) str() string {
 
 // Load reads the manifest file at path.
 func Load(path string) (*Manifest, error) {
-	b, err := os.ReadFile(path)
+	b, err := bigalloc.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("manifest: %w", err)
 	}
