@@ -2,4 +2,6 @@ package bigalloc
 
 import "golang.org/x/sys/unix"
 
-func advise(b []byte) { _ = unix.Madvise(b, unix.MADV_HUGEPAGE) }
+func advise(start, length uintptr) {
+	_, _, _ = unix.Syscall(unix.SYS_MADVISE, start, length, unix.MADV_HUGEPAGE)
+}

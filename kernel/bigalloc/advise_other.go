@@ -2,4 +2,4 @@
 
 package bigalloc
 
-func advise([]byte) {}
+func advise(start, length uintptr) {}

@@ -34,7 +34,7 @@ func Advise[T any](s []T) {
 	if end <= start {
 		return
 	}
-	advise(unsafe.Slice((*byte)(unsafe.Add(p, start-uintptr(p))), end-start))
+	advise(start, end-start) // addresses, not a slice: the range may pass the array's end
 }
 
 // ReadFile is os.ReadFile into a buffer under huge pages when the file is
