@@ -221,6 +221,28 @@ type worker struct {
 	buf      []byte
 	listings []listing
 	problems []Problem
+	arena    []Item // the directories' items are cut from here (see grow)
+}
+
+// grow returns items with room for n more, cut from the worker's arena
+// rather than allocated a directory at a time: 1,000 directories of 100
+// files were 8.8 MB in 9 KB pieces, each a first touch of fresh pages. The
+// arena's blocks double up to 64K items (5.8 MB, under huge pages), so a
+// small walk stays small. A listing is never appended to once it is done,
+// so the slices cut from one block never overlap.
+func (r *worker) grow(items []Item, n int) []Item {
+	if cap(items)-len(items) >= n {
+		return items
+	}
+	need := len(items) + n
+	if cap(r.arena)-len(r.arena) < need {
+		size := min(max(2*cap(r.arena), 1024), 64<<10)
+		r.arena = make([]Item, 0, max(size, need))
+		bigalloc.Advise(r.arena)
+	}
+	at := len(r.arena)
+	r.arena = r.arena[:at+need]
+	return append(r.arena[at:at:at+need], items...)
 }
 
 // listing is one directory's entries; order lists them by name.
@@ -277,7 +299,7 @@ func (w *walker) listDir(dir string, r *worker) {
 			break
 		}
 		// linux_dirent64: ino u64, off s64, reclen u16, type u8, name NUL-terminated.
-		items = slices.Grow(items, countDirents(r.buf[:n])) // no growing garbage
+		items = r.grow(items, countDirents(r.buf[:n])) // no growing garbage
 		for b := r.buf[:n]; len(b) >= 19; {
 			reclen := int(binary.NativeEndian.Uint16(b[16:18]))
 			if reclen < 19 || reclen > len(b) {
