@@ -2,8 +2,9 @@
 # Benchmark: kule new against cp -a --reflink=auto, and kule status (10
 # changed files) against git status, on a tree of 100,000 small files in
 # 1,000 directories. Prints medians and ratios. Usage:
-#   KULE=bin/kule [NEW_RUNS=n] contrib/bench/tree.sh [files] [runs]
-# (NEW_RUNS: how many kule new / cp rounds, default runs.)
+#   KULE=bin/kule [NEW_RUNS=n] [SETTLE=0] [FRESH=1] contrib/bench/tree.sh [files] [runs]
+# (NEW_RUNS: how many kule new / cp rounds, default runs; SETTLE: see
+# settle; FRESH: see fresh.)
 set -euo pipefail
 KULE=${KULE:-kule}
 FILES=${1:-100000}
@@ -33,13 +34,54 @@ now() { date +%s.%N; }
 median() { sort -n | awk '{a[NR]=$1} END {print (NR%2) ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}'; }
 drop_caches() { sync; echo 3 > /proc/sys/vm/drop_caches 2>/dev/null || true; }
 
+# settle waits until the kernel has written back what earlier rounds left
+# (the deleted copies too): with SETTLE=1 (the default) each copy starts on
+# a quiet disk, from a tree in the page cache, so both measure their own
+# work; SETTLE=0 times them while the last round's write-back is under way,
+# where cp's time swings between 5 s and 60 s here.
+settle() {
+  sync
+  [ "${SETTLE:-1}" = 1 ] || return 0
+  for _ in $(seq 600); do
+    kb=$(awk '/^(Dirty|Writeback):/ {s += $2} END {print s}' /proc/meminfo)
+    [ "$kb" -lt 16384 ] && break
+    sleep 0.1
+  done
+  find "$work/tree" -type f -exec cat {} + >/dev/null # the tree in the page cache, for both
+}
+# fresh (FRESH=1, root): each copy goes to an ext4 made for it, on a loop
+# device, so that neither meets inodes another copy just freed: the fairest
+# measure of the two copies' own work.
+fs="$work/fs"
+fresh() {
+  [ "${FRESH:-0}" = 1 ] || return 0
+  umount "$fs" 2>/dev/null || true
+  rm -f "$work/fs.img"; truncate -s 4G "$work/fs.img"
+  mkfs.ext4 -q -F "$work/fs.img" && mkdir -p "$fs" && mount -o loop "$work/fs.img" "$fs"
+}
+trap 'umount "$fs" 2>/dev/null; rm -rf "$work"' EXIT
+time_cp() {
+  local dst="$work/cp"
+  rm -rf "$dst"; fresh; [ "${FRESH:-0}" = 1 ] && dst="$fs/cp"; settle
+  s=$(now); cp -a --reflink=auto "$work/tree" "$dst"; e=$(now); cp_t+=("$(echo "$e - $s" | bc)")
+  rm -rf "$dst"
+}
+time_new() {
+  rm -rf "$KULE_HOME"; fresh; [ "${FRESH:-0}" = 1 ] && export KULE_HOME="$fs/home"; settle
+  s=$(now); "$KULE" new "$work/tree" >/dev/null; e=$(now); new_t+=("$(echo "$e - $s" | bc)")
+}
+# Each goes first in turn: only the very first copy is made where no
+# earlier copy was just deleted (after one, ext4 searches past the inodes it
+# freed for each new file: a later cp took 5 to 8 times as long here).
 new_t=(); cp_t=()
 for i in $(seq "${NEW_RUNS:-$RUNS}"); do
-  rm -rf "$work/cp" "$KULE_HOME"; sync
-  s=$(now); cp -a --reflink=auto "$work/tree" "$work/cp"; e=$(now); cp_t+=("$(echo "$e - $s" | bc)")
-  rm -rf "$work/cp"; sync
-  s=$(now); "$KULE" new "$work/tree" >/dev/null; e=$(now); new_t+=("$(echo "$e - $s" | bc)")
+  if ((i % 2)); then time_cp; time_new; else time_new; rm -rf "$KULE_HOME"; time_cp; fi
 done
+echo "cp rounds: ${cp_t[*]}; kule new rounds: ${new_t[*]}"
+if [ "${FRESH:-0}" = 1 ]; then
+  umount "$fs"; export KULE_HOME="$work/home" # the status rounds beside git's tree
+fi
+[ -d "$KULE_HOME/tasks" ] || "$KULE" new "$work/tree" >/dev/null # the status rounds need a task
 id=$("$KULE" list --json | sed -n 's/.*"id": "\([0-9a-f]\{8\}\)".*/\1/p' | head -n1)
 copy="$KULE_HOME/tasks/$id/copy"
 for d in $(seq 0 9); do echo changed >> "$copy/d000$d/f001.txt"; echo changed >> "$work/tree/d000$d/f001.txt"; done
