@@ -93,7 +93,11 @@ func fstat(f *os.File) (FileStat, bool) {
 	if err := unix.Fstat(int(f.Fd()), &st); err != nil {
 		return FileStat{}, false
 	}
-	return FileStat{Dev: st.Dev, Ino: st.Ino, Size: st.Size, MTime: st.Mtim.Nano(), CTime: st.Ctim.Nano()}, true
+	return fileStatOf(&st), true
+}
+
+func fileStatOf(st *unix.Stat_t) FileStat {
+	return FileStat{Dev: st.Dev, Ino: st.Ino, Size: st.Size, MTime: st.Mtim.Nano(), CTime: st.Ctim.Nano()}
 }
 
 // statIndex is the index file's metadata now; the zero FileStat (which no
@@ -103,7 +107,7 @@ func statIndex(path string) FileStat {
 	if err := unix.Stat(path, &st); err != nil {
 		return FileStat{}
 	}
-	return FileStat{Dev: st.Dev, Ino: st.Ino, Size: st.Size, MTime: st.Mtim.Nano(), CTime: st.Ctim.Nano()}
+	return fileStatOf(&st)
 }
 
 // stableStat is f's metadata once its bytes were read, when it matches
