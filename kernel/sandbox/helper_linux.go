@@ -3,6 +3,7 @@
 package sandbox
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -127,16 +128,25 @@ func stageInit() int {
 		}
 	}()
 	code := reap(pid)
-	if term != nil {
-		// Whatever the command left running holds the pty open: end it,
-		// then pass on the last of the output.
+	if term != nil || p.Done {
+		// Whatever the command left running is ended now (it holds the pty
+		// open; and kule goes on once told the code): every process of the
+		// namespace descends from PID 1, so none is left at ECHILD.
 		syscall.Kill(-1, syscall.SIGKILL)
 		for {
-			if _, err := syscall.Wait4(-1, nil, 0, nil); errors.Is(err, syscall.ECHILD) {
+			_, err := syscall.Wait4(-1, nil, 0, nil)
+			if err != nil && !errors.Is(err, syscall.EINTR) {
 				break
 			}
 		}
-		term.drain()
+	}
+	if term != nil {
+		term.drain() // the last of the output
+	}
+	if p.Done {
+		var b [4]byte
+		binary.LittleEndian.PutUint32(b[:], uint32(int32(code)))
+		unix.Write(fdDone, b[:])
 	}
 	return code
 }

@@ -51,6 +51,7 @@ func encodePlan(p *plan) []byte {
 	e.bool(p.Landlock)
 	e.bool(p.AcceptWeaker)
 	e.bool(p.PTY)
+	e.bool(p.Done)
 	return e.b
 }
 
@@ -93,6 +94,7 @@ func decodePlan(b []byte) (*plan, error) {
 	p.Landlock = d.bool()
 	p.AcceptWeaker = d.bool()
 	p.PTY = d.bool()
+	p.Done = d.bool()
 	if d.err == nil && len(d.b) > 0 {
 		d.err = fmt.Errorf("%d bytes after its end", len(d.b))
 	}

@@ -4,6 +4,7 @@ package sandbox
 
 import (
 	"context"
+	"encoding/binary"
 	"fmt"
 	"io"
 	"net"
@@ -24,9 +25,10 @@ import (
 
 // The helper's descriptors, after stdio.
 const (
-	fdPlan   = 3 // the plan, JSON, read to EOF
+	fdPlan   = 3 // the plan, read to EOF
 	fdStatus = 4 // a setup failure, as text; EOF without text: the command runs
-	fdCtrl   = 5 // the proxy bridge: accepted connections, one per SCM_RIGHTS
+	fdDone   = 5 // the command's exit code, 4 bytes, once nothing is left running (plan.Done)
+	fdCtrl   = 6 // the proxy bridge: accepted connections, one per SCM_RIGHTS
 )
 
 // helperCaps are the capabilities stage 1 keeps in its user namespace (when
@@ -90,13 +92,21 @@ func (s *Sandbox) Run(ctx context.Context, spec runner.Spec) (int, error) {
 		return -1, fmt.Errorf("%w: %w", ErrSetup, err)
 	}
 	defer statR.Close()
-	cmd.ExtraFiles = []*os.File{planR, statW}
+	doneR, doneW, err := os.Pipe()
+	if err != nil {
+		planR.Close()
+		statW.Close()
+		return -1, fmt.Errorf("%w: %w", ErrSetup, err)
+	}
+	defer doneR.Close()
+	cmd.ExtraFiles = []*os.File{planR, statW, doneW}
 	var ctrl *os.File
 	if bridged {
 		fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
 		if err != nil {
 			planR.Close()
 			statW.Close()
+			doneW.Close()
 			return -1, fmt.Errorf("%w: proxy bridge: %w", ErrSetup, err)
 		}
 		ctrl = os.NewFile(uintptr(fds[0]), "bridge")
@@ -140,8 +150,9 @@ func (s *Sandbox) Run(ctx context.Context, spec runner.Spec) (int, error) {
 	release()
 	planR.Close()
 	statW.Close()
-	if len(cmd.ExtraFiles) > 2 {
-		cmd.ExtraFiles[2].Close()
+	doneW.Close()
+	if len(cmd.ExtraFiles) > 3 {
+		cmd.ExtraFiles[3].Close()
 	}
 	if startErr != nil {
 		return -1, s.notRun(spec, fmt.Errorf("%w: start the helper: %w%s; nothing ran", ErrUnavailable, startErr, startHint(startErr)), "the sandbox's helper did not start: "+startErr.Error()+startHint(startErr), fixSystem)
@@ -157,6 +168,7 @@ func (s *Sandbox) Run(ctx context.Context, spec runner.Spec) (int, error) {
 		p, err := s.plan(spec)
 		if err == nil {
 			p.Landlock = avail.LandlockABI >= 1
+			p.Done = avail.UserNS
 			p.Shape = planShape()
 			p.PTY = pty
 			if !avail.UserNS {
@@ -210,7 +222,18 @@ func (s *Sandbox) Run(ctx context.Context, spec runner.Spec) (int, error) {
 		wg.Wait()
 		return -1, s.notRun(spec, fmt.Errorf("%w: %s; nothing ran and nothing changed", ErrSetup, strings.TrimSpace(string(status))), strings.TrimSpace(string(status)), fixSystem)
 	}
-	code, err := runner.ExitCode(cmd.Wait())
+	var code int
+	if c, ok := readDone(doneR); ok && plainStdio(spec) {
+		// Nothing of the command is left running (PID 1 ended it all
+		// before it told the code), and it wrote straight to kule's own
+		// descriptors: kule goes on while the kernel takes the namespaces
+		// down (half a millisecond), and the helper is reaped meanwhile.
+		code = c
+		go cmd.Wait()
+	} else {
+		// Output that os/exec copies is whole only once the helper is gone.
+		code, err = runner.ExitCode(cmd.Wait())
+	}
 	if bridge != nil {
 		bridge.Close()
 	}
@@ -219,6 +242,31 @@ func (s *Sandbox) Run(ctx context.Context, spec runner.Spec) (int, error) {
 		return code, nil
 	}
 	return code, err
+}
+
+// readDone reads the exit code PID 1 tells on fdDone; false when it ended
+// without telling (it was killed, or is a helper without PID 1).
+func readDone(r *os.File) (int, bool) {
+	var b [4]byte
+	if _, err := io.ReadFull(r, b[:]); err != nil {
+		return 0, false
+	}
+	return int(int32(binary.LittleEndian.Uint32(b[:]))), true
+}
+
+// plainStdio reports whether the command's stdio are files (or nothing),
+// which the command writes itself, with no copy made by os/exec.
+func plainStdio(spec runner.Spec) bool {
+	plain := func(x any) bool {
+		switch f := x.(type) {
+		case nil:
+			return true
+		case *os.File:
+			return f != nil
+		}
+		return false
+	}
+	return plain(spec.Stdin) && plain(spec.Stdout) && plain(spec.Stderr)
 }
 
 // gcHold counts the Runs between fork and exec.

@@ -180,6 +180,42 @@ func TestCancelKillsEverything(t *testing.T) {
 	}
 }
 
+// When Run returns, nothing the command started is left: kule goes on (and
+// scans the copy) as soon as PID 1 tells the exit code, so PID 1 must end
+// every process of the namespace first. A writer left in the background
+// must be gone and its file still.
+func TestNothingOutlivesTheRun(t *testing.T) {
+	skipUnlessSandbox(t)
+	t.Parallel()
+	w := newWorld(t)
+	devnull, err := os.OpenFile(os.DevNull, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer devnull.Close()
+	spec := runner.Spec{Task: w.task, Dir: w.task.Copy, Env: w.env, Stdout: devnull, Stderr: devnull,
+		Args: []string{"sh", "-c", `sh -c 'while :; do echo 31337x >> bg.txt; done' & sleep 0.2`}}
+	if code, err := w.sandbox().Run(context.Background(), spec); err != nil || code != 0 {
+		t.Fatalf("code %d err %v", code, err)
+	}
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		b, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if strings.Contains(string(b), "31337x") {
+			t.Fatalf("process %s, started in the background, outlived the run", e.Name())
+		}
+	}
+	bg := filepath.Join(w.task.Copy, "bg.txt")
+	before, err := os.Stat(bg)
+	if err != nil {
+		t.Fatalf("the background writer wrote nothing: %v", err)
+	}
+	time.Sleep(100 * time.Millisecond)
+	if after, _ := os.Stat(bg); after.Size() != before.Size() {
+		t.Fatalf("bg.txt grew from %d to %d bytes after the run returned", before.Size(), after.Size())
+	}
+}
+
 func TestFailClosed(t *testing.T) {
 	w := newWorld(t)
 	defer func() { probeHook = nil }()
