@@ -82,13 +82,7 @@ func ChangesOf(st *Status, max int64) []review.Change {
 		if !Reviewable(e) {
 			continue
 		}
-		op := review.Changed
-		switch e.Kind {
-		case effects.Add:
-			op = review.Added
-		case effects.Delete:
-			op = review.Deleted
-		}
+		op := reviewOp(e.Kind)
 		old, new, err := st.Contents(e, max)
 		if err != nil {
 			continue
@@ -99,6 +93,17 @@ func ChangesOf(st *Status, max int64) []review.Change {
 		out = append(out, review.Change{Path: e.Path, Op: op, Old: old, New: new})
 	}
 	return out
+}
+
+// reviewOp is what an effect of this kind did to its file, for review.
+func reviewOp(k effects.Kind) review.Op {
+	switch k {
+	case effects.Add:
+		return review.Added
+	case effects.Delete:
+		return review.Deleted
+	}
+	return review.Changed
 }
 
 // ReviewNames names what changed inside st's files through the differs, and
@@ -231,14 +236,7 @@ func wholeChangesOf(st *Status) []review.Change {
 		if !Reviewable(e) || e.Kind == effects.Move {
 			continue
 		}
-		op := review.Changed
-		switch e.Kind {
-		case effects.Add:
-			op = review.Added
-		case effects.Delete:
-			op = review.Deleted
-		}
-		out = append(out, review.Change{Path: e.Path, Op: op})
+		out = append(out, review.Change{Path: e.Path, Op: reviewOp(e.Kind)})
 	}
 	return out
 }
