@@ -503,11 +503,9 @@ func TestInjectedDiskFullDuringCommitChangesNothing(t *testing.T) {
 // TestMain doubles as a child process that runs one commit, for tests that
 // need a fresh process (KULE_FAULT is read when the process starts).
 func TestMain(m *testing.M) {
-	if len(os.Args) > 1 && os.Args[1] == "__sandbox" {
-		// The sandbox's helper, as kule runs it (kernel.SandboxRunner
-		// re-executes this binary when no kule-sandbox lies beside it).
-		os.Exit(sandbox.HelperMain())
-	}
+	// The sandbox re-executes this binary as its helper when no
+	// kule-sandbox lies beside it.
+	sandbox.ServeHelper(os.Args[1:])
 	if home := os.Getenv("KULE_TEST_HOME"); home != "" {
 		k, err := kernel.New(kernel.Config{Home: home})
 		if err == nil {

@@ -16,16 +16,11 @@ func main() {
 	if len(os.Args) > 1 && os.Args[1] == "__plugin" {
 		os.Exit(servePlugin(os.Args[2:]))
 	}
-	if len(os.Args) > 1 && os.Args[1] == "__sandbox" {
-		os.Exit(sandbox.HelperMain())
-	}
 	os.Exit(run(os.Args[1:]))
 }
 
 func run(args []string) int {
-	if len(args) > 0 && args[0] == "__sandbox" { // also when a test binary stands in for kule
-		return sandbox.HelperMain()
-	}
+	sandbox.ServeHelper(args) // also when a test binary stands in for kule
 	if p := os.Getenv("KULE_CPUPROFILE"); p != "" { // for finding what a slow command spends its time on
 		if f, err := os.Create(p); err == nil {
 			_ = pprof.StartCPUProfile(f)

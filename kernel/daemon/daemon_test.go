@@ -28,11 +28,9 @@ import (
 // TestMain doubles as the helper processes: a daemon to kill, and a client
 // run under another uid.
 func TestMain(m *testing.M) {
-	if len(os.Args) > 1 && os.Args[1] == "__sandbox" {
-		// The sandbox's helper, as kule runs it (kernel.SandboxRunner
-		// re-executes this binary when no kule-sandbox lies beside it).
-		os.Exit(sandbox.HelperMain())
-	}
+	// The sandbox re-executes this binary as its helper when no
+	// kule-sandbox lies beside it.
+	sandbox.ServeHelper(os.Args[1:])
 	if os.Getenv("KULE_DAEMON_PEER") != "" {
 		os.Exit(runPeer())
 	}

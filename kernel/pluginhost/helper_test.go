@@ -24,9 +24,9 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	if len(os.Args) > 1 && os.Args[1] == "__sandbox" { // the sandbox's helper, as cmd/kule's main
-		os.Exit(sandbox.HelperMain())
-	}
+	// The sandbox re-executes this binary as its helper when no
+	// kule-sandbox lies beside it.
+	sandbox.ServeHelper(os.Args[1:])
 	if len(os.Args) == 4 && os.Args[1] == "__plugin" && os.Args[2] == ConfineArg {
 		os.Exit(ConfineMain(os.Args[3]))
 	}

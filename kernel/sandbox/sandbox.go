@@ -102,7 +102,7 @@ const HelperName = "kule-sandbox"
 func (s *Sandbox) helper() (string, []string, error) {
 	args := s.HelperArgs
 	if args == nil {
-		args = []string{"__sandbox"}
+		args = []string{HelperArg}
 	}
 	if s.Exe != "" {
 		return s.Exe, args, nil
