@@ -79,14 +79,7 @@ func TestAppLiveConnectionsAgentAndGroups(t *testing.T) {
 	// A budget, so the header shows the agent's cost against it.
 	must(t, budget.SetTaskCap(ts[0].Paths.Dir, &budget.Money{Amount: 1, Currency: "USD"}))
 
-	// The window is not in front, and notifications are allowed: a stand-in
-	// Notification records what the app tells.
-	value(t, ctx, shot, "the window goes behind", chromedp.Evaluate[bool](`(() => {
-		Object.defineProperty(document, 'hidden', { configurable: true, get: () => true });
-		window.__notes = [];
-		window.Notification = class { static permission = 'granted'; constructor(title, o) { window.__notes.push(title + ': ' + o.body); } };
-		return true;
-	})()`))
+	windowBehind(t, ctx, shot)
 
 	// A real command connects through the proxy; the policy asks about the host.
 	step(t, ctx, shot, "run curl from the command line",

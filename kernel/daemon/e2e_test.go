@@ -399,3 +399,16 @@ func TestAppKeyboardAndSettings(t *testing.T) {
 		chromedp.KeyEvent("p", chromedp.KeyModifiers(chromedp.ModifierCtrl)),
 		chromedp.WaitVisible(chromedp.CSS(`#pal-input`)))
 }
+
+// windowBehind puts the app's window behind others, with notifications
+// allowed: a stand-in Notification records what the app tells, in
+// window.__notes.
+func windowBehind(t *testing.T, ctx context.Context, shot func(string)) {
+	t.Helper()
+	value(t, ctx, shot, "the window goes behind", chromedp.Evaluate[bool](`(() => {
+		Object.defineProperty(document, 'hidden', { configurable: true, get: () => true });
+		window.__notes = [];
+		window.Notification = class { static permission = 'granted'; constructor(title, o) { window.__notes.push(title + ': ' + o.body); } };
+		return true;
+	})()`))
+}

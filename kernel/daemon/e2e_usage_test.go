@@ -60,13 +60,7 @@ func TestAppUsageBudgetAndLimitStop(t *testing.T) {
 		t.Fatalf("a spent budget's header: %q", head)
 	}
 
-	// The window goes behind; notifications are allowed (a stand-in records them).
-	value(t, ctx, shot, "the window goes behind", chromedp.Evaluate[bool](`(() => {
-		Object.defineProperty(document, 'hidden', { configurable: true, get: () => true });
-		window.__notes = [];
-		window.Notification = class { static permission = 'granted'; constructor(title, o) { window.__notes.push(title + ': ' + o.body); } };
-		return true;
-	})()`))
+	windowBehind(t, ctx, shot)
 	// A run's budget notice, as RunAgent forwards agentrun's OnBudget.
 	text := "budget: task " + tk.ID + "'s runs have cost $0.85, 85% of its budget of $1.00"
 	d.Bus.Publish("budget", tk.ID, budget.Notice{Scope: budget.ScopeTask, Percent: 80, Spent: budget.Money{Amount: 0.85, Currency: "USD"}, Cap: budget.Money{Amount: 1, Currency: "USD"}, Text: text})

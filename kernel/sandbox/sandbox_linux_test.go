@@ -171,13 +171,21 @@ func TestCancelKillsEverything(t *testing.T) {
 	if err != nil || code != 128+9 {
 		t.Fatalf("code %d err %v, want 137", code, err)
 	}
+	if pid := processWith("31339"); pid != "" {
+		t.Fatalf("process %s outlived the cancelled command", pid)
+	}
+}
+
+// processWith is the pid of a process whose command line holds marker, or "".
+func processWith(marker string) string {
 	ents, _ := os.ReadDir("/proc")
 	for _, e := range ents {
 		b, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
-		if strings.Contains(string(b), "31339") {
-			t.Fatalf("process %s outlived the cancelled command", e.Name())
+		if strings.Contains(string(b), marker) {
+			return e.Name()
 		}
 	}
+	return ""
 }
 
 // When Run returns, nothing the command started is left: kule goes on (and
@@ -198,12 +206,8 @@ func TestNothingOutlivesTheRun(t *testing.T) {
 	if code, err := w.sandbox().Run(context.Background(), spec); err != nil || code != 0 {
 		t.Fatalf("code %d err %v", code, err)
 	}
-	ents, _ := os.ReadDir("/proc")
-	for _, e := range ents {
-		b, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
-		if strings.Contains(string(b), "31337x") {
-			t.Fatalf("process %s, started in the background, outlived the run", e.Name())
-		}
+	if pid := processWith("31337x"); pid != "" {
+		t.Fatalf("process %s, started in the background, outlived the run", pid)
 	}
 	bg := filepath.Join(w.task.Copy, "bg.txt")
 	before, err := os.Stat(bg)

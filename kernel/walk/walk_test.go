@@ -30,26 +30,18 @@ func TestWalkMatchesWalkDir(t *testing.T) {
 	if err := os.Symlink("/", filepath.Join(root, "d0", "to-root")); err != nil {
 		t.Fatal(err)
 	}
-	var want []string
-	_ = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
-		if rel, _ := filepath.Rel(root, p); rel != "." {
-			want = append(want, filepath.ToSlash(rel))
-		}
-		return err
-	})
+	want := walkDirPaths(root)
 	for _, workers := range []int{1, 2, 8} {
 		r, err := Walk(root, Options{Workers: workers})
 		if err != nil {
 			t.Fatal(err)
 		}
-		var got []string
 		for _, it := range r.Items {
-			got = append(got, it.Path)
 			if it.Path == "d0/to-root" && it.Type != effects.TypeLink {
 				t.Errorf("the link was listed as %v", it.Type)
 			}
 		}
-		if d := cmp.Diff(want, got); d != "" {
+		if d := cmp.Diff(want, pathsOf(r.Items)); d != "" {
 			t.Fatalf("workers=%d (-WalkDir +Walk):\n%s", workers, d)
 		}
 	}
@@ -83,25 +75,35 @@ func TestWalkSortsByWholePath(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	var want []string
-	_ = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
-		if rel, _ := filepath.Rel(root, p); rel != "." {
-			want = append(want, filepath.ToSlash(rel))
-		}
-		return err
-	})
+	want := walkDirPaths(root)
 	sort.Strings(want)
 	for _, workers := range []int{1, 2, 8} {
 		r, err := Walk(root, Options{Workers: workers})
 		if err != nil {
 			t.Fatal(err)
 		}
-		var got []string
-		for _, it := range r.Items {
-			got = append(got, it.Path)
-		}
-		if d := cmp.Diff(want, got); d != "" {
+		if d := cmp.Diff(want, pathsOf(r.Items)); d != "" {
 			t.Fatalf("workers=%d (-sorted +Walk):\n%s", workers, d)
 		}
 	}
+}
+
+// walkDirPaths is what filepath.WalkDir lists under root, slash-separated.
+func walkDirPaths(root string) []string {
+	var out []string
+	_ = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if rel, _ := filepath.Rel(root, p); rel != "." {
+			out = append(out, filepath.ToSlash(rel))
+		}
+		return err
+	})
+	return out
+}
+
+func pathsOf(items []Item) []string {
+	out := make([]string, 0, len(items))
+	for _, it := range items {
+		out = append(out, it.Path)
+	}
+	return out
 }
