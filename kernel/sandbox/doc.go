@@ -25,9 +25,16 @@
 // stdio open. When stdin is the person's terminal, the command gets a pty of
 // its own from the private devpts as its controlling terminal, and PID 1
 // relays keys and output; the person's terminal never reaches the command,
-// so TIOCSTI cannot inject into it. PID 1 forwards signals, reaps orphans,
-// and exits with the command's code: everything left in the namespace dies
-// with it.
+// so TIOCSTI cannot inject into it. PID 1 forwards signals and reaps
+// orphans; once the command ends it kills whatever is left in the
+// namespace, waits until nothing is, tells kule the exit code on a pipe of
+// its own (kule goes on while the kernel takes the namespaces down) and
+// exits with it.
+//
+// The plan (plan.go) crosses to the helper in a binary form of its own
+// (plancodec.go), made by kule while the helper starts; the helper reads it
+// before it does anything, so a plan refused, or never sent, leaves nothing
+// done.
 //
 // Without user namespaces (weaker isolation accepted) the helper narrows
 // itself the same way and execs the command: no PID 1, no mounts.
