@@ -3,16 +3,19 @@
 GO      ?= go
 BIN     ?= bin/kule
 TIMEOUT ?= 40m
+# The sandbox's helper is C run before the Go runtime (kernel/sandbox/pid1_linux.c),
+# linked statically so that no loader runs before it either.
+HELPER_FLAGS = -tags netgo,osusergo -ldflags '-linkmode=external -extldflags=-static'
 
 .PHONY: build install test test-short demo bench proto vet fmt clean
 
 build:
 	$(GO) build -o $(BIN) ./cmd/kule
-	CGO_ENABLED=0 $(GO) build -o $(dir $(BIN))kule-sandbox ./cmd/kule-sandbox
+	CGO_ENABLED=1 $(GO) build $(HELPER_FLAGS) -o $(dir $(BIN))kule-sandbox ./cmd/kule-sandbox
 
 install:
 	$(GO) install ./cmd/kule
-	CGO_ENABLED=0 $(GO) install ./cmd/kule-sandbox
+	CGO_ENABLED=1 $(GO) install $(HELPER_FLAGS) ./cmd/kule-sandbox
 
 test:
 	$(GO) vet ./...

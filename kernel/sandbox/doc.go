@@ -1,9 +1,13 @@
 // Package sandbox runs a task's commands isolated from the person's machine.
 //
 // On Linux, Sandbox (a runner.Runner) starts the command through a helper —
-// kule-sandbox beside the kule executable (cmd/kule-sandbox: the same code in
-// a small binary that starts in a fraction of kule's time), else the kule
-// binary itself re-executed as `kule __sandbox`. The helper is PID 1 of new
+// kule-sandbox beside the kule executable (cmd/kule-sandbox: a small static
+// binary), else the kule binary itself re-executed as `kule __sandbox`. The
+// helper is C (pid1_linux.c), linked into every binary of this package and
+// run from a constructor before the Go runtime starts, when the arguments
+// are exactly the helper's: a Go runtime's start and end cost PID 1 about a
+// millisecond, more than anything else it does. A binary built without cgo
+// has no helper, and refuses to run commands. The helper is PID 1 of new
 // user, mount, PID, network, IPC and UTS namespaces. It makes every mount
 // read-only, nosuid and nodev; covers hidden paths (credentials, personal
 // folders, the workspace's parent, Kule's home and the other tasks) with
@@ -14,14 +18,13 @@
 // listens on 127.0.0.1:<port> and hands each accepted connection to the
 // parent (which dials the proxy on the host).
 //
-// It then starts the command from one of its threads that first drops
-// every capability, sets no_new_privs and the file size limit and enters a
-// Landlock domain (writes only to the copy, /tmp, /dev's named devices and
-// --allow-write; TCP connect only to the proxy port; abstract unix sockets
-// and signals scoped): a forked child takes the forking thread's
-// credentials, so the command is narrowed from its first instruction while
-// PID 1's other threads stay outside the domain (the command can neither
-// signal nor ptrace it). The command runs in a session of its own with only
+// It then forks the command, which first drops every capability, sets
+// no_new_privs and the file size limit and enters a Landlock domain (writes
+// only to the copy, /tmp, /dev's named devices and --allow-write; TCP
+// connect only to the proxy port; abstract unix sockets and signals scoped)
+// before it execs, so the command is narrowed from its first instruction
+// while PID 1 stays outside the domain (the command can neither signal nor
+// ptrace it). The command runs in a session of its own with only
 // stdio open. When stdin is the person's terminal, the command gets a pty of
 // its own from the private devpts as its controlling terminal, and PID 1
 // relays keys and output; the person's terminal never reaches the command,

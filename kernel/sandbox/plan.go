@@ -16,8 +16,8 @@ import (
 )
 
 // plan is everything the helper needs, decided on the host side where the
-// person's paths and environment are known. It crosses to the helper as JSON
-// over a pipe.
+// person's paths and environment are known. It crosses to the helper over a
+// pipe, in plancodec.go's form.
 type plan struct {
 	Args []string
 	Dir  string
@@ -117,6 +117,11 @@ var sdkVars = []string{
 func (s *Sandbox) plan(spec runner.Spec) (*plan, error) {
 	if len(spec.Args) == 0 {
 		return nil, runner.ErrNoCommand
+	}
+	for _, a := range append(append([]string{spec.Dir}, spec.Args...), spec.Env...) {
+		if strings.IndexByte(a, 0) >= 0 {
+			return nil, fmt.Errorf("%w: %q holds a NUL byte, which no program's arguments, environment or folder can; nothing ran", ErrBadSpec, a)
+		}
 	}
 	res := newResolver()
 	t := spec.Task

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"strings"
 )
 
 // The plan crosses to the helper in a small binary form of its own, not
@@ -13,7 +14,8 @@ import (
 // magic, then the writer's planShape() (so a helper from another build
 // refuses the plan before reading any field), then every field in the
 // order of the struct: strings and lists as a uvarint length and their
-// bytes or items, numbers as varints, booleans as one byte.
+// bytes or items, numbers as varints, booleans as one byte. The helper that
+// reads it is C (pid1_linux.c); a fuzz test holds the two decoders together.
 
 const planMagic = "KSP1"
 
@@ -178,6 +180,12 @@ func (d *planDecoder) str() string {
 		return ""
 	}
 	s := string(d.b[:n])
+	if strings.IndexByte(s, 0) >= 0 {
+		// No path, argument or variable can hold one; the C helper reads
+		// strings as C does.
+		d.fail("a string holds a NUL byte")
+		return ""
+	}
 	d.b = d.b[n:]
 	return s
 }

@@ -25,7 +25,7 @@ func fullPlan(t testing.TB) *plan {
 		case reflect.Slice:
 			switch f.Type().Elem().Kind() {
 			case reflect.String:
-				f.Set(reflect.ValueOf([]string{"", "/x", "é\x00z"}))
+				f.Set(reflect.ValueOf([]string{"", "/x", "é\tz"}))
 			case reflect.Struct:
 				f.Set(reflect.ValueOf([]link{{Path: "/l", Target: "/t"}, {}}))
 			default:
@@ -71,6 +71,7 @@ func TestPlanRefused(t *testing.T) {
 		"cut in half":   b[:len(b)/2],
 		"trailing":      append(append([]byte(nil), b...), 0),
 		"flag of 2":     append(append([]byte(nil), b[:len(b)-1]...), 2),
+		"a NUL byte":    encodePlan(&plan{Args: []string{"tr", "a\x00b"}, Shape: planShape()}),
 	} {
 		if got, err := decodePlan(in); err == nil || !errors.Is(err, errPlanForm) {
 			t.Errorf("%s: decoded (%v, %v), want errPlanForm", name, got, err)

@@ -412,3 +412,8 @@ func readInt(path string) (int, bool) {
 	n, err := strconv.Atoi(strings.TrimSpace(string(b)))
 	return n, err == nil
 }
+
+func isTerminal(fd int) bool {
+	_, err := unix.IoctlGetTermios(fd, unix.TCGETS)
+	return err == nil
+}

@@ -1,0 +1,57 @@
+//go:build linux && cgo
+
+package sandbox
+
+/*
+#include <stdlib.h>
+#include "pid1_linux.h"
+*/
+import "C"
+
+import (
+	"errors"
+	"unsafe"
+)
+
+// The sandbox's helper is C (pid1_linux.c), run from a constructor before
+// the Go runtime starts; this file only lets the tests reach its plan
+// decoder and its idea of the plan's shape.
+
+// helperShapeC is the plan shape the C helper reads.
+func helperShapeC() string { return C.GoString((*C.char)(unsafe.Pointer(&C.kule_plan_shape))) }
+
+// decodePlanC decodes b with the C helper's decoder.
+func decodePlanC(b []byte) (*plan, error) {
+	buf := C.CBytes(b)
+	defer C.free(buf)
+	var cp C.struct_kule_plan
+	if msg := C.kule_plan_decode((*C.uchar)(buf), C.size_t(len(b)), &cp); msg != nil {
+		return nil, errors.New(C.GoString(msg))
+	}
+	defer C.kule_plan_free(&cp)
+	strs := func(l C.struct_kule_strs) []string {
+		if l.n == 0 {
+			return nil
+		}
+		v := unsafe.Slice(l.v, l.n)
+		out := make([]string, len(v))
+		for i, s := range v {
+			out[i] = C.GoString(s)
+		}
+		return out
+	}
+	p := &plan{
+		Shape: C.GoString(cp.shape), Args: strs(cp.args), Dir: C.GoString(cp.dir), Env: strs(cp.env),
+		Copy: C.GoString(cp.copy), Tmp: C.GoString(cp.tmp), Home: C.GoString(cp.home), Cache: C.GoString(cp.cache),
+		FSize: int64(cp.fsize), Writable: strs(cp.writable), ReadOnly: strs(cp.readonly), Keep: strs(cp.keep),
+		Strong: strs(cp.strong), Soft: strs(cp.soft), HideDirs: strs(cp.hide_dirs), HideFiles: strs(cp.hide_files),
+		Devices: strs(cp.devices), NetNS: cp.netns != 0, ProxyPort: int(cp.proxy_port), NoTCP: cp.notcp != 0,
+		Landlock: cp.landlock != 0, AcceptWeaker: cp.accept_weaker != 0, PTY: cp.pty != 0, Done: cp.done != 0,
+	}
+	if cp.nlinks > 0 {
+		for _, l := range unsafe.Slice(cp.links, cp.nlinks) {
+			p.Links = append(p.Links, link{Path: C.GoString(l.path), Target: C.GoString(l.target)})
+		}
+	}
+	return p, nil
+}

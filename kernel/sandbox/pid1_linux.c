@@ -1,0 +1,1245 @@
+//go:build linux && cgo
+
+// The sandbox's helper: PID 1 of each sandbox (stage "init") and, where there
+// are no user namespaces, the narrowing exec (stage "exec"). It is C, run from
+// a constructor before the Go runtime starts, because the runtime's own start
+// and end (about a millisecond: threads, heap, signals) were the largest part
+// of the sandbox's cost that bubblewrap does not pay; runc's nsexec runs the
+// same way. kule starts it as `kule-sandbox __sandbox <stage>` with the plan
+// on fd 3; any other arguments leave the binary to its Go main.
+//
+// What it does is what the Go helper did before it (see doc.go): the mounts,
+// then the command, forked with every privilege dropped and inside the
+// Landlock domain, then signals forwarded, the command's pty relayed,
+// orphans reaped, and everything left in the namespace ended before the exit
+// code is told.
+
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <termios.h>
+#include <unistd.h>
+#include <net/if.h>
+#include <netinet/in.h>
+#include <sys/ioctl.h>
+#include <sys/mount.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <linux/capability.h>
+
+#include "pid1_linux.h"
+
+// The helper's descriptors, after stdio (run_linux.go).
+enum { FD_PLAN = 3, FD_STATUS = 4, FD_DONE = 5, FD_CTRL = 6 };
+
+const char kule_plan_shape[] =
+	"Args:[]string;Dir:string;Env:[]string;Copy:string;Tmp:string;Home:string;Cache:string;"
+	"FSize:int64;Writable:[]string;ReadOnly:[]string;Keep:[]string;Strong:[]string;Soft:[]string;"
+	"HideDirs:[]string;HideFiles:[]string;Links:[]sandbox.link;Path:string;Target:string;"
+	"Devices:[]string;NetNS:bool;ProxyPort:int;NoTCP:bool;Landlock:bool;AcceptWeaker:bool;"
+	"PTY:bool;Done:bool;Shape:string;";
+
+static const char plan_magic[] = "KSP1";
+
+// ---- The plan (plancodec.go's form) ----
+
+struct decoder {
+	const unsigned char *b;
+	size_t n;
+	const char *err;
+	char *arena, *end; // every allocation of one plan, freed at once
+};
+
+static void *take_mem(struct decoder *d, size_t size) {
+	size = (size + 7) & ~(size_t)7;
+	if (d->err || (size_t)(d->end - d->arena) < size) {
+		if (!d->err)
+			d->err = "the plan needs more memory than its size allows";
+		return NULL;
+	}
+	void *p = d->arena;
+	d->arena += size;
+	return p;
+}
+
+static void fail(struct decoder *d, const char *what) {
+	if (!d->err)
+		d->err = what;
+}
+
+static uint64_t uvarint(struct decoder *d) {
+	if (d->err)
+		return 0;
+	uint64_t v = 0;
+	for (size_t i = 0; i < 10; i++) {
+		if (i >= d->n) {
+			fail(d, "a length is cut short");
+			return 0;
+		}
+		unsigned char c = d->b[i];
+		if (i == 9 && c > 1) {
+			fail(d, "a length is cut short"); // overflows 64 bits, as Go's Uvarint says
+			return 0;
+		}
+		v |= (uint64_t)(c & 0x7f) << (7 * i);
+		if (c < 0x80) {
+			if (i > 0 && c == 0) {
+				fail(d, "a length is not in its shortest form");
+				return 0;
+			}
+			d->b += i + 1;
+			d->n -= i + 1;
+			return v;
+		}
+	}
+	fail(d, "a length is cut short");
+	return 0;
+}
+
+static int64_t varint(struct decoder *d) {
+	if (d->err)
+		return 0;
+	const char *was = d->err;
+	uint64_t u = uvarint(d);
+	if (d->err != was) {
+		d->err = strstr(d->err, "shortest") ? "a number is not in its shortest form" : "a number is cut short";
+		return 0;
+	}
+	int64_t x = (int64_t)(u >> 1);
+	if (u & 1)
+		x = ~x;
+	return x;
+}
+
+static size_t count(struct decoder *d, size_t min) {
+	uint64_t n = uvarint(d);
+	if (d->err)
+		return 0;
+	if (n > d->n / min) {
+		fail(d, "a list is longer than the plan");
+		return 0;
+	}
+	return (size_t)n;
+}
+
+static char *str(struct decoder *d) {
+	uint64_t n = uvarint(d);
+	if (d->err)
+		return NULL;
+	if (n > d->n) {
+		fail(d, "a string is longer than the plan");
+		return NULL;
+	}
+	if (memchr(d->b, 0, n)) {
+		fail(d, "a string holds a NUL byte");
+		return NULL;
+	}
+	char *s = take_mem(d, n + 1);
+	if (!s)
+		return NULL;
+	memcpy(s, d->b, n);
+	s[n] = 0;
+	d->b += n;
+	d->n -= n;
+	return s;
+}
+
+static struct kule_strs strs(struct decoder *d) {
+	struct kule_strs l = {0, NULL};
+	size_t n = count(d, 1);
+	if (n == 0)
+		return l;
+	// One slot more: args and env end in NULL for execve.
+	l.v = take_mem(d, (n + 1) * sizeof(char *));
+	if (!l.v)
+		return l;
+	for (size_t i = 0; i < n; i++)
+		l.v[i] = str(d);
+	l.v[n] = NULL;
+	l.n = d->err ? 0 : n;
+	return l;
+}
+
+static int flag(struct decoder *d) {
+	if (d->err)
+		return 0;
+	if (d->n == 0) {
+		fail(d, "a flag is cut short");
+		return 0;
+	}
+	unsigned char v = d->b[0];
+	d->b++;
+	d->n--;
+	if (v > 1)
+		fail(d, "a flag is neither 0 nor 1");
+	return v == 1;
+}
+
+const char *kule_plan_decode(const unsigned char *b, size_t n, struct kule_plan *p) {
+	memset(p, 0, sizeof *p);
+	size_t m = sizeof plan_magic - 1;
+	if (n < m || memcmp(b, plan_magic, m) != 0)
+		return "not a plan of this build";
+	// Every string and list of the plan fits 32 bytes an input byte.
+	size_t size = 32 * n + 1024;
+	char *arena = malloc(size);
+	if (!arena)
+		return "no memory for the plan";
+	struct decoder d = {b + m, n - m, NULL, arena, arena + size};
+	p->shape = str(&d);
+	if (!d.err && strcmp(p->shape, kule_plan_shape) != 0)
+		d.err = "another build's plan";
+	p->args = strs(&d);
+	p->dir = str(&d);
+	p->env = strs(&d);
+	p->copy = str(&d);
+	p->tmp = str(&d);
+	p->home = str(&d);
+	p->cache = str(&d);
+	p->fsize = varint(&d);
+	p->writable = strs(&d);
+	p->readonly = strs(&d);
+	p->keep = strs(&d);
+	p->strong = strs(&d);
+	p->soft = strs(&d);
+	p->hide_dirs = strs(&d);
+	p->hide_files = strs(&d);
+	size_t nl = count(&d, 2);
+	if (nl > 0) {
+		p->links = take_mem(&d, nl * sizeof(struct kule_link));
+		for (size_t i = 0; i < nl && !d.err; i++) {
+			p->links[i].path = str(&d);
+			p->links[i].target = str(&d);
+		}
+		p->nlinks = d.err ? 0 : nl;
+	}
+	p->devices = strs(&d);
+	p->netns = flag(&d);
+	p->proxy_port = varint(&d);
+	p->notcp = flag(&d);
+	p->landlock = flag(&d);
+	p->accept_weaker = flag(&d);
+	p->pty = flag(&d);
+	p->done = flag(&d);
+	if (!d.err && d.n > 0)
+		d.err = "bytes after its end";
+	if (d.err) {
+		free(arena);
+		memset(p, 0, sizeof *p);
+		return d.err;
+	}
+	p->arena = arena;
+	return NULL;
+}
+
+void kule_plan_free(struct kule_plan *p) {
+	free(p->arena);
+	memset(p, 0, sizeof *p);
+}
+
+// ---- Failing: the reason goes to kule on FD_STATUS ----
+
+static int status_fd = FD_STATUS;
+
+// say writes a reason to fd, in the Go helper's words: "what: why".
+static void sayf(int fd, const char *fmt, va_list ap) {
+	char buf[4096];
+	int n = vsnprintf(buf, sizeof buf, fmt, ap);
+	if (n < 0)
+		return;
+	if ((size_t)n >= sizeof buf)
+		n = sizeof buf - 1;
+	for (int off = 0; off < n;) {
+		ssize_t w = write(fd, buf + off, n - off);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			return;
+		off += w;
+	}
+}
+
+// die tells kule why nothing ran and ends the helper with 125, the code a
+// setup failure has.
+__attribute__((noreturn, format(printf, 1, 2))) static void die(const char *fmt, ...) {
+	va_list ap;
+	va_start(ap, fmt);
+	sayf(status_fd, fmt, ap);
+	va_end(ap);
+	_exit(125);
+}
+
+// why is errno as the Go helper words it (lower case, like Go's errors).
+static const char *why(int e) {
+	static char buf[128];
+	const char *s = strerror(e);
+	snprintf(buf, sizeof buf, "%s", s);
+	if (buf[0] >= 'A' && buf[0] <= 'Z' && !(buf[1] >= 'A' && buf[1] <= 'Z'))
+		buf[0] += 'a' - 'A';
+	return buf;
+}
+
+// ---- Paths ----
+
+static int within(const char *path, const char *dir) {
+	if (strcmp(dir, "/") == 0)
+		return 1;
+	size_t n = strlen(dir);
+	return strncmp(path, dir, n) == 0 && (path[n] == 0 || path[n] == '/');
+}
+
+static int depth(const char *p) {
+	int n = 0;
+	for (; *p; p++)
+		n += *p == '/';
+	return n;
+}
+
+static char *join(const char *a, const char *b) {
+	size_t la = strlen(a), lb = strlen(b);
+	char *s = malloc(la + lb + 2);
+	if (!s)
+		die("out of memory");
+	memcpy(s, a, la);
+	s[la] = '/';
+	memcpy(s + la + 1, b, lb + 1);
+	return s;
+}
+
+// mkdir_all makes dir and its parents, as os.MkdirAll does: what exists is
+// looked at first (on a read-only mount, mkdir of an existing folder may
+// answer EROFS).
+static int mkdir_all(const char *dir) {
+	struct stat st;
+	if (stat(dir, &st) == 0)
+		return S_ISDIR(st.st_mode) ? 0 : ENOTDIR;
+	char *p = strdup(dir);
+	if (!p)
+		return ENOMEM;
+	int e = 0;
+	for (char *s = p + 1; !e; s++) {
+		if (*s != '/' && *s != 0)
+			continue;
+		char c = *s;
+		*s = 0;
+		if (stat(p, &st) != 0) {
+			if (mkdir(p, 0755) != 0 && errno != EEXIST)
+				e = errno;
+		} else if (!S_ISDIR(st.st_mode)) {
+			e = ENOTDIR;
+		}
+		*s = c;
+		if (c == 0)
+			break;
+	}
+	free(p);
+	return e;
+}
+
+static char *parent(const char *path) {
+	char *d = strdup(path);
+	if (!d)
+		die("out of memory");
+	char *slash = strrchr(d, '/');
+	if (slash == d)
+		d[1] = 0;
+	else if (slash)
+		*slash = 0;
+	return d;
+}
+
+// ---- Mounts (the new mount API, by raw system call: Debian's headers and
+// glibc differ on which of them they declare) ----
+
+#define K_OPEN_TREE_CLONE 1
+#define K_AT_RECURSIVE 0x8000
+#define K_MOVE_MOUNT_F_EMPTY_PATH 0x4
+#define K_MOUNT_ATTR_RDONLY 0x1
+#define K_MOUNT_ATTR_NOSUID 0x2
+#define K_MOUNT_ATTR_NODEV 0x4
+#define K_MOUNT_ATTR_NOEXEC 0x8
+#define K_FSOPEN_CLOEXEC 1
+#define K_FSCONFIG_SET_FLAG 0
+#define K_FSCONFIG_SET_STRING 1
+#define K_FSCONFIG_CMD_CREATE 6
+#define K_FSMOUNT_CLOEXEC 1
+
+struct k_mount_attr {
+	uint64_t attr_set, attr_clr, propagation, userns_fd;
+};
+
+static int k_open_tree(int dfd, const char *path, unsigned flags) {
+	return syscall(SYS_open_tree, dfd, path, flags);
+}
+
+static int k_move_mount(int from, const char *to) {
+	return syscall(SYS_move_mount, from, "", AT_FDCWD, to, K_MOVE_MOUNT_F_EMPTY_PATH);
+}
+
+static int k_mount_setattr(int dfd, const char *path, unsigned flags, uint64_t set, uint64_t clr) {
+	struct k_mount_attr a = {set, clr, 0, 0};
+	return syscall(SYS_mount_setattr, dfd, path, flags, &a, sizeof a);
+}
+
+static int mount_(const char *src, const char *target, const char *type, unsigned long flags, const char *data) {
+	return syscall(SYS_mount, src, target, type, flags, data);
+}
+
+// A tree is a detached mount (open_tree clone) taken before anything is
+// hidden and placed back afterwards.
+struct tree {
+	int fd;
+	const char *target;
+	int is_dir;
+};
+
+struct trees {
+	struct tree *v;
+	size_t n, cap;
+};
+
+static void take(struct trees *t, const char *src, const char *target, int rw, int dev) {
+	struct stat st;
+	if (stat(src, &st) != 0)
+		die("keep %s visible: stat %s: %s", src, src, why(errno));
+	int fd = k_open_tree(AT_FDCWD, src, K_OPEN_TREE_CLONE | O_CLOEXEC | K_AT_RECURSIVE);
+	if (fd < 0)
+		die("keep %s visible: open_tree: %s", src, why(errno));
+	uint64_t set = K_MOUNT_ATTR_NOSUID, clr = 0;
+	if (dev) {
+		clr = K_MOUNT_ATTR_NODEV;
+	} else if (rw) {
+		set |= K_MOUNT_ATTR_NODEV;
+		clr = K_MOUNT_ATTR_RDONLY;
+	} else {
+		set |= K_MOUNT_ATTR_NODEV | K_MOUNT_ATTR_RDONLY;
+	}
+	if (k_mount_setattr(fd, "", AT_EMPTY_PATH | K_AT_RECURSIVE, set, clr) != 0)
+		die("keep %s visible: set its mount flags: %s", src, why(errno));
+	if (t->n == t->cap) {
+		t->cap = t->cap ? 2 * t->cap : 16;
+		t->v = realloc(t->v, t->cap * sizeof *t->v);
+		if (!t->v)
+			die("out of memory");
+	}
+	t->v[t->n++] = (struct tree){fd, target, S_ISDIR(st.st_mode)};
+}
+
+static void place(const struct tree *t) {
+	struct stat st;
+	if (lstat(t->target, &st) != 0) {
+		char *dir = parent(t->target);
+		int e = mkdir_all(dir);
+		free(dir);
+		if (e)
+			die("place %s: mkdir: %s", t->target, why(e));
+		if (t->is_dir) {
+			if (mkdir(t->target, 0755) != 0)
+				die("place %s: mkdir: %s", t->target, why(errno));
+		} else {
+			int fd = open(t->target, O_CREAT | O_RDONLY | O_CLOEXEC, 0644);
+			if (fd < 0)
+				die("place %s: open: %s", t->target, why(errno));
+			close(fd);
+		}
+	}
+	if (k_move_mount(t->fd, t->target) != 0)
+		die("place %s: move_mount: %s", t->target, why(errno));
+}
+
+static int under_tree(const char *path, const struct trees *t) {
+	for (size_t i = 0; i < t->n; i++)
+		if (within(path, t->v[i].target))
+			return 1;
+	return 0;
+}
+
+static int holds_tree(const char *dir, const struct trees *t) {
+	for (size_t i = 0; i < t->n; i++)
+		if (strcmp(t->v[i].target, dir) != 0 && within(t->v[i].target, dir))
+			return 1;
+	return 0;
+}
+
+static int holds_link(const char *dir, const struct kule_plan *p) {
+	for (size_t i = 0; i < p->nlinks; i++)
+		if (within(p->links[i].path, dir))
+			return 1;
+	return 0;
+}
+
+// One empty tmpfs, read-only in its superblock, made once and detached; each
+// hide that nothing is made in is a clone of it moved into place.
+static int empty_tree = -1;
+
+static const char *cover_empty(const char *dir) {
+	if (empty_tree < 0) {
+		int fs = syscall(SYS_fsopen, "tmpfs", K_FSOPEN_CLOEXEC);
+		if (fs < 0)
+			return "fsopen";
+		const char *kv[][2] = {{"mode", "0755"}, {"size", "4k"}, {"nr_inodes", "16"}};
+		for (size_t i = 0; i < 3; i++)
+			if (syscall(SYS_fsconfig, fs, K_FSCONFIG_SET_STRING, kv[i][0], kv[i][1], 0) != 0)
+				return "fsconfig";
+		if (syscall(SYS_fsconfig, fs, K_FSCONFIG_SET_FLAG, "ro", NULL, 0) != 0)
+			return "fsconfig ro";
+		if (syscall(SYS_fsconfig, fs, K_FSCONFIG_CMD_CREATE, NULL, NULL, 0) != 0)
+			return "fsconfig create";
+		empty_tree = syscall(SYS_fsmount, fs, K_FSMOUNT_CLOEXEC,
+			K_MOUNT_ATTR_RDONLY | K_MOUNT_ATTR_NOSUID | K_MOUNT_ATTR_NODEV | K_MOUNT_ATTR_NOEXEC);
+		int e = errno;
+		close(fs);
+		errno = e;
+		if (empty_tree < 0)
+			return "fsmount";
+	}
+	int c = k_open_tree(empty_tree, "", K_OPEN_TREE_CLONE | O_CLOEXEC | AT_EMPTY_PATH);
+	if (c < 0)
+		return "open_tree";
+	int r = k_move_mount(c, dir);
+	int e = errno;
+	close(c);
+	errno = e;
+	return r == 0 ? NULL : "move_mount";
+}
+
+struct fds {
+	int *v;
+	size_t n, cap;
+};
+
+static void push_fd(struct fds *f, int fd) {
+	if (f->n == f->cap) {
+		f->cap = f->cap ? 2 * f->cap : 16;
+		f->v = realloc(f->v, f->cap * sizeof *f->v);
+		if (!f->v)
+			die("out of memory");
+	}
+	f->v[f->n++] = fd;
+}
+
+// hide covers the plan's hidden folders with an empty read-only tmpfs and its
+// hidden files with /dev/null. again: after the trees are back, only the
+// hides inside them are made again, and never one that would cover a tree.
+static void hide(const struct kule_plan *p, const struct trees *t, struct fds *tmpfs_hides, int again) {
+	struct stat st;
+	for (size_t i = 0; i < p->hide_dirs.n; i++) {
+		const char *d = p->hide_dirs.v[i];
+		if (again && (!under_tree(d, t) || holds_tree(d, t)))
+			continue;
+		if (lstat(d, &st) != 0)
+			continue; // inside an area already hidden
+		if (!holds_link(d, p) && !holds_tree(d, t)) {
+			const char *what = cover_empty(d);
+			if (what)
+				die("hide %s: %s: %s", d, what, why(errno));
+			continue;
+		}
+		if (mount_("tmpfs", d, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, "mode=0755,size=1m,nr_inodes=4096") != 0)
+			die("hide %s: %s", d, why(errno));
+		int fd = open(d, O_PATH | O_DIRECTORY | O_CLOEXEC);
+		if (fd < 0)
+			die("hide %s: %s", d, why(errno));
+		push_fd(tmpfs_hides, fd);
+	}
+	for (size_t i = 0; i < p->hide_files.n; i++) {
+		const char *f = p->hide_files.v[i];
+		if (again && !under_tree(f, t))
+			continue;
+		if (lstat(f, &st) != 0)
+			continue;
+		if (mount_("/dev/null", f, "", MS_BIND, "") != 0)
+			die("hide %s: %s", f, why(errno));
+	}
+}
+
+static int by_name(const void *a, const void *b) {
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+// setup_mounts builds the sandbox's view of the file system in PID 1's own
+// mount namespace. Order matters: clone what must stay visible, make
+// everything read-only, hide, put the clones back, hide again what lies in
+// them, then /dev, /proc and the reveal links.
+static void setup_mounts(struct kule_plan *p) {
+	if (mount_("", "/", NULL, MS_REC | MS_PRIVATE, NULL) != 0)
+		die("mount namespace: make / private: %s", why(errno));
+	struct trees t = {0}, devs = {0};
+	take(&t, p->copy, p->copy, 1, 0);
+	take(&t, p->home, p->home, 1, 0);
+	take(&t, p->cache, p->cache, 1, 0);
+	take(&t, p->tmp, "/tmp", 1, 0);
+	for (size_t i = 0; i < p->writable.n; i++)
+		take(&t, p->writable.v[i], p->writable.v[i], 1, 0);
+	for (size_t i = 0; i < p->readonly.n; i++)
+		take(&t, p->readonly.v[i], p->readonly.v[i], 0, 0);
+	for (size_t i = 0; i < p->keep.n; i++)
+		take(&t, p->keep.v[i], p->keep.v[i], 0, 0);
+	for (size_t i = 0; i < p->devices.n; i++) {
+		char *d = join("/dev", p->devices.v[i]);
+		take(&devs, d, d, 0, 1);
+	}
+
+	// Every mount: read-only, no setuid, no devices.
+	if (k_mount_setattr(AT_FDCWD, "/", K_AT_RECURSIVE, K_MOUNT_ATTR_RDONLY | K_MOUNT_ATTR_NOSUID | K_MOUNT_ATTR_NODEV, 0) != 0)
+		die("make every mount read-only: %s", why(errno));
+
+	struct fds tmpfs_hides = {0};
+	if (p->hide_dirs.n > 1)
+		qsort(p->hide_dirs.v, p->hide_dirs.n, sizeof(char *), by_name);
+	hide(p, &t, &tmpfs_hides, 0);
+
+	// Put the kept trees back, shallow first (a stable insertion sort: equal
+	// depths keep the plan's order).
+	for (size_t i = 1; i < t.n; i++) {
+		struct tree x = t.v[i];
+		size_t j = i;
+		for (; j > 0 && depth(t.v[j - 1].target) > depth(x.target); j--)
+			t.v[j] = t.v[j - 1];
+		t.v[j] = x;
+	}
+	for (size_t i = 0; i < t.n; i++)
+		place(&t.v[i]);
+	hide(p, &t, &tmpfs_hides, 1);
+
+	// A /dev of named devices only.
+	if (mount_("tmpfs", "/dev", "tmpfs", MS_NOSUID | MS_NOEXEC, "mode=0755,size=64k,nr_inodes=1024") != 0)
+		die("/dev: %s", why(errno));
+	for (size_t i = 0; i < devs.n; i++)
+		place(&devs.v[i]);
+	if (mkdir("/dev/pts", 0755) != 0 || mkdir("/dev/shm", 0755) != 0)
+		die("/dev: mkdir: %s", why(errno));
+	if (mount_("devpts", "/dev/pts", "devpts", MS_NOSUID | MS_NOEXEC, "newinstance,ptmxmode=0666,mode=0620") != 0)
+		die("/dev/pts: %s", why(errno));
+	if (mount_("tmpfs", "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777,size=64m") != 0)
+		die("/dev/shm: %s", why(errno));
+	static const char *const dev_links[][2] = {
+		{"/dev/ptmx", "pts/ptmx"}, {"/dev/fd", "/proc/self/fd"}, {"/dev/stdin", "/proc/self/fd/0"},
+		{"/dev/stdout", "/proc/self/fd/1"}, {"/dev/stderr", "/proc/self/fd/2"},
+	};
+	for (size_t i = 0; i < sizeof dev_links / sizeof dev_links[0]; i++)
+		if (symlink(dev_links[i][1], dev_links[i][0]) != 0)
+			die("/dev: symlink %s: %s", dev_links[i][0], why(errno));
+
+	// A /proc of this PID namespace only.
+	if (mount_("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, "") != 0)
+		die("/proc: %s", why(errno));
+
+	// The copy sits next to links to the revealed projects.
+	for (size_t i = 0; i < p->nlinks; i++) {
+		const struct kule_link *l = &p->links[i];
+		char *dir = parent(l->path);
+		int e = mkdir_all(dir);
+		free(dir);
+		if (e)
+			die("reveal link %s: mkdir: %s", l->path, why(e));
+		if (symlink(l->target, l->path) != 0 && errno != EEXIST)
+			die("reveal link %s: %s", l->path, why(errno));
+	}
+
+	// The hiding tmpfs and /dev become read-only too (by descriptor: a hide
+	// may since lie beneath another mount).
+	for (size_t i = 0; i < tmpfs_hides.n; i++)
+		if (k_mount_setattr(tmpfs_hides.v[i], "", AT_EMPTY_PATH, K_MOUNT_ATTR_RDONLY, 0) != 0)
+			die("make a hiding tmpfs read-only: %s", why(errno));
+	if (k_mount_setattr(AT_FDCWD, "/dev", 0, K_MOUNT_ATTR_RDONLY, 0) != 0)
+		die("make /dev read-only: %s", why(errno));
+	for (size_t i = 0; i < t.n; i++)
+		close(t.v[i].fd);
+	for (size_t i = 0; i < devs.n; i++)
+		close(devs.v[i].fd);
+	for (size_t i = 0; i < tmpfs_hides.n; i++)
+		close(tmpfs_hides.v[i]);
+	if (empty_tree >= 0)
+		close(empty_tree);
+}
+
+// ---- Network ----
+
+static void loopback_up(void) {
+	int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		die("network namespace: bring up loopback: %s", why(errno));
+	struct ifreq ifr;
+	memset(&ifr, 0, sizeof ifr);
+	strcpy(ifr.ifr_name, "lo");
+	if (ioctl(fd, SIOCGIFFLAGS, &ifr) != 0)
+		die("network namespace: bring up loopback: %s", why(errno));
+	ifr.ifr_flags |= IFF_UP;
+	if (ioctl(fd, SIOCSIFFLAGS, &ifr) != 0)
+		die("network namespace: bring up loopback: %s", why(errno));
+	close(fd);
+}
+
+// listen_loopback listens on 127.0.0.1:port inside the namespace; PID 1 hands
+// each connection to kule (FD_CTRL), which joins it to the proxy. Only
+// descriptors cross: no address outside the namespace is reachable from in
+// here.
+static int listen_loopback(int port) {
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (fd < 0)
+		die("proxy bridge: listen inside the sandbox: %s", why(errno));
+	struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons(port), .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	if (bind(fd, (struct sockaddr *)&a, sizeof a) != 0 || listen(fd, SOMAXCONN) != 0)
+		die("proxy bridge: listen inside the sandbox: %s", why(errno));
+	return fd;
+}
+
+// bridge passes every connection waiting on ln to kule; it returns -1 once
+// kule is gone (the listener is closed: a command then sees its connections
+// refused).
+static int bridge(int ln) {
+	for (;;) {
+		int c = accept4(ln, NULL, NULL, SOCK_CLOEXEC);
+		if (c < 0) {
+			if (errno == EINTR || errno == ECONNABORTED)
+				continue;
+			if (errno == EAGAIN)
+				return ln;
+			close(ln);
+			return -1;
+		}
+		char byte = 0;
+		struct iovec iov = {&byte, 1};
+		char cbuf[CMSG_SPACE(sizeof(int))];
+		memset(cbuf, 0, sizeof cbuf);
+		struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf, .msg_controllen = sizeof cbuf};
+		struct cmsghdr *cm = CMSG_FIRSTHDR(&msg);
+		cm->cmsg_level = SOL_SOCKET;
+		cm->cmsg_type = SCM_RIGHTS;
+		cm->cmsg_len = CMSG_LEN(sizeof(int));
+		memcpy(CMSG_DATA(cm), &c, sizeof c);
+		ssize_t r;
+		do
+			r = sendmsg(FD_CTRL, &msg, MSG_NOSIGNAL);
+		while (r < 0 && errno == EINTR);
+		close(c);
+		if (r < 0) {
+			close(ln);
+			return -1;
+		}
+	}
+}
+
+// ---- Privileges and Landlock ----
+
+// drop_caps leaves the process with no capabilities for good: securebits make
+// uid 0 gain none at exec, the bounding and ambient sets are emptied.
+static const char *drop_caps(void) {
+	struct __user_cap_header_struct hdr = {_LINUX_CAPABILITY_VERSION_3, 0};
+	struct __user_cap_data_struct data[2];
+	memset(data, 0, sizeof data);
+	if (syscall(SYS_capget, &hdr, data) != 0)
+		return "capget";
+	if (!data[0].effective && !data[1].effective && !data[0].permitted && !data[1].permitted)
+		return NULL; // nothing to drop (weaker isolation, unprivileged)
+	// NOROOT, NO_SETUID_FIXUP, KEEP_CAPS_LOCKED, NO_CAP_AMBIENT_RAISE (+ locks).
+	const unsigned long bits = 1 << 0 | 1 << 1 | 1 << 2 | 1 << 3 | 1 << 5 | 1 << 6 | 1 << 7;
+	if (prctl(PR_SET_SECUREBITS, bits, 0, 0, 0) != 0)
+		return "securebits";
+	int last = 63;
+	int fd = open("/proc/sys/kernel/cap_last_cap", O_RDONLY | O_CLOEXEC);
+	if (fd >= 0) {
+		char buf[16] = {0};
+		if (read(fd, buf, sizeof buf - 1) > 0)
+			last = atoi(buf);
+		close(fd);
+	}
+	for (int c = 0; c <= last; c++)
+		if (prctl(PR_CAPBSET_DROP, c, 0, 0, 0) != 0 && errno != EINVAL)
+			return "bounding set";
+	if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) != 0)
+		return "ambient set";
+	memset(data, 0, sizeof data);
+	if (syscall(SYS_capset, &hdr, data) != 0)
+		return "capset";
+	return NULL;
+}
+
+// Landlock's access rights (linux/landlock.h; Debian's headers predate most).
+enum {
+	LL_EXECUTE = 1 << 0, LL_WRITE_FILE = 1 << 1, LL_READ_FILE = 1 << 2, LL_READ_DIR = 1 << 3,
+	LL_REMOVE_DIR = 1 << 4, LL_REMOVE_FILE = 1 << 5, LL_MAKE_CHAR = 1 << 6, LL_MAKE_DIR = 1 << 7,
+	LL_MAKE_REG = 1 << 8, LL_MAKE_SOCK = 1 << 9, LL_MAKE_FIFO = 1 << 10, LL_MAKE_BLOCK = 1 << 11,
+	LL_MAKE_SYM = 1 << 12, LL_REFER = 1 << 13, LL_TRUNCATE = 1 << 14, LL_IOCTL_DEV = 1 << 15,
+	LL_NET_CONNECT_TCP = 1 << 1,
+	LL_SCOPE_ABSTRACT_UNIX = 1 << 0, LL_SCOPE_SIGNAL = 1 << 1,
+	LL_RULE_PATH_BENEATH = 1, LL_RULE_NET_PORT = 2,
+};
+
+static const uint64_t ll_read = LL_EXECUTE | LL_READ_FILE | LL_READ_DIR;
+static const uint64_t ll_write = LL_WRITE_FILE | LL_REMOVE_DIR | LL_REMOVE_FILE | LL_MAKE_CHAR | LL_MAKE_DIR |
+	LL_MAKE_REG | LL_MAKE_SOCK | LL_MAKE_FIFO | LL_MAKE_BLOCK | LL_MAKE_SYM | LL_TRUNCATE;
+static const uint64_t ll_file = LL_EXECUTE | LL_WRITE_FILE | LL_TRUNCATE | LL_READ_FILE;
+
+struct ll_ruleset_attr {
+	uint64_t fs, net, scoped;
+};
+
+struct __attribute__((packed)) ll_path_beneath {
+	uint64_t allowed;
+	int32_t parent_fd;
+};
+
+struct ll_net_port {
+	uint64_t allowed, port;
+};
+
+static int landlock_abi(void) {
+	long v = syscall(SYS_landlock_create_ruleset, NULL, 0, 1 /* LANDLOCK_CREATE_RULESET_VERSION */);
+	return v < 0 ? 0 : (int)v;
+}
+
+// add_path allows access (as far as the ruleset handles it) beneath path.
+static void add_path(int ruleset, const char *path, uint64_t access, uint64_t handled, int ignore_missing) {
+	access &= handled;
+	if (access == 0)
+		return;
+	int fd = open(path, O_PATH | O_CLOEXEC);
+	if (fd < 0) {
+		if (ignore_missing && errno == ENOENT)
+			return;
+		die("landlock: build the ruleset: populating ruleset for \"%s\": open: %s", path, why(errno));
+	}
+	struct ll_path_beneath a = {access, fd};
+	if (syscall(SYS_landlock_add_rule, ruleset, LL_RULE_PATH_BENEATH, &a, 0) != 0)
+		die("landlock: build the ruleset: populating ruleset for \"%s\": landlock_add_rule: %s", path, why(errno));
+	close(fd);
+}
+
+// restrict_landlock puts the calling process in the command's domain: read
+// and execute everywhere the mounts show, write only to the copy, the task's
+// home, caches and /tmp, --allow-write and the named devices; TCP connect
+// only to the proxy port; no signals or abstract sockets out of the domain.
+// It asks for what go-landlock's V7 handles and keeps what the kernel has,
+// as go-landlock's best effort does (a kernel without the right to rename
+// across folders, ABI 1, offers none that is of use).
+static void restrict_landlock(const struct kule_plan *p) {
+	int abi = landlock_abi();
+	uint64_t fs_supported = abi >= 5 ? (1 << 16) - 1 : abi >= 3 ? (1 << 15) - 1 : abi == 2 ? (1 << 14) - 1 : 0;
+	struct ll_ruleset_attr attr = {
+		.fs = ((1 << 16) - 1) & fs_supported,
+		.net = p->netns && abi >= 4 ? LL_NET_CONNECT_TCP : 0,
+		.scoped = abi >= 6 ? LL_SCOPE_ABSTRACT_UNIX | LL_SCOPE_SIGNAL : 0,
+	};
+	if (abi < 2) {
+		if (p->accept_weaker)
+			return;
+		die("landlock: the kernel offers none; nothing ran");
+	}
+	int rs = syscall(SYS_landlock_create_ruleset, &attr, sizeof attr, 0);
+	if (rs < 0)
+		die("landlock: build the ruleset: landlock_create_ruleset: %s", why(errno));
+	add_path(rs, "/", ll_read, attr.fs, 0);
+	const char *rw[] = {p->copy, p->home, p->cache, "/tmp"};
+	for (size_t i = 0; i < 4; i++)
+		add_path(rs, rw[i], ll_read | ll_write | LL_REFER, attr.fs, 0);
+	for (size_t i = 0; i < p->writable.n; i++)
+		add_path(rs, p->writable.v[i], ll_read | ll_write | LL_REFER, attr.fs, 0);
+	add_path(rs, "/dev/shm", ll_read | ll_write, attr.fs, 0);
+	for (size_t i = 0; i < p->devices.n; i++) {
+		char *d = join("/dev", p->devices.v[i]);
+		add_path(rs, d, ((ll_read | ll_write) & ll_file) | LL_IOCTL_DEV, attr.fs, 1);
+		free(d);
+	}
+	add_path(rs, "/dev/pts", ((ll_read | ll_write) & ll_file) | LL_IOCTL_DEV, attr.fs, 1);
+	add_path(rs, "/dev/ptmx", ((ll_read | ll_write) & ll_file) | LL_IOCTL_DEV, attr.fs, 1);
+	if (p->proxy_port > 0 && attr.net) {
+		struct ll_net_port n = {LL_NET_CONNECT_TCP, (uint64_t)p->proxy_port};
+		if (syscall(SYS_landlock_add_rule, rs, LL_RULE_NET_PORT, &n, 0) != 0)
+			die("landlock: build the ruleset: the proxy's port: %s", why(errno));
+	}
+	if (syscall(SYS_landlock_restrict_self, rs, 0) != 0)
+		die("landlock: restrict: %s", why(errno));
+	close(rs);
+}
+
+// narrow drops the calling process's privileges for good and puts it in the
+// command's Landlock domain.
+static void narrow(const struct kule_plan *p) {
+	if (p->fsize > 0) {
+		struct rlimit r = {(rlim_t)p->fsize, (rlim_t)p->fsize};
+		if (setrlimit(RLIMIT_FSIZE, &r) != 0)
+			die("limit file size: %s", why(errno));
+	}
+	const char *what = drop_caps();
+	if (what)
+		die("drop capabilities: %s: %s", what, why(errno));
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0)
+		die("set no_new_privs: %s", why(errno));
+	if (p->landlock)
+		restrict_landlock(p);
+}
+
+// ---- The command ----
+
+static const char *lookup_env(const struct kule_plan *p, const char *key) {
+	size_t k = strlen(key);
+	for (size_t i = p->env.n; i-- > 0;)
+		if (strncmp(p->env.v[i], key, k) == 0 && p->env.v[i][k] == '=')
+			return p->env.v[i] + k + 1;
+	return "";
+}
+
+// look_path finds the command as Go's lookPath did: a name with a slash as
+// it is, else the first regular executable file of that name on the
+// command's PATH (an empty entry is the working directory).
+static char *look_path(const struct kule_plan *p) {
+	const char *name = p->args.v[0];
+	if (strchr(name, '/'))
+		return (char *)name;
+	const char *path = lookup_env(p, "PATH");
+	for (const char *s = path;;) {
+		const char *e = strchr(s, ':');
+		size_t n = e ? (size_t)(e - s) : strlen(s);
+		char *d = n ? strndup(s, n) : strdup(".");
+		char *c = join(d, name);
+		free(d);
+		struct stat st;
+		if (stat(c, &st) == 0 && S_ISREG(st.st_mode) && (st.st_mode & 0111))
+			return c;
+		free(c);
+		if (!e)
+			break;
+		s = e + 1;
+	}
+	die("run %s: not found in the command's PATH", name);
+}
+
+static int is_terminal(int fd) {
+	struct termios t;
+	return ioctl(fd, TCGETS, &t) == 0;
+}
+
+// The command's own pty, made in the sandbox's private devpts when the
+// command is run from a terminal: it stands in for each of the command's
+// stdio that was the person's terminal, and PID 1 copies the person's keys
+// in and the pty's output out. The person's terminal itself never reaches
+// the command, so neither TIOCSTI nor anything else it does to its terminal
+// touches the person's.
+struct terminal {
+	int master, slave;
+	int out; // the person's terminal among stdout and stderr; -1: none
+	int on_slave[3];
+};
+
+static void resize(const struct terminal *t) {
+	struct winsize ws;
+	if (ioctl(0, TIOCGWINSZ, &ws) == 0)
+		ioctl(t->master, TIOCSWINSZ, &ws);
+}
+
+static void new_terminal(struct terminal *t) {
+	t->master = open("/dev/ptmx", O_RDWR | O_NOCTTY | O_CLOEXEC);
+	if (t->master < 0)
+		die("the command's pty: %s", why(errno));
+	int unlock = 0;
+	if (ioctl(t->master, TIOCSPTLCK, &unlock) != 0)
+		die("the command's pty: unlock: %s", why(errno));
+	// The peer by descriptor, not by a path another process could swap.
+	t->slave = ioctl(t->master, TIOCGPTPEER, O_RDWR | O_NOCTTY | O_CLOEXEC);
+	if (t->slave < 0)
+		die("the command's pty: open its other end: %s", why(errno));
+	t->out = -1;
+	t->on_slave[0] = 1;
+	for (int fd = 1; fd <= 2; fd++) {
+		t->on_slave[fd] = is_terminal(fd);
+		if (t->on_slave[fd] && t->out < 0)
+			t->out = fd;
+	}
+	resize(t);
+}
+
+// start_command forks the command: a session of its own (the person's
+// terminal is never its controlling terminal, so TIOCSTI cannot reach it;
+// its own pty is), no capabilities, no_new_privs, the file size limit and
+// the Landlock domain. PID 1 itself keeps what it needs to reap and forward,
+// outside the domain. A failure before exec comes back on a pipe and ends
+// the run as a setup failure.
+static pid_t start_command(const struct kule_plan *p, const struct terminal *term, const sigset_t *mask) {
+	if (chdir(p->dir) != 0) // PATH entries like "." resolve from here
+		die("enter the working directory: %s", why(errno));
+	char *path = look_path(p);
+	int errp[2];
+	if (pipe2(errp, O_CLOEXEC) != 0)
+		die("run %s: pipe: %s", p->args.v[0], why(errno));
+	pid_t pid = fork();
+	if (pid < 0)
+		die("run %s: fork: %s", p->args.v[0], why(errno));
+	if (pid == 0) {
+		status_fd = errp[1];
+		close(errp[0]);
+		if (setsid() < 0)
+			die("run %s: setsid: %s", p->args.v[0], why(errno));
+		if (term) {
+			for (int fd = 0; fd <= 2; fd++)
+				if (term->on_slave[fd] && dup2(term->slave, fd) < 0)
+					die("run %s: dup2: %s", p->args.v[0], why(errno));
+			if (ioctl(0, TIOCSCTTY, 0) != 0)
+				die("run %s: the pty as its terminal: %s", p->args.v[0], why(errno));
+		}
+		narrow(p);
+		struct sigaction dfl = {.sa_handler = SIG_DFL};
+		sigaction(SIGTTOU, &dfl, NULL);
+		sigaction(SIGTTIN, &dfl, NULL);
+		sigprocmask(SIG_UNBLOCK, mask, NULL);
+		execve(path, p->args.v, p->env.n ? p->env.v : (char *[]){NULL});
+		die("run %s: %s", p->args.v[0], why(errno));
+	}
+	close(errp[1]);
+	char buf[4096];
+	ssize_t n;
+	do
+		n = read(errp[0], buf, sizeof buf - 1);
+	while (n < 0 && errno == EINTR);
+	if (n > 0) {
+		buf[n] = 0;
+		die("%s", buf);
+	}
+	close(errp[0]);
+	return pid;
+}
+
+static void write_all(int fd, const char *b, size_t n) {
+	while (n > 0) {
+		ssize_t w = write(fd, b, n);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			return; // the person's terminal is gone: the output has nowhere to go
+		b += w;
+		n -= w;
+	}
+}
+
+static int exit_code(int ws) {
+	return WIFSIGNALED(ws) ? 128 + WTERMSIG(ws) : WEXITSTATUS(ws);
+}
+
+static const int forwarded[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGWINCH, SIGCONT, SIGALRM};
+
+static char *read_plan_bytes(size_t *n) {
+	size_t cap = 8192, len = 0;
+	char *b = malloc(cap);
+	if (!b)
+		die("read the plan: out of memory");
+	for (;;) {
+		if (len == cap) {
+			cap *= 2;
+			b = realloc(b, cap);
+			if (!b)
+				die("read the plan: out of memory");
+		}
+		ssize_t r = read(FD_PLAN, b + len, cap - len);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0)
+			die("read the plan: %s", why(errno));
+		if (r == 0)
+			break;
+		len += r;
+	}
+	close(FD_PLAN);
+	*n = len;
+	return b;
+}
+
+static void read_plan(struct kule_plan *p) {
+	size_t n;
+	char *b = read_plan_bytes(&n);
+	const char *err = kule_plan_decode((unsigned char *)b, n, p);
+	if (err) {
+		char exe[4096];
+		ssize_t l = readlink("/proc/self/exe", exe, sizeof exe - 1);
+		exe[l > 0 ? l : 0] = 0;
+		die("the sandbox helper %s is from another build of kule than the kule that started it (not a plan of this build: %s); install both from one build", exe, err);
+	}
+	free(b);
+	if (p->args.n == 0)
+		die("the plan names no command");
+}
+
+// stage_init is PID 1 of the sandbox's namespaces.
+__attribute__((noreturn)) static void stage_init(void) {
+	// Signals are held from the first instruction, so none sent before the
+	// command exists is lost or takes PID 1's default action; they are read
+	// from a signalfd once it runs.
+	sigset_t mask;
+	sigemptyset(&mask);
+	for (size_t i = 0; i < sizeof forwarded / sizeof forwarded[0]; i++)
+		sigaddset(&mask, forwarded[i]);
+	sigaddset(&mask, SIGCHLD);
+	sigprocmask(SIG_BLOCK, &mask, NULL);
+	// Nothing the kule process held open reaches the command: every
+	// descriptor past stdio is close-on-exec from here on.
+	syscall(SYS_close_range, 3, ~0U, 4 /* CLOSE_RANGE_CLOEXEC */);
+	prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+
+	struct kule_plan p;
+	read_plan(&p);
+	setup_mounts(&p);
+	sethostname("kule", 4);
+	if (p.netns)
+		loopback_up();
+	int ln = -1;
+	if (p.proxy_port > 0)
+		ln = listen_loopback((int)p.proxy_port);
+	struct terminal term = {-1, -1, -1, {0}};
+	if (p.pty)
+		new_terminal(&term);
+	int sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
+	if (sfd < 0)
+		die("catch signals: %s", why(errno));
+
+	pid_t cmd = start_command(&p, p.pty ? &term : NULL, &mask);
+	close(FD_STATUS); // EOF without text: the command runs
+	status_fd = -1;
+	struct sigaction ign = {.sa_handler = SIG_IGN};
+	sigaction(SIGTTOU, &ign, NULL); // after the fork: the command keeps the defaults
+	sigaction(SIGTTIN, &ign, NULL);
+
+	// The relay: the person's keys into the pty (held back while the pty's
+	// input is full), the pty's output to the person's terminal. PID 1 lets
+	// go of its end of the pty, so the output ends (EIO) when the last
+	// process in the sandbox does.
+	char in[4096];
+	size_t in_len = 0, in_off = 0;
+	int stdin_open = p.pty, master_open = p.pty;
+	if (p.pty) {
+		close(term.slave);
+		fcntl(term.master, F_SETFL, fcntl(term.master, F_GETFL) | O_NONBLOCK);
+	}
+
+	int code = 125, running = 1;
+	while (running) {
+		struct pollfd fds[4];
+		int nfds = 0, i_sig = nfds++, i_ln = -1, i_in = -1, i_master = -1;
+		fds[i_sig] = (struct pollfd){sfd, POLLIN, 0};
+		if (ln >= 0)
+			fds[i_ln = nfds++] = (struct pollfd){ln, POLLIN, 0};
+		if (stdin_open && in_len == 0)
+			fds[i_in = nfds++] = (struct pollfd){0, POLLIN, 0};
+		if (master_open)
+			fds[i_master = nfds++] = (struct pollfd){term.master, POLLIN | (in_len ? POLLOUT : 0), 0};
+		if (poll(fds, nfds, -1) < 0) {
+			if (errno == EINTR)
+				continue;
+			break;
+		}
+		if (fds[i_sig].revents) {
+			struct signalfd_siginfo si;
+			while (read(sfd, &si, sizeof si) == sizeof si) {
+				int s = (int)si.ssi_signo;
+				if (s == SIGCHLD)
+					continue; // reaped below
+				if (s == SIGWINCH && p.pty) {
+					resize(&term); // the pty tells the command itself
+					continue;
+				}
+				kill(cmd, s);
+			}
+			for (;;) {
+				int ws;
+				pid_t got = waitpid(-1, &ws, WNOHANG);
+				if (got <= 0)
+					break;
+				if (got == cmd) {
+					code = exit_code(ws);
+					running = 0;
+				}
+			}
+		}
+		if (i_ln >= 0 && fds[i_ln].revents)
+			ln = bridge(ln);
+		if (i_in >= 0 && fds[i_in].revents) {
+			ssize_t r = read(0, in, sizeof in);
+			if (r > 0)
+				in_len = r, in_off = 0;
+			else if (r == 0 || (errno != EINTR && errno != EAGAIN))
+				stdin_open = 0;
+		}
+		if (i_master >= 0 && fds[i_master].revents) {
+			char out[8192];
+			ssize_t r = read(term.master, out, sizeof out);
+			if (r > 0) {
+				if (term.out >= 0)
+					write_all(term.out, out, r);
+			} else if (r == 0 || (errno != EINTR && errno != EAGAIN)) {
+				master_open = 0;
+			}
+		}
+		if (in_len && master_open) {
+			ssize_t w = write(term.master, in + in_off, in_len - in_off);
+			if (w > 0) {
+				in_off += w;
+				if (in_off == in_len)
+					in_len = 0;
+			} else if (w < 0 && errno != EAGAIN && errno != EINTR) {
+				in_len = 0;
+			}
+		}
+	}
+
+	// Whatever the command left running is ended now (it may hold the pty
+	// open; and kule goes on once told the code): every process of the
+	// namespace descends from PID 1, so none is left at ECHILD.
+	if (p.pty || p.done) {
+		kill(-1, SIGKILL);
+		while (waitpid(-1, NULL, 0) > 0 || errno == EINTR)
+			;
+	}
+	if (p.pty && master_open) { // the last of the output
+		fcntl(term.master, F_SETFL, fcntl(term.master, F_GETFL) & ~O_NONBLOCK);
+		char out[8192];
+		ssize_t r;
+		while ((r = read(term.master, out, sizeof out)) > 0 || (r < 0 && errno == EINTR))
+			if (r > 0 && term.out >= 0)
+				write_all(term.out, out, r);
+	}
+	if (p.done) {
+		unsigned char b[4] = {code & 0xff, (code >> 8) & 0xff, (code >> 16) & 0xff, (code >> 24) & 0xff};
+		write_all(FD_DONE, (char *)b, 4);
+	}
+	_exit(code);
+}
+
+// stage_exec is the helper without namespaces (no user namespaces here, and
+// weaker isolation accepted): it drops every privilege, applies Landlock and
+// becomes the command.
+__attribute__((noreturn)) static void stage_exec(void) {
+	struct kule_plan p;
+	read_plan(&p);
+	if (chdir(p.dir) != 0)
+		die("enter the working directory: %s", why(errno));
+	char *path = look_path(&p);
+	narrow(&p);
+	if (syscall(SYS_close_range, 3, ~0U, 4 /* CLOSE_RANGE_CLOEXEC */) != 0)
+		die("close inherited descriptors: %s", why(errno));
+	execve(path, p.args.v, p.env.n ? p.env.v : (char *[]){NULL});
+	die("run %s: %s", p.args.v[0], why(errno));
+}
+
+// The constructor runs before the Go runtime, in every binary that links
+// this package; it acts only on the exact arguments kule starts its helper
+// with.
+__attribute__((constructor)) static void kule_sandbox_helper(int argc, char **argv, char **envp) {
+	(void)envp;
+	if (argc != 3 || strcmp(argv[0], "kule-sandbox") != 0 || strcmp(argv[1], "__sandbox") != 0)
+		return;
+	if (strcmp(argv[2], "init") == 0)
+		stage_init();
+	if (strcmp(argv[2], "exec") == 0)
+		stage_exec();
+}
