@@ -7,6 +7,7 @@ import (
 	"errors"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -261,7 +262,42 @@ func TestBadSpec(t *testing.T) {
 			}
 		})
 	}
+	// A NUL byte cannot reach a program: the spec is refused by name, not
+	// taken for a plan of another build.
+	for name, spec := range map[string]runner.Spec{
+		"nul-in-argument": {Args: []string{"printf", "a\x00b"}},
+		"nul-in-env":      {Args: []string{"true"}, Env: []string{"A=b\x00c"}},
+	} {
+		spec.Task = w.task
+		_, err := w.sandbox().Run(context.Background(), spec)
+		if !errors.Is(err, ErrBadSpec) || !strings.Contains(err.Error(), "NUL byte") {
+			t.Errorf("%s: err = %v, want the spec refused for its NUL byte", name, err)
+		}
+	}
 	_ = strconv.Itoa
+}
+
+// A helper built without cgo has no PID 1 (it is C): it refuses the run
+// before anything is mounted, and says how to build it.
+func TestHelperWithoutCgoRefuses(t *testing.T) {
+	skipUnlessSandbox(t)
+	w := newWorld(t)
+	helper := filepath.Join(t.TempDir(), HelperName)
+	build := exec.Command("go", "build", "-o", helper, "github.com/kulehq/kule/cmd/kule-sandbox")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("build a helper without cgo: %v\n%s", err, out)
+	}
+	s := w.sandbox()
+	s.Exe, s.HelperEnv = helper, nil
+	ran := filepath.Join(w.task.Copy, "ran")
+	_, err := s.Run(context.Background(), runner.Spec{Task: w.task, Env: w.env, Args: []string{"touch", ran}})
+	if !errors.Is(err, ErrSetup) || !strings.Contains(err.Error(), "built without cgo") || !strings.Contains(err.Error(), "make build") {
+		t.Fatalf("err = %v, want the run refused for a helper without cgo", err)
+	}
+	if _, err := os.Stat(ran); err == nil {
+		t.Fatal("the command ran")
+	}
 }
 
 // Kule's home under /tmp (as in tests elsewhere): the task's own /tmp
