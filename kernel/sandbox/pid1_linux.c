@@ -6,7 +6,8 @@
 // and end (about a millisecond: threads, heap, signals) were the largest part
 // of the sandbox's cost that bubblewrap does not pay; runc's nsexec runs the
 // same way. kule starts it as `kule-sandbox __sandbox <stage>` with the plan
-// on fd 3; any other arguments leave the binary to its Go main.
+// on fd 3 (see read_plan); any other arguments leave the binary to its Go
+// main.
 //
 // What it does is what the Go helper did before it (see doc.go): the mounts,
 // then the command, forked with every privilege dropped and inside the
@@ -323,6 +324,8 @@ static char *join(const char *a, const char *b) {
 // answer EROFS).
 static int mkdir_all(const char *dir) {
 	struct stat st;
+	if (dir[0] == 0)
+		return ENOENT;
 	if (stat(dir, &st) == 0)
 		return S_ISDIR(st.st_mode) ? 0 : ENOTDIR;
 	char *p = strdup(dir);
@@ -353,10 +356,16 @@ static char *parent(const char *path) {
 	if (!d)
 		die("out of memory");
 	char *slash = strrchr(d, '/');
-	if (slash == d)
+	if (!slash) {
+		free(d);
+		d = strdup(".");
+		if (!d)
+			die("out of memory");
+	} else if (slash == d) {
 		d[1] = 0;
-	else if (slash)
+	} else {
 		*slash = 0;
+	}
 	return d;
 }
 
@@ -697,11 +706,12 @@ static int listen_loopback(int port) {
 	return fd;
 }
 
-// bridge passes every connection waiting on ln to kule; it returns -1 once
-// kule is gone (the listener is closed: a command then sees its connections
-// refused).
+// bridge passes the connections waiting on ln to kule, a few at a time (poll
+// comes back for the rest, so that a flood of connections cannot keep PID 1
+// from its signals and children); it returns -1 once kule is gone (the
+// listener is closed: a command then sees its connections refused).
 static int bridge(int ln) {
-	for (;;) {
+	for (int k = 0; k < 32; k++) {
 		int c = accept4(ln, NULL, NULL, SOCK_CLOEXEC);
 		if (c < 0) {
 			if (errno == EINTR || errno == ECONNABORTED)
@@ -726,11 +736,14 @@ static int bridge(int ln) {
 			r = sendmsg(FD_CTRL, &msg, MSG_NOSIGNAL);
 		while (r < 0 && errno == EINTR);
 		close(c);
-		if (r < 0) {
+		if (r < 0 && errno != ETOOMANYREFS && errno != ENOBUFS && errno != ENOMEM) {
 			close(ln);
 			return -1;
 		}
+		// A descriptor the kernel would not pass now (too many in flight
+		// for this uid): that one connection is closed, the bridge stays.
 	}
+	return ln;
 }
 
 // ---- Privileges and Landlock ----
@@ -753,8 +766,12 @@ static const char *drop_caps(void) {
 	int fd = open("/proc/sys/kernel/cap_last_cap", O_RDONLY | O_CLOEXEC);
 	if (fd >= 0) {
 		char buf[16] = {0};
-		if (read(fd, buf, sizeof buf - 1) > 0)
-			last = atoi(buf);
+		if (read(fd, buf, sizeof buf - 1) > 0) {
+			char *end;
+			long v = strtol(buf, &end, 10);
+			if (end != buf && (*end == '\n' || *end == 0) && v >= 0 && v < 64)
+				last = (int)v;
+		}
 		close(fd);
 	}
 	for (int c = 0; c <= last; c++)
@@ -901,6 +918,8 @@ static char *look_path(const struct kule_plan *p) {
 	if (strchr(name, '/'))
 		return (char *)name;
 	const char *path = lookup_env(p, "PATH");
+	if (!*path)
+		die("run %s: not found in the command's PATH", name);
 	for (const char *s = path;;) {
 		const char *e = strchr(s, ':');
 		size_t n = e ? (size_t)(e - s) : strlen(s);
@@ -991,9 +1010,13 @@ static pid_t start_command(const struct kule_plan *p, const struct terminal *ter
 				die("run %s: the pty as its terminal: %s", p->args.v[0], why(errno));
 		}
 		narrow(p);
+		// Every signal back to its default, ignored ones too (kule under
+		// nohup): the Go helper's command got them so, and a command
+		// expects them so.
 		struct sigaction dfl = {.sa_handler = SIG_DFL};
-		sigaction(SIGTTOU, &dfl, NULL);
-		sigaction(SIGTTIN, &dfl, NULL);
+		for (int s = 1; s < NSIG; s++)
+			if (s != SIGKILL && s != SIGSTOP)
+				sigaction(s, &dfl, NULL);
 		sigprocmask(SIG_UNBLOCK, mask, NULL);
 		execve(path, p->args.v, p->env.n ? p->env.v : (char *[]){NULL});
 		die("run %s: %s", p->args.v[0], why(errno));
@@ -1017,6 +1040,11 @@ static void write_all(int fd, const char *b, size_t n) {
 		ssize_t w = write(fd, b, n);
 		if (w < 0 && errno == EINTR)
 			continue;
+		if (w < 0 && errno == EAGAIN) { // a terminal left non-blocking by another program
+			struct pollfd pf = {fd, POLLOUT, 0};
+			poll(&pf, 1, -1);
+			continue;
+		}
 		if (w <= 0)
 			return; // the person's terminal is gone: the output has nowhere to go
 		b += w;
@@ -1030,36 +1058,39 @@ static int exit_code(int ws) {
 
 static const int forwarded[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGWINCH, SIGCONT, SIGALRM};
 
-static char *read_plan_bytes(size_t *n) {
-	size_t cap = 8192, len = 0;
-	char *b = malloc(cap);
-	if (!b)
-		die("read the plan: out of memory");
-	for (;;) {
-		if (len == cap) {
-			cap *= 2;
-			b = realloc(b, cap);
-			if (!b)
-				die("read the plan: out of memory");
-		}
-		ssize_t r = read(FD_PLAN, b + len, cap - len);
+// read_full reads n bytes from fd; it returns how many it got before EOF.
+static size_t read_full(int fd, void *buf, size_t n) {
+	size_t got = 0;
+	while (got < n) {
+		ssize_t r = read(fd, (char *)buf + got, n - got);
 		if (r < 0 && errno == EINTR)
 			continue;
 		if (r < 0)
 			die("read the plan: %s", why(errno));
 		if (r == 0)
 			break;
-		len += r;
+		got += r;
 	}
-	close(FD_PLAN);
-	*n = len;
-	return b;
+	return got;
 }
 
+// read_plan reads the plan from FD_PLAN: its length in 4 bytes, then the
+// plan (plancodec.go's form). The byte that lets the command start comes
+// later (wait_for_go).
 static void read_plan(struct kule_plan *p) {
-	size_t n;
-	char *b = read_plan_bytes(&n);
-	const char *err = kule_plan_decode((unsigned char *)b, n, p);
+	unsigned char len[4] = {0};
+	size_t got = read_full(FD_PLAN, len, 4);
+	if (got == 0)
+		_exit(125); // kule refused the plan and said why itself
+	uint32_t n = len[0] | len[1] << 8 | len[2] << 16 | (uint32_t)len[3] << 24;
+	if (got != 4 || n > 64 << 20)
+		die("the plan is cut short or too long (%u bytes)", n);
+	unsigned char *b = malloc(n ? n : 1);
+	if (!b)
+		die("read the plan: out of memory");
+	if (read_full(FD_PLAN, b, n) != n)
+		die("the plan is cut short");
+	const char *err = kule_plan_decode(b, n, p);
 	if (err) {
 		char exe[4096];
 		ssize_t l = readlink("/proc/self/exe", exe, sizeof exe - 1);
@@ -1069,6 +1100,15 @@ static void read_plan(struct kule_plan *p) {
 	free(b);
 	if (p->args.n == 0)
 		die("the plan names no command");
+}
+
+// wait_for_go waits for kule's go (its proxy is ready); without it the run
+// ends here, before the command, and kule says why.
+static void wait_for_go(void) {
+	unsigned char go = 0;
+	if (read_full(FD_PLAN, &go, 1) != 1 || go != 1)
+		_exit(125);
+	close(FD_PLAN);
 }
 
 // stage_init is PID 1 of the sandbox's namespaces.
@@ -1082,6 +1122,10 @@ __attribute__((noreturn)) static void stage_init(void) {
 		sigaddset(&mask, forwarded[i]);
 	sigaddset(&mask, SIGCHLD);
 	sigprocmask(SIG_BLOCK, &mask, NULL);
+	// Children must be waited for, whatever kule's parent left SIGCHLD as
+	// (ignored, the kernel would reap them unseen and send no SIGCHLD).
+	struct sigaction dfl = {.sa_handler = SIG_DFL};
+	sigaction(SIGCHLD, &dfl, NULL);
 	// Nothing the kule process held open reaches the command: every
 	// descriptor past stdio is close-on-exec from here on.
 	syscall(SYS_close_range, 3, ~0U, 4 /* CLOSE_RANGE_CLOEXEC */);
@@ -1103,6 +1147,7 @@ __attribute__((noreturn)) static void stage_init(void) {
 	if (sfd < 0)
 		die("catch signals: %s", why(errno));
 
+	wait_for_go();
 	pid_t cmd = start_command(&p, p.pty ? &term : NULL, &mask);
 	close(FD_STATUS); // EOF without text: the command runs
 	status_fd = -1;
@@ -1116,7 +1161,7 @@ __attribute__((noreturn)) static void stage_init(void) {
 	// process in the sandbox does.
 	char in[4096];
 	size_t in_len = 0, in_off = 0;
-	int stdin_open = p.pty, master_open = p.pty;
+	int stdin_open = p.pty, master_open = p.pty, empty_poll = 0;
 	if (p.pty) {
 		close(term.slave);
 		fcntl(term.master, F_SETFL, fcntl(term.master, F_GETFL) | O_NONBLOCK);
@@ -1153,6 +1198,8 @@ __attribute__((noreturn)) static void stage_init(void) {
 			for (;;) {
 				int ws;
 				pid_t got = waitpid(-1, &ws, WNOHANG);
+				if (got < 0 && errno == ECHILD)
+					running = 0; // the command is gone, its status with it
 				if (got <= 0)
 					break;
 				if (got == cmd) {
@@ -1164,11 +1211,25 @@ __attribute__((noreturn)) static void stage_init(void) {
 		if (i_ln >= 0 && fds[i_ln].revents)
 			ln = bridge(ln);
 		if (i_in >= 0 && fds[i_in].revents) {
-			ssize_t r = read(0, in, sizeof in);
-			if (r > 0)
-				in_len = r, in_off = 0;
-			else if (r == 0 || (errno != EINTR && errno != EAGAIN))
-				stdin_open = 0;
+			// Only what is there: the terminal is shared with the
+			// person's shell, and a read that blocks would hold PID 1.
+			// Readable with nothing to read twice running is an end of
+			// input (a terminal in canonical mode at its EOF character):
+			// then the read returns at once.
+			int avail = -1;
+			if (ioctl(0, FIONREAD, &avail) == 0 && avail == 0 && !empty_poll) {
+				empty_poll = 1;
+				if (fds[i_in].revents & (POLLHUP | POLLERR | POLLNVAL))
+					stdin_open = 0;
+			} else {
+				empty_poll = 0;
+				size_t want = avail > 0 && (size_t)avail < sizeof in ? (size_t)avail : sizeof in;
+				ssize_t r = read(0, in, want);
+				if (r > 0)
+					in_len = r, in_off = 0;
+				else if (r == 0 || (errno != EINTR && errno != EAGAIN))
+					stdin_open = 0;
+			}
 		}
 		if (i_master >= 0 && fds[i_master].revents) {
 			char out[8192];
@@ -1224,6 +1285,7 @@ __attribute__((noreturn)) static void stage_exec(void) {
 	if (chdir(p.dir) != 0)
 		die("enter the working directory: %s", why(errno));
 	char *path = look_path(&p);
+	wait_for_go();
 	narrow(&p);
 	if (syscall(SYS_close_range, 3, ~0U, 4 /* CLOSE_RANGE_CLOEXEC */) != 0)
 		die("close inherited descriptors: %s", why(errno));

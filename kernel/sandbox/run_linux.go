@@ -23,9 +23,12 @@ import (
 	"github.com/kulehq/kule/kernel/runner"
 )
 
+// planGo follows the plan on fdPlan once the command may start.
+const planGo = 1
+
 // The helper's descriptors, after stdio.
 const (
-	fdPlan   = 3 // the plan, read to EOF
+	fdPlan   = 3 // the plan's length (4 bytes), the plan, then planGo once the command may start
 	fdStatus = 4 // a setup failure, as text; EOF without text: the command runs
 	fdDone   = 5 // the command's exit code, 4 bytes, once nothing is left running (plan.Done)
 	fdCtrl   = 6 // the proxy bridge: accepted connections, one per SCM_RIGHTS
@@ -174,18 +177,27 @@ func (s *Sandbox) Run(ctx context.Context, spec runner.Spec) (int, error) {
 			if !avail.UserNS {
 				p.NetNS, p.ProxyPort = false, 0
 			}
-			if spec.Ready != nil {
-				err = spec.Ready()
+			// The helper makes its mounts while the run's proxy gets ready
+			// (its policy and certificate authority), and starts the
+			// command only once told to go.
+			b := encodePlan(p)
+			framed := append(binary.LittleEndian.AppendUint32(make([]byte, 0, len(b)+5), uint32(len(b))), b...)
+			if spec.Ready == nil {
+				planW.Write(append(framed, planGo))
+			} else {
+				planW.Write(framed)
+				if err = spec.Ready(); err == nil {
+					planW.Write([]byte{planGo})
+				}
 			}
-		}
-		if err == nil {
-			planW.Write(encodePlan(p))
 		}
 		planW.Close()
 		ready <- err
 	}()
-	// A spec the plan refuses, or a proxy that did not start, ends the run
-	// here: the helper, still waiting for its plan, has done nothing.
+	// A spec the plan refuses ends the run here: the helper, still waiting
+	// for its plan, has done nothing. A proxy that did not start ends it
+	// too: the helper never gets its go, and its mounts, made in namespaces
+	// of its own, go with it.
 	var planErr error
 	select {
 	case planErr = <-ready:

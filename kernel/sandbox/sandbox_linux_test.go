@@ -8,9 +8,11 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -347,5 +349,37 @@ func TestReadyGatesTheCommand(t *testing.T) {
 			t.Fatalf("network %d: the command did not run once ready: %v", network, err)
 		}
 		os.Remove(marker)
+	}
+}
+
+// The command gets every signal at its default, even those kule itself was
+// started with ignored (as under nohup), and blocks none: PID 1 holds its
+// own signals blocked and ignores the terminal's stop signals.
+func TestCommandGetsSignalsAtTheirDefault(t *testing.T) {
+	skipUnlessSandbox(t)
+	w := newWorld(t)
+	signal.Ignore(syscall.SIGHUP, syscall.SIGUSR2)
+	defer signal.Reset(syscall.SIGHUP, syscall.SIGUSR2)
+	r := w.run(t, w.sandbox(), runner.Spec{Args: []string{"grep", "-E", "^Sig(Ign|Blk)", "/proc/self/status"}})
+	want := "SigBlk:\t0000000000000000\nSigIgn:\t0000000000000000\n"
+	if r.stdout != want {
+		t.Fatalf("the command's signals:\n%s\nwant none blocked or ignored (stderr %s)", r.stdout, r.stderr)
+	}
+}
+
+// An empty PATH finds nothing, not a program of that name in the working
+// directory (the copy, which the agent writes).
+func TestEmptyPathFindsNothing(t *testing.T) {
+	skipUnlessSandbox(t)
+	w := newWorld(t)
+	tool := filepath.Join(w.task.Copy, "tool")
+	if err := os.WriteFile(tool, []byte("#!/bin/sh\necho planted\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	defer os.Remove(tool)
+	var out strings.Builder
+	_, err := w.sandbox().Run(context.Background(), runner.Spec{Task: w.task, Env: []string{"PATH="}, Args: []string{"tool"}, Stdout: &out, Stderr: &out})
+	if err == nil || !strings.Contains(err.Error(), "not found in the command's PATH") || strings.Contains(out.String(), "planted") {
+		t.Fatalf("err = %v, output %q; want the command not found", err, out.String())
 	}
 }
