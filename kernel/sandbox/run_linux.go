@@ -160,14 +160,19 @@ func (s *Sandbox) Run(ctx context.Context, spec runner.Spec) (int, error) {
 	if startErr != nil {
 		return -1, s.notRun(spec, fmt.Errorf("%w: start the helper: %w%s; nothing ran", ErrUnavailable, startErr, startHint(startErr)), "the sandbox's helper did not start: "+startErr.Error()+startHint(startErr), fixSystem)
 	}
-	// The plan is made while the helper's runtime starts (made before the
-	// fork, it held the fork up by half a millisecond; made beside the fork,
-	// its path lookups fought the copy of the mount table), and goes into
-	// the pipe (it fits a pipe's buffer) once what the run waits for is
-	// ready. The helper reads the plan before anything else, so without it
-	// (a spec the plan refuses, a proxy that did not start) no mount is made
-	// and the command never starts.
+	// The plan is made once the helper is forked (made before the fork, it
+	// held the fork up by half a millisecond; made beside the fork, its path
+	// lookups fought the copy of the mount table) and goes into the pipe (it
+	// fits a pipe's buffer) at once. The helper reads the plan before
+	// anything else, so without it (a spec the plan refuses) no mount is
+	// made and the command never starts.
 	go func() {
+		// What the run waits for (the proxy's policy and certificate
+		// authority) is made on the other core while the plan is made.
+		readyErr := make(chan error, 1)
+		if spec.Ready != nil {
+			go func() { readyErr <- spec.Ready() }()
+		}
 		p, err := s.plan(spec)
 		if err == nil {
 			p.Landlock = avail.LandlockABI >= 1
@@ -177,16 +182,15 @@ func (s *Sandbox) Run(ctx context.Context, spec runner.Spec) (int, error) {
 			if !avail.UserNS {
 				p.NetNS, p.ProxyPort = false, 0
 			}
-			// The helper makes its mounts while the run's proxy gets ready
-			// (its policy and certificate authority), and starts the
-			// command only once told to go.
+			// The helper makes its mounts while the run's proxy gets
+			// ready, and starts the command only once told to go.
 			b := encodePlan(p)
 			framed := append(binary.LittleEndian.AppendUint32(make([]byte, 0, len(b)+5), uint32(len(b))), b...)
 			if spec.Ready == nil {
 				planW.Write(append(framed, planGo))
 			} else {
 				planW.Write(framed)
-				if err = spec.Ready(); err == nil {
+				if err = <-readyErr; err == nil {
 					planW.Write([]byte{planGo})
 				}
 			}
