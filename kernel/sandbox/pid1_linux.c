@@ -1012,11 +1012,18 @@ static pid_t start_command(const struct kule_plan *p, const struct terminal *ter
 		narrow(p);
 		// Every signal back to its default, ignored ones too (kule under
 		// nohup): the Go helper's command got them so, and a command
-		// expects them so.
-		struct sigaction dfl = {.sa_handler = SIG_DFL};
-		for (int s = 1; s < NSIG; s++)
+		// expects them so. By system call: glibc's sigaction refuses the
+		// two real-time signals it keeps for itself, which a Go parent
+		// may have left ignored.
+		struct {
+			void (*handler)(int);
+			unsigned long flags;
+			void (*restorer)(void);
+			uint64_t mask;
+		} dfl = {SIG_DFL, 0, NULL, 0};
+		for (int s = 1; s <= 64; s++)
 			if (s != SIGKILL && s != SIGSTOP)
-				sigaction(s, &dfl, NULL);
+				syscall(SYS_rt_sigaction, s, &dfl, NULL, sizeof dfl.mask);
 		sigprocmask(SIG_UNBLOCK, mask, NULL);
 		execve(path, p->args.v, p->env.n ? p->env.v : (char *[]){NULL});
 		die("run %s: %s", p->args.v[0], why(errno));
@@ -1293,15 +1300,50 @@ __attribute__((noreturn)) static void stage_exec(void) {
 	die("run %s: %s", p.args.v[0], why(errno));
 }
 
+// helper_stage is the stage when the arguments are exactly the helper's
+// (`kule-sandbox __sandbox <stage>`), else NULL.
+static const char *helper_stage(int argc, char **argv) {
+	if (argc != 3 || strcmp(argv[0], "kule-sandbox") != 0 || strcmp(argv[1], "__sandbox") != 0)
+		return NULL;
+	return argv[2];
+}
+
+#ifndef __GLIBC__
+// Only glibc hands a constructor the program's arguments; elsewhere they
+// are read from /proc.
+static const char *stage_from_proc(void) {
+	static char buf[64];
+	int fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return NULL;
+	ssize_t n = read(fd, buf, sizeof buf - 1);
+	close(fd);
+	if (n <= 0)
+		return NULL;
+	buf[n] = 0;
+	char *argv[4];
+	int argc = 0;
+	for (char *s = buf; s < buf + n && argc < 4; s += strlen(s) + 1)
+		argv[argc++] = s;
+	return helper_stage(argc, argv);
+}
+#endif
+
 // The constructor runs before the Go runtime, in every binary that links
 // this package; it acts only on the exact arguments kule starts its helper
 // with.
 __attribute__((constructor)) static void kule_sandbox_helper(int argc, char **argv, char **envp) {
 	(void)envp;
-	if (argc != 3 || strcmp(argv[0], "kule-sandbox") != 0 || strcmp(argv[1], "__sandbox") != 0)
+#ifdef __GLIBC__
+	const char *stage = helper_stage(argc, argv);
+#else
+	(void)argc, (void)argv;
+	const char *stage = stage_from_proc();
+#endif
+	if (!stage)
 		return;
-	if (strcmp(argv[2], "init") == 0)
+	if (strcmp(stage, "init") == 0)
 		stage_init();
-	if (strcmp(argv[2], "exec") == 0)
+	if (strcmp(stage, "exec") == 0)
 		stage_exec();
 }
