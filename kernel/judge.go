@@ -138,3 +138,24 @@ func (k *Kernel) Remember(t *task.Task, j *Judgement, applied []effects.Effect) 
 	r.Added, r.NotKept = len(added), notKept
 	return r, nil
 }
+
+// JudgeHome rules on applying the task's changes to paths in the person's
+// home (relative to it, as `kule home` lists them), in that order. A person
+// applies each change by hand, so a change that asks is theirs to apply;
+// one the policy denies is never applied. A policy that cannot be read is
+// an error: nothing may be applied.
+func (k *Kernel) JudgeHome(t *task.Task, paths []string) ([]policy.Verdict, error) {
+	eng, err := k.LoadPolicyFor(t)
+	if err != nil {
+		return nil, fmt.Errorf("policy: %w", err)
+	}
+	reqs := make([]policy.Request, len(paths))
+	for i, p := range paths {
+		reqs[i] = policy.HomeRequest(p)
+	}
+	r := eng.Judge(TaskInfo(t), reqs)
+	if len(r.Verdicts) != len(paths) {
+		return nil, fmt.Errorf("policy: %d verdicts on %d home changes", len(r.Verdicts), len(paths))
+	}
+	return r.Verdicts, nil
+}

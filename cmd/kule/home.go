@@ -11,6 +11,7 @@ import (
 
 	"github.com/kulehq/kule/kernel"
 	"github.com/kulehq/kule/kernel/homelayer"
+	"github.com/kulehq/kule/kernel/policy"
 	"github.com/kulehq/kule/kernel/task"
 )
 
@@ -48,7 +49,7 @@ func homeCommand() *cobra.Command {
 				if err != nil {
 					return err
 				}
-				printHome(out, ch)
+				printHome(out, ch, homeVerdicts(k, t, ch))
 				return nil
 			case "diff":
 				p, err := arg()
@@ -69,6 +70,13 @@ func homeCommand() *cobra.Command {
 				p, err := arg()
 				if err != nil {
 					return err
+				}
+				v, err := k.JudgeHome(t, []string{p})
+				if err != nil {
+					return fmt.Errorf("home: %w; nothing was applied and your home is as it was", err)
+				}
+				if v[0].Outcome == policy.Deny {
+					return fmt.Errorf("home: the policy denies ~/%s (%s: %s); nothing was applied and your home is as it was", p, strings.Join(v[0].Rules, ", "), v[0].Reason)
 				}
 				if err := homelayer.Apply(layer, kept, p); err != nil {
 					return err
@@ -99,16 +107,37 @@ func homeCommand() *cobra.Command {
 	return c
 }
 
-func printHome(w io.Writer, ch []homelayer.Change) {
+// homeVerdicts are the policy's verdicts on applying ch, in its order; nil
+// when the policy cannot be read (the listing then says nothing of it, and
+// an apply refuses).
+func homeVerdicts(k *kernel.Kernel, t *task.Task, ch []homelayer.Change) []policy.Verdict {
+	if len(ch) == 0 {
+		return nil
+	}
+	paths := make([]string, len(ch))
+	for i, c := range ch {
+		paths[i] = c.Path
+	}
+	v, err := k.JudgeHome(t, paths)
+	if err != nil {
+		return nil
+	}
+	return v
+}
+
+func printHome(w io.Writer, ch []homelayer.Change, verdicts []policy.Verdict) {
 	if len(ch) == 0 {
 		return
 	}
 	fmt.Fprintf(w, "in your home, caught for review (%d; kule home TASK diff PATH):\n", len(ch))
-	for _, c := range ch {
+	for i, c := range ch {
 		mark := map[string]string{"add": "+", "modify": "~", "delete": "-"}[c.Kind]
 		line := fmt.Sprintf("  %s ~/%s", mark, c.Path)
 		if c.RunsAtStart {
 			line += "  (runs at every start)"
+		}
+		if i < len(verdicts) && verdicts[i].Outcome == policy.Deny {
+			line += "  · denied by the policy: " + verdicts[i].Reason
 		}
 		fmt.Fprintln(w, line)
 	}

@@ -254,7 +254,7 @@ func printStatus(w io.Writer, st *kernel.Status, header bool, names *namesView) 
 	for _, l := range st.Network {
 		fmt.Fprintln(w, l)
 	}
-	printHome(w, st.Home)
+	printHome(w, st.Home, nil) // kule home TASK says what the policy makes of them
 	printProblems(w, st.Problems)
 	printMeets(w, names)
 }
