@@ -4,7 +4,9 @@ package sandbox
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
+	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -381,5 +383,58 @@ func TestEmptyPathFindsNothing(t *testing.T) {
 	_, err := w.sandbox().Run(context.Background(), runner.Spec{Task: w.task, Env: []string{"PATH="}, Args: []string{"tool"}, Stdout: &out, Stderr: &out})
 	if err == nil || !strings.Contains(err.Error(), "not found in the command's PATH") || strings.Contains(out.String(), "planted") {
 		t.Fatalf("err = %v, output %q; want the command not found", err, out.String())
+	}
+}
+
+// The helper itself refuses what is not a whole plan of its build, before
+// it mounts anything: a stale kule-sandbox, a plan cut short. It is run
+// here by hand, in namespaces of its own, with what kule would give it.
+func TestHelperRefusesWhatIsNotAPlanOfItsBuild(t *testing.T) {
+	skipUnlessSandbox(t)
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	frame := func(b []byte) []byte { return append(binary.LittleEndian.AppendUint32(nil, uint32(len(b))), b...) }
+	other := encodePlan(&plan{Args: []string{"true"}, Shape: "Args:[]string;"})
+	for name, tc := range map[string]struct {
+		in   []byte
+		want string
+	}{
+		"another build": {frame(other), "is from another build of kule"},
+		"not a plan":    {frame([]byte("{\"Args\":[\"true\"]}")), "is from another build of kule"},
+		"cut short":     {frame(other)[:20], "cut short"},
+		"too long":      {[]byte{0xff, 0xff, 0xff, 0xff}, "too long"},
+		"nothing":       {nil, ""}, // kule refused the plan and says why itself
+	} {
+		t.Run(name, func(t *testing.T) {
+			planR, planW, _ := os.Pipe()
+			statR, statW, _ := os.Pipe()
+			doneR, doneW, _ := os.Pipe()
+			defer statR.Close()
+			defer doneR.Close()
+			cmd := exec.Command(exe, HelperArg, HelperStageInit)
+			cmd.Args[0] = "kule-sandbox"
+			cmd.ExtraFiles = []*os.File{planR, statW, doneW}
+			uid, gid := os.Getuid(), os.Getgid()
+			cmd.SysProcAttr = &syscall.SysProcAttr{
+				Cloneflags:  syscall.CLONE_NEWUSER | syscall.CLONE_NEWNS | syscall.CLONE_NEWPID,
+				UidMappings: []syscall.SysProcIDMap{{ContainerID: uid, HostID: uid, Size: 1}},
+				GidMappings: []syscall.SysProcIDMap{{ContainerID: gid, HostID: gid, Size: 1}},
+			}
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			planR.Close()
+			statW.Close()
+			doneW.Close()
+			planW.Write(tc.in)
+			planW.Close()
+			status, _ := io.ReadAll(statR)
+			err := cmd.Wait()
+			if code, _ := runner.ExitCode(err); code != 125 || !strings.Contains(string(status), tc.want) {
+				t.Fatalf("helper: exit %d, status %q; want 125 and %q", code, status, tc.want)
+			}
+		})
 	}
 }
