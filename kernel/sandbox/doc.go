@@ -35,9 +35,11 @@
 // exits with it.
 //
 // The plan (plan.go) crosses to the helper in a binary form of its own
-// (plancodec.go), made by kule while the helper starts; the helper reads it
-// before it does anything, so a plan refused, or never sent, leaves nothing
-// done.
+// (plancodec.go), made by kule once the helper is forked; the helper reads
+// it before it does anything, so a plan refused, or never sent, leaves
+// nothing done. A go byte follows the plan once what the run waits for (the
+// task's proxy) is ready: the helper makes its mounts meanwhile, and without
+// the go it ends before the command.
 //
 // Without user namespaces (weaker isolation accepted) the helper narrows
 // itself the same way and execs the command: no PID 1, no mounts.

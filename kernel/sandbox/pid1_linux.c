@@ -112,9 +112,8 @@ static uint64_t uvarint(struct decoder *d) {
 static int64_t varint(struct decoder *d) {
 	if (d->err)
 		return 0;
-	const char *was = d->err;
 	uint64_t u = uvarint(d);
-	if (d->err != was) {
+	if (d->err) { // said of a length: this is a number
 		d->err = strstr(d->err, "shortest") ? "a number is not in its shortest form" : "a number is cut short";
 		return 0;
 	}
@@ -254,7 +253,7 @@ void kule_plan_free(struct kule_plan *p) {
 
 static int status_fd = FD_STATUS;
 
-// say writes a reason to fd, in the Go helper's words: "what: why".
+// sayf writes a reason to fd, in the Go helper's words: "what: why".
 static void sayf(int fd, const char *fmt, va_list ap) {
 	char buf[4096];
 	int n = vsnprintf(buf, sizeof buf, fmt, ap);
