@@ -84,11 +84,13 @@ func (s *Sandbox) home() string {
 	return h
 }
 
-// HelperStageInit and HelperStageExec are the last argument of the two helper
-// stages; HelperMain reads it.
+// HelperStageInit (with a network namespace), HelperStageInitHostNet
+// (without: the host's network) and HelperStageExec (no namespaces at all)
+// are the last argument of the helper's stages.
 const (
-	HelperStageInit = "init"
-	HelperStageExec = "exec"
+	HelperStageInit        = "init"
+	HelperStageInitHostNet = "init-hostnet"
+	HelperStageExec        = "exec"
 )
 
 // HelperName is the small helper binary looked for beside the kule
