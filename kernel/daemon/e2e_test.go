@@ -412,3 +412,49 @@ func windowBehind(t *testing.T, ctx context.Context, shot func(string)) {
 		return true;
 	})()`))
 }
+
+// A list of questions fetched just before a new question was asked must not
+// hide it when it arrives after the question's event (answering one
+// question refetches the list; an agent may ask the next at once). The page's
+// fetch of the list is held until the new question is on screen, as a slow
+// machine would hold it.
+func TestAStaleQuestionListNeverHidesAWaitingOne(t *testing.T) {
+	ctx, shot := browser(t)
+	d := startDaemon(t, Config{})
+	var qs Questions = d.Q
+	ask := func(title string) {
+		go qs.Ask(context.Background(), Question{Task: "feedface", Kind: "permission", Title: title, Subject: "terminal"})
+	}
+	step(t, ctx, shot, "open the app", chromedp.Navigate(d.URL()), chromedp.WaitVisible(chromedp.CSS(`#btn-new`)))
+	ask("Let the agent run make?")
+	step(t, ctx, shot, "see the first question", chromedp.WaitVisible(chromedp.CSS(`#needs li[data-question] button.primary`)))
+	step(t, ctx, shot, "hold the list's next fetch", void(chromedp.Evaluate[bool](`(() => {
+		window.__held = 0;
+		window.__hold = new Promise((r) => { window.__release = r; });
+		const real = window.fetch;
+		window.fetch = async (url, opt) => {
+			const r = await real(url, opt);
+			if (String(url) === '/api/questions' && (!opt || opt.method === 'GET')) {
+				const body = await r.text();
+				window.__held++;
+				await window.__hold;
+				return new Response(body, { status: r.status, headers: r.headers });
+			}
+			return r;
+		};
+		return true;
+	})()`)))
+	step(t, ctx, shot, "approve the first", chromedp.Click(chromedp.CSS(`#needs li[data-question] button.primary`)))
+	step(t, ctx, shot, "the list is fetched and held", void(chromedp.Poll[bool](`window.__held > 0`)))
+	ask("Let the agent run make install?")
+	step(t, ctx, shot, "see the second question", void(chromedp.Poll[bool](`(document.querySelector('#needs-list') || {}).innerText.includes('make install')`)))
+	step(t, ctx, shot, "let the held list arrive", void(chromedp.Evaluate[bool](`(window.__release(), true)`)))
+	// The held list (from before the second question) has arrived by now,
+	// and any fetch made after it too.
+	step(t, ctx, shot, "the lists settle", void(chromedp.Poll[bool](`new Promise((r) => setTimeout(() => r(true), 500))`)))
+	if got := value(t, ctx, shot, "what Needs you shows", textOf(`#needs-list`)); !strings.Contains(got, "make install") ||
+		value(t, ctx, shot, "whether Needs you is shown", chromedp.Evaluate[bool](`!document.querySelector('#needs').hidden`)) == false {
+		shot("second-question-hidden")
+		t.Fatalf("the stale list hid the waiting question; Needs you shows %q", got)
+	}
+}

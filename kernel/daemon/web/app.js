@@ -37,7 +37,7 @@ function toast(msg, bad = false) {
 }
 
 const state = {
-  tasks: [], groups: [], agents: [], questions: [], current: null, view: 'live', detail: null,
+  tasks: [], groups: [], agents: [], questions: [], questionEvents: 0, current: null, view: 'live', detail: null,
   ruling: {}, // path -> 'approve' | 'remember' | 'hold'
   shortcuts: {}, live: {}, // task id -> items the Live tab shows
 };
@@ -801,8 +801,15 @@ $('cmdform').addEventListener('submit', async (e) => {
 });
 
 // ---------- questions ----------
+// A list fetched while a question event came in may predate it (a
+// question asked just after one was answered): fetch again until no event
+// came in meanwhile, so a stale list never hides a waiting question.
 async function loadQuestions() {
-  state.questions = await api('GET', '/api/questions');
+  for (;;) {
+    const seen = state.questionEvents;
+    const qs = await api('GET', '/api/questions');
+    if (seen === state.questionEvents) { state.questions = qs; break; }
+  }
   renderQuestions();
 }
 const waiting = () => state.questions.filter((q) => q.state === 'waiting');
@@ -1059,6 +1066,7 @@ function connect() {
   });
   for (const t of ['commit', 'undo', 'rollback', 'step']) on(t, (ev) => { tasksSoon(); if (ev.task === state.current) refreshView(); });
   on('question', (ev) => {
+    state.questionEvents++;
     const q = ev.data;
     const i = state.questions.findIndex((x) => x.id === q.id);
     if (i >= 0) state.questions[i] = q; else state.questions.unshift(q);
