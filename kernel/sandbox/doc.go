@@ -7,11 +7,8 @@
 // run from a constructor before the Go runtime starts, when the arguments
 // are exactly the helper's: a Go runtime's start and end cost PID 1 about a
 // millisecond, more than anything else it does. A binary built without cgo
-// has no helper, and refuses to run commands. kule starts the helper with
-// a vfork (no copy of kule's page tables); the helper makes new user,
-// mount, PID, network, IPC and UTS namespaces itself, maps the person's uid
-// and gid to themselves, and forks their PID 1, which dies with it (and it
-// with kule). PID 1 makes every mount
+// has no helper, and refuses to run commands. The helper is PID 1 of new
+// user, mount, PID, network, IPC and UTS namespaces. It makes every mount
 // read-only, nosuid and nodev; covers hidden paths (credentials, personal
 // folders, the workspace's parent, Kule's home and the other tasks) with
 // empty tmpfs or /dev/null; mounts the copy, the task's tmp (at /tmp) and

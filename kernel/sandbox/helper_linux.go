@@ -18,7 +18,7 @@ func HelperMain() int {
 		return usage()
 	}
 	switch os.Args[len(os.Args)-1] {
-	case HelperStageInit, HelperStageInitHostNet, HelperStageExec:
+	case HelperStageInit, HelperStageExec:
 		exe, _ := os.Executable()
 		msg := fmt.Sprintf("the sandbox helper %s was built without cgo, and the helper is C (build kule and kule-sandbox with cgo: `make build`)", exe)
 		if _, err := os.NewFile(fdStatus, "status").WriteString(msg); err != nil {

@@ -37,7 +37,6 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/types.h>
-#include <sched.h>
 #include <sys/wait.h>
 #include <linux/capability.h>
 
@@ -1118,49 +1117,11 @@ static void wait_for_go(void) {
 	close(FD_PLAN);
 }
 
-// write_proc writes one line to a file of /proc/self (the uid and gid maps).
-static void write_proc(const char *path, const char *fmt, ...) {
-	char buf[64];
-	va_list ap;
-	va_start(ap, fmt);
-	int n = vsnprintf(buf, sizeof buf, fmt, ap);
-	va_end(ap);
-	int fd = open(path, O_WRONLY | O_CLOEXEC);
-	if (fd < 0 || write(fd, buf, n) != n)
-		die("create the sandbox's namespaces: write %s: %s", path, why(errno));
-	close(fd);
-}
-
-// create_namespaces puts the helper in new user, mount, PID, IPC and UTS
-// namespaces (and a network namespace unless the host's network is kept),
-// as the person's own uid and gid mapped to themselves. The helper makes
-// them itself, not kule at its fork: so kule's fork is a vfork, which does
-// not copy kule's page tables, and the namespaces are made while kule makes
-// the plan.
-static void create_namespaces(int netns) {
-	uid_t uid = geteuid();
-	gid_t gid = getegid();
-	int flags = CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS | (netns ? CLONE_NEWNET : 0);
-	if (unshare(flags) != 0) {
-		int e = errno;
-		die("create the sandbox's namespaces: %s%s", why(e), e == EPERM || e == EACCES || e == ENOSPC ?
-			" (creating user namespaces was refused: check sysctl kernel.unprivileged_userns_clone, user.max_user_namespaces and kernel.apparmor_restrict_unprivileged_userns)" : "");
-	}
-	write_proc("/proc/self/uid_map", "%u %u 1\n", uid, uid);
-	write_proc("/proc/self/setgroups", "deny");
-	write_proc("/proc/self/gid_map", "%u %u 1\n", gid, gid);
-}
-
-static void pid1(sigset_t *mask);
-
-// stage_init makes the sandbox's namespaces and forks their PID 1, then
-// waits for it and exits with its code. It passes on no signal: kule ends a
-// run with SIGKILL, which PID 1 then gets too (its parent-death signal),
-// and the terminal's signals reach PID 1 in the same process group.
-__attribute__((noreturn)) static void stage_init(int netns) {
+// stage_init is PID 1 of the sandbox's namespaces.
+__attribute__((noreturn)) static void stage_init(void) {
 	// Signals are held from the first instruction, so none sent before the
-	// command exists is lost or takes a default action; PID 1 reads them
-	// from a signalfd once the command runs.
+	// command exists is lost or takes PID 1's default action; they are read
+	// from a signalfd once it runs.
 	sigset_t mask;
 	sigemptyset(&mask);
 	for (size_t i = 0; i < sizeof forwarded / sizeof forwarded[0]; i++)
@@ -1171,45 +1132,6 @@ __attribute__((noreturn)) static void stage_init(int netns) {
 	// (ignored, the kernel would reap them unseen and send no SIGCHLD).
 	struct sigaction dfl = {.sa_handler = SIG_DFL};
 	sigaction(SIGCHLD, &dfl, NULL);
-	create_namespaces(netns);
-	// alive is held open by the helper alone: PID 1 sees it hang up if the
-	// helper died before PID 1 had its parent-death signal (getppid cannot
-	// tell: in a PID namespace of its own, a parent outside is 0).
-	int alive[2];
-	if (pipe2(alive, O_CLOEXEC) != 0)
-		die("start the sandbox's PID 1: %s", why(errno));
-	pid_t pid = fork();
-	if (pid < 0)
-		die("start the sandbox's PID 1: %s", why(errno));
-	if (pid == 0) {
-		// PID 1 dies with the helper, and the helper with kule.
-		close(alive[1]);
-		struct pollfd pf = {alive[0], POLLIN, 0};
-		if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) != 0 || poll(&pf, 1, 0) != 0)
-			_exit(125);
-		close(alive[0]);
-		pid1(&mask);
-	}
-	// Nothing of kule's is the helper's to hold now: the plan, status, done
-	// and bridge descriptors are PID 1's, and kule reads them to their ends.
-	close(alive[0]);
-	close(FD_PLAN);
-	close(FD_STATUS);
-	close(FD_DONE);
-	close(FD_CTRL);
-	struct sigaction ign = {.sa_handler = SIG_IGN};
-	for (size_t i = 0; i < sizeof forwarded / sizeof forwarded[0]; i++)
-		sigaction(forwarded[i], &ign, NULL);
-	int ws;
-	while (waitpid(pid, &ws, 0) < 0)
-		if (errno != EINTR)
-			_exit(125);
-	_exit(exit_code(ws));
-}
-
-// pid1 is PID 1 of the sandbox's namespaces; mask holds the signals it
-// forwards and SIGCHLD, blocked since the helper started.
-__attribute__((noreturn)) static void pid1(sigset_t *mask) {
 	// Nothing the kule process held open reaches the command: every
 	// descriptor past stdio is close-on-exec from here on.
 	syscall(SYS_close_range, 3, ~0U, 4 /* CLOSE_RANGE_CLOEXEC */);
@@ -1227,12 +1149,12 @@ __attribute__((noreturn)) static void pid1(sigset_t *mask) {
 	struct terminal term = {-1, -1, -1, {0}};
 	if (p.pty)
 		new_terminal(&term);
-	int sfd = signalfd(-1, mask, SFD_CLOEXEC | SFD_NONBLOCK);
+	int sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
 	if (sfd < 0)
 		die("catch signals: %s", why(errno));
 
 	wait_for_go();
-	pid_t cmd = start_command(&p, p.pty ? &term : NULL, mask);
+	pid_t cmd = start_command(&p, p.pty ? &term : NULL, &mask);
 	close(FD_STATUS); // EOF without text: the command runs
 	status_fd = -1;
 	struct sigaction ign = {.sa_handler = SIG_IGN};
@@ -1420,9 +1342,7 @@ __attribute__((constructor)) static void kule_sandbox_helper(int argc, char **ar
 	if (!stage)
 		return;
 	if (strcmp(stage, "init") == 0)
-		stage_init(1);
-	if (strcmp(stage, "init-hostnet") == 0)
-		stage_init(0);
+		stage_init();
 	if (strcmp(stage, "exec") == 0)
 		stage_exec();
 }

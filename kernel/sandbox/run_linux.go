@@ -34,6 +34,13 @@ const (
 	fdCtrl   = 6 // the proxy bridge: accepted connections, one per SCM_RIGHTS
 )
 
+// helperCaps are the capabilities stage 1 keeps in its user namespace (when
+// the person's uid is not 0 there, exec would drop them otherwise).
+var helperCaps = []uintptr{
+	unix.CAP_SYS_ADMIN, unix.CAP_NET_ADMIN, unix.CAP_SETPCAP,
+	unix.CAP_DAC_OVERRIDE, unix.CAP_SYS_PTRACE, unix.CAP_KILL,
+}
+
 // Run runs spec's command in the sandbox and returns its exit code.
 func (s *Sandbox) Run(ctx context.Context, spec runner.Spec) (int, error) {
 	avail := Probe()
@@ -52,19 +59,15 @@ func (s *Sandbox) Run(ctx context.Context, spec runner.Spec) (int, error) {
 	if err != nil {
 		return -1, fmt.Errorf("%w: find the helper executable: %w", ErrSetup, err)
 	}
+	stage := HelperStageInit
+	if !avail.UserNS {
+		stage = HelperStageExec
+	}
 	// The namespaces and the bridge follow from the spec alone; the plan
 	// itself (which paths to hide, keep and reveal: a hundred or so stats,
-	// half a millisecond) is made while the helper makes the namespaces,
-	// below, and agrees with them: it sets NetNS and ProxyPort from the
-	// same fields.
+	// half a millisecond) is made while the helper starts, below, and
+	// agrees with them: it sets NetNS and ProxyPort from the same fields.
 	netNS := avail.UserNS && spec.Network != runner.NetworkOpen
-	stage := HelperStageInit
-	switch {
-	case !avail.UserNS:
-		stage = HelperStageExec
-	case !netNS:
-		stage = HelperStageInitHostNet
-	}
 	bridged := avail.UserNS && spec.Network == runner.NetworkProxy && spec.ProxyAddr != ""
 	cmd := exec.CommandContext(ctx, exe, append(append([]string(nil), args...), stage)...)
 	cmd.Args[0] = "kule-sandbox"
@@ -116,10 +119,19 @@ func (s *Sandbox) Run(ctx context.Context, spec runner.Spec) (int, error) {
 		cmd.ExtraFiles = append(cmd.ExtraFiles, child)
 	}
 	if avail.UserNS {
-		// The helper makes its namespaces itself (pid1_linux.c): a fork
-		// that made them would have to copy kule's page tables, where this
-		// one is a vfork.
-		cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+		uid, gid := os.Getuid(), os.Getgid()
+		flags := uintptr(unix.CLONE_NEWUSER | unix.CLONE_NEWNS | unix.CLONE_NEWPID | unix.CLONE_NEWIPC | unix.CLONE_NEWUTS)
+		if netNS {
+			flags |= unix.CLONE_NEWNET
+		}
+		cmd.SysProcAttr = &syscall.SysProcAttr{
+			Cloneflags:                 flags,
+			UidMappings:                []syscall.SysProcIDMap{{ContainerID: uid, HostID: uid, Size: 1}},
+			GidMappings:                []syscall.SysProcIDMap{{ContainerID: gid, HostID: gid, Size: 1}},
+			GidMappingsEnableSetgroups: false,
+			AmbientCaps:                helperCaps,
+			Pdeathsig:                  syscall.SIGKILL,
+		}
 	} else {
 		cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Pdeathsig: syscall.SIGKILL}
 	}
@@ -202,7 +214,7 @@ func (s *Sandbox) Run(ctx context.Context, spec runner.Spec) (int, error) {
 		return -1, planErr
 	}
 	if spec.Started != nil {
-		spec.Started(cmd.Process.Pid) // the helper: PID 1 and the command's tree are beneath it
+		spec.Started(cmd.Process.Pid) // the sandbox's PID 1: the command's tree is beneath it
 	}
 	var wg sync.WaitGroup
 	var bridge net.Conn

@@ -84,13 +84,11 @@ func (s *Sandbox) home() string {
 	return h
 }
 
-// HelperStageInit (with a network namespace), HelperStageInitHostNet
-// (without: the host's network) and HelperStageExec (no namespaces at all)
-// are the last argument of the helper's stages.
+// HelperStageInit and HelperStageExec are the last argument of the two helper
+// stages; HelperMain reads it.
 const (
-	HelperStageInit        = "init"
-	HelperStageInitHostNet = "init-hostnet"
-	HelperStageExec        = "exec"
+	HelperStageInit = "init"
+	HelperStageExec = "exec"
 )
 
 // HelperName is the small helper binary looked for beside the kule
