@@ -27,9 +27,6 @@ type SandboxOptions struct {
 	// "" names it by its command.
 	Run string
 
-	// HelperEnv is the sandbox helper's own environment (a test binary
-	// standing in for kule marks itself with it).
-	HelperEnv []string
 	// Warn is where what the person must know about the isolation goes
 	// (default os.Stderr).
 	Warn io.Writer
@@ -76,5 +73,5 @@ func SandboxRunner(kuleHome string, t *task.Task, spec *runner.Spec, o SandboxOp
 		}
 		spec.Env = env
 	}
-	return &sandbox.Sandbox{AcceptWeaker: cfg.Sandbox.AcceptWeaker, Devices: cfg.Sandbox.Devices, NoGPU: t.Limits.Over(cfg.Limits).NoGPU(cfg.Sandbox.NoGPU), HelperEnv: o.HelperEnv, Warn: o.Warn, Refused: recordRefusals(t, o.Run, warn)}, nil
+	return &sandbox.Sandbox{AcceptWeaker: cfg.Sandbox.AcceptWeaker, Devices: cfg.Sandbox.Devices, NoGPU: t.Limits.Over(cfg.Limits).NoGPU(cfg.Sandbox.NoGPU), Warn: o.Warn, Refused: recordRefusals(t, o.Run, warn)}, nil
 }

@@ -19,7 +19,6 @@ import (
 	"github.com/kulehq/kule/kernel/effects"
 	"github.com/kulehq/kule/kernel/review"
 	"github.com/kulehq/kule/kernel/runner"
-	"github.com/kulehq/kule/kernel/sandbox"
 	"github.com/kulehq/kule/kernel/task"
 )
 
@@ -503,9 +502,6 @@ func TestInjectedDiskFullDuringCommitChangesNothing(t *testing.T) {
 // TestMain doubles as a child process that runs one commit, for tests that
 // need a fresh process (KULE_FAULT is read when the process starts).
 func TestMain(m *testing.M) {
-	// The sandbox re-executes this binary as its helper when no
-	// kule-sandbox lies beside it.
-	sandbox.ServeHelper(os.Args[1:])
 	if home := os.Getenv("KULE_TEST_HOME"); home != "" {
 		k, err := kernel.New(kernel.Config{Home: home})
 		if err == nil {

@@ -66,9 +66,6 @@ func pluginSandbox(home string) *sandbox.Sandbox {
 	if cfg, err := config.Load(home); err == nil {
 		sb.AcceptWeaker = cfg.Sandbox.AcceptWeaker
 	}
-	if os.Getenv("KULE_AS_CLI") == "1" {
-		sb.HelperEnv = []string{"KULE_AS_CLI=1"} // a test binary stands in for kule
-	}
 	return sb
 }
 

@@ -38,13 +38,7 @@ func (f *sandboxFlags) add(c *cobra.Command) {
 
 // options are the flags as the kernel takes them.
 func (f *sandboxFlags) options() kernel.SandboxOptions {
-	o := kernel.SandboxOptions{NoSandbox: f.noSandbox, AllowWrite: f.allowWrite, Reveal: f.reveal, Hide: f.hide, NoNetwork: f.noNetwork, OpenNetwork: f.openNetwork}
-	if os.Getenv("KULE_AS_CLI") == "1" {
-		// A test binary stands in for kule (cmd/kule's TestMain): the
-		// re-executed helper must reach run() too.
-		o.HelperEnv = []string{"KULE_AS_CLI=1"}
-	}
-	return o
+	return kernel.SandboxOptions{NoSandbox: f.noSandbox, AllowWrite: f.allowWrite, Reveal: f.reveal, Hide: f.hide, NoNetwork: f.noNetwork, OpenNetwork: f.openNetwork}
 }
 
 // runnerFor picks how exec runs a command in t and fills spec with the

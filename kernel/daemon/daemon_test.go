@@ -21,16 +21,12 @@ import (
 	"github.com/kulehq/kule/kernel"
 	"github.com/kulehq/kule/kernel/daemon/client"
 	"github.com/kulehq/kule/kernel/runner"
-	"github.com/kulehq/kule/kernel/sandbox"
 	"github.com/kulehq/kule/kernel/task"
 )
 
 // TestMain doubles as the helper processes: a daemon to kill, and a client
 // run under another uid.
 func TestMain(m *testing.M) {
-	// The sandbox re-executes this binary as its helper when no
-	// kule-sandbox lies beside it.
-	sandbox.ServeHelper(os.Args[1:])
 	if os.Getenv("KULE_DAEMON_PEER") != "" {
 		os.Exit(runPeer())
 	}

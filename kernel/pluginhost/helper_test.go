@@ -18,15 +18,11 @@ import (
 
 	goplugin "github.com/hashicorp/go-plugin"
 
-	"github.com/kulehq/kule/kernel/sandbox"
 	"github.com/kulehq/kule/sdk/differ"
 	sdkplugin "github.com/kulehq/kule/sdk/plugin"
 )
 
 func TestMain(m *testing.M) {
-	// The sandbox re-executes this binary as its helper when no
-	// kule-sandbox lies beside it.
-	sandbox.ServeHelper(os.Args[1:])
 	if len(os.Args) == 4 && os.Args[1] == "__plugin" && os.Args[2] == ConfineArg {
 		os.Exit(ConfineMain(os.Args[3]))
 	}

@@ -45,9 +45,9 @@ func BenchmarkSetup(b *testing.B) {
 		if msg, err := build.CombinedOutput(); err != nil {
 			b.Fatalf("build the helper: %v\n%s", err, msg)
 		}
-		s.Exe, s.HelperEnv = out, nil
+		s.Exe = out
 	default:
-		s.Exe, s.HelperEnv = helper, nil
+		s.Exe = helper
 	}
 	spec := runner.Spec{Task: w.task, Dir: w.task.Copy, Env: w.env, Args: []string{"true"}, Stdout: io.Discard, Stderr: io.Discard}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")

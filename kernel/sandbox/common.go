@@ -11,10 +11,11 @@ var probeHook func() Availability // tests of fail-closed paths set this
 // helper (`kule __sandbox <stage>`).
 const HelperArg = "__sandbox"
 
-// ServeHelper runs the sandbox's helper and exits when args (a program's
-// arguments, without its name) ask for it. Every main that kule may
-// re-execute as its helper calls it first: kule itself, and the test
-// binaries that stand in for kule.
+// ServeHelper answers `kule __sandbox …` and exits, when args (a program's
+// arguments, without its name) ask for it: cmd/kule calls it first. The
+// helper itself (pid1_linux.c) runs before any main when kule starts it; a
+// main that gets these arguments was started by a person, or lacks the
+// helper (see HelperMain).
 func ServeHelper(args []string) {
 	if len(args) > 0 && args[0] == HelperArg {
 		os.Exit(HelperMain())

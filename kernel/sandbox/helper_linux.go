@@ -7,14 +7,15 @@ import (
 	"os"
 )
 
-// HelperMain is what is left of the sandbox helper in Go: cmd/kule calls it
-// when started as `kule __sandbox <stage>` and exits with what it returns.
-// The helper itself is C (pid1_linux.c) and runs from a constructor before
-// the Go runtime starts, when kule starts it with its exact arguments; Go
-// code reached with a stage means this binary was built without it (with
-// CGO_ENABLED=0), so the run is refused before anything is mounted.
+// HelperMain is what is left of the sandbox helper in Go: cmd/kule and
+// cmd/kule-sandbox call it when started with a helper's arguments and exit
+// with what it returns. The helper itself is C (pid1_linux.c) and runs from
+// a constructor before the Go runtime starts, when kule starts it with its
+// exact arguments. Go code reached with a stage means either that a person
+// ran it (usage), or that this binary was built without the C (with
+// CGO_ENABLED=0): then the run is refused before anything is mounted.
 func HelperMain() int {
-	if len(os.Args) < 2 {
+	if len(os.Args) < 2 || helperInC {
 		return usage()
 	}
 	switch os.Args[len(os.Args)-1] {

@@ -15,13 +15,10 @@ import (
 	"github.com/kulehq/kule/kernel/runner"
 )
 
-// The test binary is its own sandbox helper (KULE_SANDBOX_HELPER=1) and its
-// own attacker inside the sandbox (KULE_ATTACK=name), so the tests need
+// The test binary is its own sandbox helper (the C of pid1_linux.c runs
+// before this main when started as one) and its own attacker inside the sandbox (KULE_ATTACK=name), so the tests need
 // neither the kule binary nor tools that may be missing.
 func TestMain(m *testing.M) {
-	if os.Getenv("KULE_SANDBOX_HELPER") == "1" {
-		os.Exit(HelperMain())
-	}
 	if j := os.Getenv("KULE_PTY_HOST"); j != "" {
 		os.Exit(ptyHostMain(j))
 	}
@@ -171,10 +168,9 @@ func newWorldAt(t testing.TB, r string) *world {
 func (w *world) sandbox() *Sandbox {
 	exe, _ := os.Executable()
 	return &Sandbox{
-		Exe:       exe,
-		HelperEnv: []string{"KULE_SANDBOX_HELPER=1"},
-		Home:      w.home,
-		HostEnv:   append([]string{"XDG_RUNTIME_DIR=" + filepath.Join(w.root, "run", "user", "1000")}, w.env...),
+		Exe:     exe,
+		Home:    w.home,
+		HostEnv: append([]string{"XDG_RUNTIME_DIR=" + filepath.Join(w.root, "run", "user", "1000")}, w.env...),
 	}
 }
 

@@ -17,6 +17,9 @@ import (
 // the Go runtime starts; this file only lets the tests reach its plan
 // decoder and its idea of the plan's shape.
 
+// helperInC: this binary has the C helper (HelperMain).
+const helperInC = true
+
 // helperShapeC is the plan shape the C helper reads.
 func helperShapeC() string { return C.GoString((*C.char)(unsafe.Pointer(&C.kule_plan_shape))) }
 

@@ -11,6 +11,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/kulehq/kule/kernel/runner"
 )
@@ -60,8 +61,8 @@ type plan struct {
 }
 
 // planShape names every field of plan and its type, so that two builds
-// agree on the plan exactly or not at all.
-func planShape() string {
+// agree on the plan exactly or not at all. Made once: every run sends it.
+var planShape = sync.OnceValue(func() string {
 	var b strings.Builder
 	var walk func(t reflect.Type)
 	walk = func(t reflect.Type) {
@@ -75,7 +76,7 @@ func planShape() string {
 	}
 	walk(reflect.TypeOf(plan{}))
 	return b.String()
-}
+})
 
 type link struct{ Path, Target string }
 

@@ -24,7 +24,6 @@ import (
 // terminal (KULE_PTY_HOST), runs in the sandbox.
 type ptyHostJob struct {
 	Exe          string
-	HelperEnv    []string
 	Home         string
 	HostEnv, Env []string
 	Task         runner.Task
@@ -39,7 +38,7 @@ func ptyHostMain(spec string) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 99
 	}
-	s := &Sandbox{Exe: j.Exe, HelperEnv: j.HelperEnv, Home: j.Home, HostEnv: j.HostEnv}
+	s := &Sandbox{Exe: j.Exe, Home: j.Home, HostEnv: j.HostEnv}
 	code, err := s.Run(context.Background(), runner.Spec{Task: j.Task, Dir: j.Task.Copy, Env: j.Env, Args: j.Args,
 		Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr})
 	if err != nil {
@@ -122,7 +121,7 @@ func (w *world) fromTerminal(t *testing.T, interact func(s *screen), args ...str
 		env = append(append([]string(nil), env...), "KULE_ATTACK="+args[1])
 		args = append([]string{args[0]}, args[2:]...)
 	}
-	job, _ := json.Marshal(ptyHostJob{Exe: sb.Exe, HelperEnv: sb.HelperEnv, Home: sb.Home, HostEnv: sb.HostEnv, Env: env, Task: w.task, Args: args})
+	job, _ := json.Marshal(ptyHostJob{Exe: sb.Exe, Home: sb.Home, HostEnv: sb.HostEnv, Env: env, Task: w.task, Args: args})
 	exe, _ := os.Executable()
 	cmd := exec.Command(exe)
 	cmd.Env = []string{"KULE_PTY_HOST=" + string(job), "PATH=/usr/bin:/bin"}

@@ -71,10 +71,7 @@ func (s *Sandbox) Run(ctx context.Context, spec runner.Spec) (int, error) {
 	bridged := avail.UserNS && spec.Network == runner.NetworkProxy && spec.ProxyAddr != ""
 	cmd := exec.CommandContext(ctx, exe, append(append([]string(nil), args...), stage)...)
 	cmd.Args[0] = "kule-sandbox"
-	cmd.Env = s.HelperEnv
-	if cmd.Env == nil {
-		cmd.Env = []string{}
-	}
+	cmd.Env = []string{} // the helper needs none; the command gets Spec.Env
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = spec.Stdin, spec.Stdout, spec.Stderr
 	if cmd.Stdout == nil {
 		cmd.Stdout = os.Stdout

@@ -28,11 +28,10 @@ var (
 type Sandbox struct {
 	// Exe is the executable re-executed as the helper; empty means
 	// os.Executable(). HelperArgs go before the stage argument; nil means
-	// {"__sandbox"}. HelperEnv is the helper's own environment (the command
-	// gets Spec.Env); tests use it to mark the re-executed test binary.
+	// {"__sandbox"}. Any binary that links this package is a helper (the C
+	// in pid1_linux.c runs before its main), test binaries too.
 	Exe        string
 	HelperArgs []string
-	HelperEnv  []string
 
 	// Home is the person's home (default $HOME). HostEnv is the environment
 	// the hidden and kept paths are derived from (PATH, GOROOT, CARGO_HOME,

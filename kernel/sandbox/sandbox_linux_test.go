@@ -293,7 +293,7 @@ func TestHelperWithoutCgoRefuses(t *testing.T) {
 		t.Fatalf("build a helper without cgo: %v\n%s", err, out)
 	}
 	s := w.sandbox()
-	s.Exe, s.HelperEnv = helper, nil
+	s.Exe = helper
 	ran := filepath.Join(w.task.Copy, "ran")
 	_, err := s.Run(context.Background(), runner.Spec{Task: w.task, Env: w.env, Args: []string{"touch", ran}})
 	if !errors.Is(err, ErrSetup) || !strings.Contains(err.Error(), "built without cgo") || !strings.Contains(err.Error(), "make build") {
