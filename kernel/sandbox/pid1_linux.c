@@ -253,31 +253,34 @@ void kule_plan_free(struct kule_plan *p) {
 
 static int status_fd = FD_STATUS;
 
-// sayf writes a reason to fd, in the Go helper's words: "what: why".
-static void sayf(int fd, const char *fmt, va_list ap) {
-	char buf[4096];
-	int n = vsnprintf(buf, sizeof buf, fmt, ap);
-	if (n < 0)
-		return;
-	if ((size_t)n >= sizeof buf)
-		n = sizeof buf - 1;
-	for (int off = 0; off < n;) {
-		ssize_t w = write(fd, buf + off, n - off);
+// write_all writes b whole, or as much as fd takes before it is gone.
+static void write_all(int fd, const char *b, size_t n) {
+	while (n > 0) {
+		ssize_t w = write(fd, b, n);
 		if (w < 0 && errno == EINTR)
 			continue;
+		if (w < 0 && errno == EAGAIN) { // a terminal left non-blocking by another program
+			struct pollfd pf = {fd, POLLOUT, 0};
+			poll(&pf, 1, -1);
+			continue;
+		}
 		if (w <= 0)
-			return;
-		off += w;
+			return; // the person's terminal is gone: the output has nowhere to go
+		b += w;
+		n -= w;
 	}
 }
 
-// die tells kule why nothing ran and ends the helper with 125, the code a
-// setup failure has.
+// die tells kule why nothing ran, in the Go helper's words ("what: why"),
+// and ends the helper with 125, the code a setup failure has.
 __attribute__((noreturn, format(printf, 1, 2))) static void die(const char *fmt, ...) {
+	char buf[4096];
 	va_list ap;
 	va_start(ap, fmt);
-	sayf(status_fd, fmt, ap);
+	int n = vsnprintf(buf, sizeof buf, fmt, ap);
 	va_end(ap);
+	if (n > 0)
+		write_all(status_fd, buf, (size_t)n < sizeof buf ? (size_t)n : sizeof buf - 1);
 	_exit(125);
 }
 
@@ -1041,25 +1044,96 @@ static pid_t start_command(const struct kule_plan *p, const struct terminal *ter
 	return pid;
 }
 
-static void write_all(int fd, const char *b, size_t n) {
-	while (n > 0) {
-		ssize_t w = write(fd, b, n);
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w < 0 && errno == EAGAIN) { // a terminal left non-blocking by another program
-			struct pollfd pf = {fd, POLLOUT, 0};
-			poll(&pf, 1, -1);
-			continue;
-		}
-		if (w <= 0)
-			return; // the person's terminal is gone: the output has nowhere to go
-		b += w;
-		n -= w;
+static int exit_code(int ws) {
+	return WIFSIGNALED(ws) ? 128 + WTERMSIG(ws) : WEXITSTATUS(ws);
+}
+
+// The relay: the person's keys into the pty (held back while the pty's
+// input is full), the pty's output to the person's terminal.
+struct relay {
+	int master, out;
+	char in[4096];
+	size_t in_len, in_off;
+	int stdin_open, master_open;
+	int empty_poll; // the last poll found stdin readable with nothing in it
+};
+
+// read_keys reads what the person typed. Only what is there: the terminal
+// is shared with the person's shell, and a read that blocks would hold PID
+// 1. Readable with nothing to read twice running is an end of input (a
+// terminal in canonical mode at its EOF character): then the read returns
+// at once.
+static void read_keys(struct relay *r, short revents) {
+	int avail = -1;
+	if (ioctl(0, FIONREAD, &avail) == 0 && avail == 0 && !r->empty_poll) {
+		r->empty_poll = 1;
+		if (revents & (POLLHUP | POLLERR | POLLNVAL))
+			r->stdin_open = 0;
+		return;
+	}
+	r->empty_poll = 0;
+	size_t want = avail > 0 && (size_t)avail < sizeof r->in ? (size_t)avail : sizeof r->in;
+	ssize_t n = read(0, r->in, want);
+	if (n > 0)
+		r->in_len = n, r->in_off = 0;
+	else if (n == 0 || (errno != EINTR && errno != EAGAIN))
+		r->stdin_open = 0;
+}
+
+// write_keys passes on what is held of the person's keys, as far as the
+// pty's input takes it.
+static void write_keys(struct relay *r) {
+	if (!r->in_len || !r->master_open)
+		return;
+	ssize_t w = write(r->master, r->in + r->in_off, r->in_len - r->in_off);
+	if (w > 0) {
+		r->in_off += w;
+		if (r->in_off == r->in_len)
+			r->in_len = 0;
+	} else if (w < 0 && errno != EAGAIN && errno != EINTR) {
+		r->in_len = 0;
 	}
 }
 
-static int exit_code(int ws) {
-	return WIFSIGNALED(ws) ? 128 + WTERMSIG(ws) : WEXITSTATUS(ws);
+// relay_output copies what the command wrote to its pty to the person's
+// terminal (or nowhere, when neither stdout nor stderr is one).
+static void relay_output(struct relay *r) {
+	char out[8192];
+	ssize_t n = read(r->master, out, sizeof out);
+	if (n > 0) {
+		if (r->out >= 0)
+			write_all(r->out, out, n);
+	} else if (n == 0 || (errno != EINTR && errno != EAGAIN)) {
+		r->master_open = 0;
+	}
+}
+
+// on_signals forwards what signalfd holds to the command (a resize goes to
+// its pty instead) and reaps every child that ended; it returns 0 once the
+// command has, its code in *code.
+static int on_signals(int sfd, pid_t cmd, const struct terminal *term, int *code) {
+	struct signalfd_siginfo si;
+	while (read(sfd, &si, sizeof si) == sizeof si) {
+		int s = (int)si.ssi_signo;
+		if (s == SIGCHLD)
+			continue; // reaped below
+		if (s == SIGWINCH && term)
+			resize(term); // the pty tells the command itself
+		else
+			kill(cmd, s);
+	}
+	for (;;) {
+		int ws;
+		pid_t got = waitpid(-1, &ws, WNOHANG);
+		if (got < 0 && errno == ECHILD)
+			return 0; // the command is gone, its status with it
+		if (got <= 0)
+			return 1;
+		if (got == cmd) {
+			*code = exit_code(ws);
+			return 0;
+		}
+	}
 }
 
 static const int forwarded[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGWINCH, SIGCONT, SIGALRM};
@@ -1161,18 +1235,11 @@ __attribute__((noreturn)) static void stage_init(void) {
 	sigaction(SIGTTOU, &ign, NULL); // after the fork: the command keeps the defaults
 	sigaction(SIGTTIN, &ign, NULL);
 
-	// The relay: the person's keys into the pty (held back while the pty's
-	// input is full), the pty's output to the person's terminal. PID 1 lets
-	// go of its end of the pty, so the output ends (EIO) when the last
-	// process in the sandbox does.
-	char in[4096];
-	size_t in_len = 0, in_off = 0;
-	int stdin_open = p.pty, master_open = p.pty, empty_poll = 0;
+	struct relay r = {.master = term.master, .out = term.out, .stdin_open = p.pty, .master_open = p.pty};
 	if (p.pty) {
-		close(term.slave);
+		close(term.slave); // the output ends (EIO) when the last process in the sandbox does
 		fcntl(term.master, F_SETFL, fcntl(term.master, F_GETFL) | O_NONBLOCK);
 	}
-
 	int code = 125, running = 1;
 	while (running) {
 		struct pollfd fds[4];
@@ -1180,83 +1247,24 @@ __attribute__((noreturn)) static void stage_init(void) {
 		fds[i_sig] = (struct pollfd){sfd, POLLIN, 0};
 		if (ln >= 0)
 			fds[i_ln = nfds++] = (struct pollfd){ln, POLLIN, 0};
-		if (stdin_open && in_len == 0)
+		if (r.stdin_open && r.in_len == 0)
 			fds[i_in = nfds++] = (struct pollfd){0, POLLIN, 0};
-		if (master_open)
-			fds[i_master = nfds++] = (struct pollfd){term.master, POLLIN | (in_len ? POLLOUT : 0), 0};
+		if (r.master_open)
+			fds[i_master = nfds++] = (struct pollfd){r.master, POLLIN | (r.in_len ? POLLOUT : 0), 0};
 		if (poll(fds, nfds, -1) < 0) {
 			if (errno == EINTR)
 				continue;
 			break;
 		}
-		if (fds[i_sig].revents) {
-			struct signalfd_siginfo si;
-			while (read(sfd, &si, sizeof si) == sizeof si) {
-				int s = (int)si.ssi_signo;
-				if (s == SIGCHLD)
-					continue; // reaped below
-				if (s == SIGWINCH && p.pty) {
-					resize(&term); // the pty tells the command itself
-					continue;
-				}
-				kill(cmd, s);
-			}
-			for (;;) {
-				int ws;
-				pid_t got = waitpid(-1, &ws, WNOHANG);
-				if (got < 0 && errno == ECHILD)
-					running = 0; // the command is gone, its status with it
-				if (got <= 0)
-					break;
-				if (got == cmd) {
-					code = exit_code(ws);
-					running = 0;
-				}
-			}
-		}
+		if (fds[i_sig].revents)
+			running = on_signals(sfd, cmd, p.pty ? &term : NULL, &code);
 		if (i_ln >= 0 && fds[i_ln].revents)
 			ln = bridge(ln);
-		if (i_in >= 0 && fds[i_in].revents) {
-			// Only what is there: the terminal is shared with the
-			// person's shell, and a read that blocks would hold PID 1.
-			// Readable with nothing to read twice running is an end of
-			// input (a terminal in canonical mode at its EOF character):
-			// then the read returns at once.
-			int avail = -1;
-			if (ioctl(0, FIONREAD, &avail) == 0 && avail == 0 && !empty_poll) {
-				empty_poll = 1;
-				if (fds[i_in].revents & (POLLHUP | POLLERR | POLLNVAL))
-					stdin_open = 0;
-			} else {
-				empty_poll = 0;
-				size_t want = avail > 0 && (size_t)avail < sizeof in ? (size_t)avail : sizeof in;
-				ssize_t r = read(0, in, want);
-				if (r > 0)
-					in_len = r, in_off = 0;
-				else if (r == 0 || (errno != EINTR && errno != EAGAIN))
-					stdin_open = 0;
-			}
-		}
-		if (i_master >= 0 && fds[i_master].revents) {
-			char out[8192];
-			ssize_t r = read(term.master, out, sizeof out);
-			if (r > 0) {
-				if (term.out >= 0)
-					write_all(term.out, out, r);
-			} else if (r == 0 || (errno != EINTR && errno != EAGAIN)) {
-				master_open = 0;
-			}
-		}
-		if (in_len && master_open) {
-			ssize_t w = write(term.master, in + in_off, in_len - in_off);
-			if (w > 0) {
-				in_off += w;
-				if (in_off == in_len)
-					in_len = 0;
-			} else if (w < 0 && errno != EAGAIN && errno != EINTR) {
-				in_len = 0;
-			}
-		}
+		if (i_in >= 0 && fds[i_in].revents)
+			read_keys(&r, fds[i_in].revents);
+		if (i_master >= 0 && fds[i_master].revents)
+			relay_output(&r);
+		write_keys(&r);
 	}
 
 	// Whatever the command left running is ended now (it may hold the pty
@@ -1267,13 +1275,10 @@ __attribute__((noreturn)) static void stage_init(void) {
 		while (waitpid(-1, NULL, 0) > 0 || errno == EINTR)
 			;
 	}
-	if (p.pty && master_open) { // the last of the output
-		fcntl(term.master, F_SETFL, fcntl(term.master, F_GETFL) & ~O_NONBLOCK);
-		char out[8192];
-		ssize_t r;
-		while ((r = read(term.master, out, sizeof out)) > 0 || (r < 0 && errno == EINTR))
-			if (r > 0 && term.out >= 0)
-				write_all(term.out, out, r);
+	if (r.master_open) { // the last of the output, up to the pty's end (EIO)
+		fcntl(r.master, F_SETFL, fcntl(r.master, F_GETFL) & ~O_NONBLOCK);
+		while (r.master_open)
+			relay_output(&r);
 	}
 	if (p.done) {
 		unsigned char b[4] = {code & 0xff, (code >> 8) & 0xff, (code >> 16) & 0xff, (code >> 24) & 0xff};
