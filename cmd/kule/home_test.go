@@ -35,6 +35,9 @@ forbid (principal, action == Kule::Action::"home.write", resource) when { resour
 		strings.Contains(strings.Split(list, "~/.gitconfig")[1], "denied") {
 		t.Errorf("kule home does not say which change the policy denies:\n%s", list)
 	}
+	if st := mustKule(t, "status", made.ID); !strings.Contains(st, "~/.bashrc  (runs at every start)  · denied by the policy") {
+		t.Errorf("kule status does not say the policy denies the home change:\n%s", st)
+	}
 	out, err := kule(t, "home", made.ID, "apply", ".bashrc")
 	if err == nil || !strings.Contains(err.Error(), "the policy denies ~/.bashrc (keep-shell-rc") || !strings.Contains(err.Error(), "nothing was applied") {
 		t.Fatalf("apply of a denied change: %v\n%s", err, out)

@@ -143,7 +143,7 @@ and lists what it changed. Nothing reaches the folder until kule commit.`,
 			k.Net = daemonNetHooks(ctx, k.Store.Root, strings.Join(argv, " "))
 			code, st, err := k.Exec(ctx, t, opt)
 			if st != nil {
-				printStatus(cmd.ErrOrStderr(), st, false, nil)
+				printStatus(cmd.ErrOrStderr(), st, false, nil, nil)
 			}
 			if err != nil {
 				return err
@@ -206,7 +206,7 @@ func statusCommand() *cobra.Command {
 				m["sandbox"] = refusalsJSON(t)
 				return printJSON(cmd.OutOrStdout(), m)
 			}
-			printStatus(cmd.OutOrStdout(), st, true, &names)
+			printStatus(cmd.OutOrStdout(), st, true, &names, homeVerdicts(k, t, st.Home))
 			statusBudget(cmd.OutOrStdout(), k, t)
 			printRefusals(cmd.OutOrStdout(), t)
 			if perr != nil {
@@ -222,8 +222,9 @@ func statusCommand() *cobra.Command {
 }
 
 // printStatus prints a task's changes; names, when given, adds the names
-// that changed inside each file, where the task meets others, and notices.
-func printStatus(w io.Writer, st *kernel.Status, header bool, names *namesView) {
+// that changed inside each file, where the task meets others, and notices;
+// home, the policy's verdicts on the changes in the task's home.
+func printStatus(w io.Writer, st *kernel.Status, header bool, names *namesView, home []policy.Verdict) {
 	if header {
 		fmt.Fprintf(w, "task %s · %s\n", st.Task.ID, st.Task.Folder)
 	}
@@ -254,7 +255,7 @@ func printStatus(w io.Writer, st *kernel.Status, header bool, names *namesView) 
 	for _, l := range st.Network {
 		fmt.Fprintln(w, l)
 	}
-	printHome(w, st.Home, nil) // kule home TASK says what the policy makes of them
+	printHome(w, st.Home, home)
 	printProblems(w, st.Problems)
 	printMeets(w, names)
 }
