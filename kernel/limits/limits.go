@@ -132,6 +132,10 @@ type Watch struct {
 	TaskTimeFile string
 	// Tick is how often the supervisor looks; 100 ms when zero.
 	Tick time.Duration
+	// Began is when the run began (Supervise sets it, before the run's first
+	// process starts); its wall time and the task's time count from there.
+	// Start's call when zero.
+	Began time.Time
 }
 
 // Usage is what the run took so far.
@@ -202,6 +206,9 @@ func Start(ctx context.Context, lim Limits, w Watch) *Supervisor {
 	if w.Tick == 0 {
 		w.Tick = 100 * time.Millisecond
 	}
+	if w.Began.IsZero() {
+		w.Began = time.Now()
+	}
 	s := &Supervisor{lim: lim, w: w, done: make(chan struct{}), finish: make(chan struct{})}
 	if lim.Disk > 0 {
 		_ = SetFileSizeLimit(w.Root, lim.Disk)
@@ -268,7 +275,7 @@ func (s *Supervisor) stop(r Reason, pids []int) {
 
 func (s *Supervisor) loop(ctx context.Context) {
 	defer close(s.done)
-	start := time.Now()
+	start := s.w.Began
 	var before time.Duration // the task's runs before this one
 	if s.w.TaskTimeFile != "" {
 		before, _ = LoadTaskTime(s.w.TaskTimeFile)

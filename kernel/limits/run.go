@@ -43,7 +43,7 @@ func Supervise(ctx context.Context, lim Limits, t Task, activity func() time.Tim
 			return nil, err
 		}
 	}
-	w := Watch{DiskPaths: t.DiskPaths, DiskBase: t.DiskBase, Activity: activity, TaskTimeFile: file}
+	w := Watch{DiskPaths: t.DiskPaths, DiskBase: t.DiskBase, Activity: activity, TaskTimeFile: file, Began: time.Now()}
 	if lim.CPU == 0 && lim.Memory == 0 && lim.Time == 0 && lim.Idle == 0 {
 		// Only disk (measured every second anyway) or time to keep: a
 		// look a second is enough.
