@@ -19,6 +19,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -1049,13 +1050,20 @@ static int exit_code(int ws) {
 }
 
 // The relay: the person's keys into the pty (held back while the pty's
-// input is full), the pty's output to the person's terminal.
+// input is full), the pty's output to the person's terminal. The output has
+// a thread of its own: a terminal that takes no output (stopped, or its
+// window frozen) holds only that thread, while PID 1's loop still forwards
+// signals, reaps, bridges and passes on keys — a Ctrl-C typed at a command
+// flooding a stalled terminal reaches it.
 struct relay {
 	int master, out;
 	char in[4096];
 	size_t in_len, in_off;
-	int stdin_open, master_open;
-	int empty_poll; // the last poll found stdin readable with nothing in it
+	int stdin_open;
+	int master_open; // cleared by the output thread at the pty's end (atomic)
+	int empty_poll;  // the last poll found stdin readable with nothing in it
+	pthread_t output;
+	int output_started;
 };
 
 // read_keys reads what the person typed. Only what is there: the terminal
@@ -1083,7 +1091,7 @@ static void read_keys(struct relay *r, short revents) {
 // write_keys passes on what is held of the person's keys, as far as the
 // pty's input takes it.
 static void write_keys(struct relay *r) {
-	if (!r->in_len || !r->master_open)
+	if (!r->in_len || !__atomic_load_n(&r->master_open, __ATOMIC_ACQUIRE))
 		return;
 	ssize_t w = write(r->master, r->in + r->in_off, r->in_len - r->in_off);
 	if (w > 0) {
@@ -1095,17 +1103,28 @@ static void write_keys(struct relay *r) {
 	}
 }
 
-// relay_output copies what the command wrote to its pty to the person's
-// terminal (or nowhere, when neither stdout nor stderr is one).
-static void relay_output(struct relay *r) {
+// relay_output is the output thread: it copies what the command writes to
+// its pty to the person's terminal (or nowhere, when neither stdout nor
+// stderr is one) until the pty's end (EIO: the last process in the
+// sandbox has closed it). The master is non-blocking (the keys are written
+// to it from the loop), so the thread waits in poll.
+static void *relay_output(void *arg) {
+	struct relay *r = arg;
 	char out[8192];
-	ssize_t n = read(r->master, out, sizeof out);
-	if (n > 0) {
-		if (r->out >= 0)
-			write_all(r->out, out, n);
-	} else if (n == 0 || (errno != EINTR && errno != EAGAIN)) {
-		r->master_open = 0;
+	for (;;) {
+		struct pollfd pf = {r->master, POLLIN, 0};
+		if (poll(&pf, 1, -1) < 0 && errno != EINTR)
+			break;
+		ssize_t n = read(r->master, out, sizeof out);
+		if (n > 0) {
+			if (r->out >= 0)
+				write_all(r->out, out, n);
+		} else if (n == 0 || (errno != EINTR && errno != EAGAIN)) {
+			break;
+		}
 	}
+	__atomic_store_n(&r->master_open, 0, __ATOMIC_RELEASE);
+	return NULL;
 }
 
 // on_signals forwards what signalfd holds to the command (a resize goes to
@@ -1239,18 +1258,29 @@ __attribute__((noreturn)) static void stage_init(void) {
 	if (p.pty) {
 		close(term.slave); // the output ends (EIO) when the last process in the sandbox does
 		fcntl(term.master, F_SETFL, fcntl(term.master, F_GETFL) | O_NONBLOCK);
+		// Made after the command's fork (a fork copies only the thread
+		// that calls it), with every forwarded signal held as in PID 1.
+		if (pthread_create(&r.output, NULL, relay_output, &r) != 0) {
+			// Without the relay the command's output would go nowhere.
+			static const char msg[] = "kule-sandbox: the command's terminal output cannot be relayed (no thread); it was stopped\n";
+			write_all(2, msg, sizeof msg - 1);
+			kill(cmd, SIGKILL);
+			r.master_open = 0;
+		} else {
+			r.output_started = 1;
+		}
 	}
 	int code = 125, running = 1;
 	while (running) {
 		struct pollfd fds[4];
-		int nfds = 0, i_sig = nfds++, i_ln = -1, i_in = -1, i_master = -1;
+		int nfds = 0, i_sig = nfds++, i_ln = -1, i_in = -1;
 		fds[i_sig] = (struct pollfd){sfd, POLLIN, 0};
 		if (ln >= 0)
 			fds[i_ln = nfds++] = (struct pollfd){ln, POLLIN, 0};
 		if (r.stdin_open && r.in_len == 0)
 			fds[i_in = nfds++] = (struct pollfd){0, POLLIN, 0};
-		if (r.master_open)
-			fds[i_master = nfds++] = (struct pollfd){r.master, POLLIN | (r.in_len ? POLLOUT : 0), 0};
+		if (r.in_len && __atomic_load_n(&r.master_open, __ATOMIC_ACQUIRE))
+			fds[nfds++] = (struct pollfd){r.master, POLLOUT, 0}; // room for the held keys
 		if (poll(fds, nfds, -1) < 0) {
 			if (errno == EINTR)
 				continue;
@@ -1262,8 +1292,6 @@ __attribute__((noreturn)) static void stage_init(void) {
 			ln = bridge(ln);
 		if (i_in >= 0 && fds[i_in].revents)
 			read_keys(&r, fds[i_in].revents);
-		if (i_master >= 0 && fds[i_master].revents)
-			relay_output(&r);
 		write_keys(&r);
 	}
 
@@ -1275,11 +1303,8 @@ __attribute__((noreturn)) static void stage_init(void) {
 		while (waitpid(-1, NULL, 0) > 0 || errno == EINTR)
 			;
 	}
-	if (r.master_open) { // the last of the output, up to the pty's end (EIO)
-		fcntl(r.master, F_SETFL, fcntl(r.master, F_GETFL) & ~O_NONBLOCK);
-		while (r.master_open)
-			relay_output(&r);
-	}
+	if (r.output_started) // the last of the output, up to the pty's end (EIO)
+		pthread_join(r.output, NULL);
 	if (p.done) {
 		unsigned char b[4] = {code & 0xff, (code >> 8) & 0xff, (code >> 16) & 0xff, (code >> 24) & 0xff};
 		write_all(FD_DONE, (char *)b, 4);

@@ -10,10 +10,12 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -51,6 +53,7 @@ func ptyHostMain(spec string) int {
 // screen is what a terminal showed, read from its master as it comes.
 type screen struct {
 	master *os.File
+	person *os.File // the terminal's other end: the person's stdio
 	mu     sync.Mutex
 	cond   *sync.Cond
 	buf    bytes.Buffer
@@ -130,7 +133,7 @@ func (w *world) fromTerminal(t *testing.T, interact func(s *screen), args ...str
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	s := &screen{master: master}
+	s := &screen{master: master, person: slave}
 	s.cond = sync.NewCond(&s.mu)
 	go s.read()
 	interact(s)
@@ -190,6 +193,53 @@ func TestOwnTerminalCtrlC(t *testing.T) {
 	}, "sh", "-c", "echo ready; exec sleep 1000")
 	if r.code != 128+2 {
 		t.Fatalf("exit code %d, want 130 (SIGINT from the pty):\n%s", r.code, r.stdout)
+	}
+}
+
+// A terminal that takes no output holds up only the relay of the output:
+// keys still reach the command. The person's terminal is stopped here (as
+// by Ctrl-S where the terminal keeps flow control) while the command floods
+// it, and a Ctrl-C typed meanwhile still stops the command.
+func TestStoppedTerminalStillTakesCtrlC(t *testing.T) {
+	skipUnlessSandbox(t)
+	t.Parallel()
+	w := newWorld(t)
+	flooding, marker := filepath.Join(w.task.Copy, "flooding"), filepath.Join(w.task.Copy, "interrupted")
+	script := `trap 'echo > interrupted; exit 9' INT; echo ready; read go; echo > flooding; ` +
+		`head -c 8000000 /dev/zero | tr '\0' x; echo flood-ended; exec sleep 1000`
+	// The command says what it does in files, since its terminal shows
+	// nothing while stopped. The bounds only end a broken run.
+	waitForFile := func(path string) bool {
+		for deadline := time.Now().Add(60 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+			if _, err := os.Stat(path); err == nil {
+				return true
+			}
+		}
+		return false
+	}
+	r := w.fromTerminal(t, func(s *screen) {
+		if !s.waitFor("ready") {
+			return
+		}
+		if err := unix.IoctlSetInt(int(s.person.Fd()), unix.TCXONC, unix.TCOOFF); err != nil {
+			t.Fatal(err)
+		}
+		s.type_("go\r")
+		if !waitForFile(flooding) {
+			t.Errorf("the command never read its go")
+		} else {
+			s.type_("\x03")
+			if !waitForFile(marker) {
+				t.Errorf("Ctrl-C did not reach the command while the person's terminal took no output")
+			}
+		}
+		unix.IoctlSetInt(int(s.person.Fd()), unix.TCXONC, unix.TCOON)
+	}, "sh", "-c", script)
+	if r.code != 9 {
+		t.Errorf("exit code %d, want 9 (the command's trap of SIGINT)", r.code)
+	}
+	if strings.Contains(r.stdout, "flood-ended") {
+		t.Errorf("the flood ran to its end: Ctrl-C came too late")
 	}
 }
 
