@@ -174,8 +174,18 @@ func TestCancelKillsEverything(t *testing.T) {
 	t.Parallel()
 	w := newWorld(t)
 	ctx, cancel := context.WithCancel(context.Background())
-	go func() { time.Sleep(300 * time.Millisecond); cancel() }()
-	code, err := w.sandbox().Run(ctx, runner.Spec{Task: w.task, Dir: w.task.Copy, Env: w.env, Args: []string{"sh", "-c", "sleep 31339 & sleep 31339"}})
+	// Cancelled once the command runs, its child with it (a cancel before
+	// the command starts is another path: nothing ran).
+	started := filepath.Join(w.task.Copy, "started")
+	go func() {
+		for deadline := time.Now().Add(60 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+			if _, err := os.Stat(started); err == nil {
+				break
+			}
+		}
+		cancel()
+	}()
+	code, err := w.sandbox().Run(ctx, runner.Spec{Task: w.task, Dir: w.task.Copy, Env: w.env, Args: []string{"sh", "-c", "sleep 31339 & echo > started; sleep 31339"}})
 	if err != nil || code != 128+9 {
 		t.Fatalf("code %d err %v, want 137", code, err)
 	}
@@ -210,7 +220,7 @@ func TestNothingOutlivesTheRun(t *testing.T) {
 	}
 	defer devnull.Close()
 	spec := runner.Spec{Task: w.task, Dir: w.task.Copy, Env: w.env, Stdout: devnull, Stderr: devnull,
-		Args: []string{"sh", "-c", `sh -c 'while :; do echo 31337x >> bg.txt; done' & sleep 0.2`}}
+		Args: []string{"sh", "-c", `sh -c 'while :; do echo 31337x >> bg.txt; done' & while [ ! -s bg.txt ]; do :; done`}}
 	if code, err := w.sandbox().Run(context.Background(), spec); err != nil || code != 0 {
 		t.Fatalf("code %d err %v", code, err)
 	}
