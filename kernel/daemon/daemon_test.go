@@ -170,7 +170,12 @@ func TestIdleDaemonExits(t *testing.T) {
 func TestOpenStreamKeepsDaemonUp(t *testing.T) {
 	t.Parallel()
 	k := newKernel(t)
-	d := startDaemon(t, Config{Kernel: k, Idle: 150 * time.Millisecond})
+	d, err := Start(Config{Kernel: k, Idle: 150 * time.Millisecond, Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	must(t, err)
+	// Held busy until the stream is open, so that the idle clock runs only
+	// with the stream open (a slow first request could outlast 150 ms).
+	release := d.busy()
+	go d.Serve(context.Background())
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	req, _ := http.NewRequestWithContext(ctx, "GET", "http://"+d.Addr()+"/api/events", nil)
@@ -178,6 +183,10 @@ func TestOpenStreamKeepsDaemonUp(t *testing.T) {
 	resp, err := http.DefaultClient.Do(req)
 	must(t, err)
 	defer resp.Body.Close()
+	for !d.Bus.Listening() {
+		time.Sleep(5 * time.Millisecond)
+	}
+	release()
 	time.Sleep(600 * time.Millisecond) // several idle periods with the stream open
 	select {
 	case <-d.Done():

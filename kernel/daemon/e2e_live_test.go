@@ -96,7 +96,7 @@ func TestAppLiveConnectionsAgentAndGroups(t *testing.T) {
 		t.Fatalf("the command is %s while its connection waits", r)
 	}
 	step(t, ctx, shot, "approve it under Needs you",
-		chromedp.Click(chromedp.CSS(`#needs li[data-question] button.primary`)),
+		clickOf(`#needs li[data-question] button.primary`),
 		chromedp.WaitVisible(chromedp.CSS(`#live li.run[data-state="ended"]`)),
 		chromedp.WaitVisible(chromedp.CSS(`#live li.netconn.ok`)))
 	out := value(t, ctx, shot, "read the run", textOf(`#live li.run .out`))
@@ -154,7 +154,7 @@ permit (principal, action, resource);
 
 	// The agent writes a note; the permission waits on the Live tab.
 	step(t, ctx, shot, "ask the agent from the command line",
-		chromedp.Click(chromedp.CSS(`#task-list li[data-id="`+id+`"]`)),
+		clickOf(`#task-list li[data-id="`+id+`"]`),
 		chromedp.SetValue(chromedp.CSS(`#agent`), "peer"),
 		void(chromedp.Evaluate[bool](`document.querySelector('#agent').dispatchEvent(new Event('change')), true`)),
 		chromedp.Click(chromedp.CSS(`#cmd`)),
@@ -168,7 +168,7 @@ permit (principal, action, resource);
 		must(t, os.WriteFile(*docShot, b, 0o644))
 	}
 	step(t, ctx, shot, "approve the permission on the Live tab",
-		chromedp.Click(chromedp.CSS(`#live li.qcard[data-question] button.primary`)),
+		clickOf(`#live li.qcard[data-question] button.primary`),
 		chromedp.WaitVisible(chromedp.CSS(`#live li.end`)))
 	live := value(t, ctx, shot, "read Live", textOf(`#live`))
 	for _, want := range []string{"I will write the notes.", "Wrote it.", "Write notes/release.md", "notes/release.md", "completed", "Plan", "Write the release notes", "0.25 USD"} {

@@ -28,7 +28,7 @@ func TestAppTimelineShowsASandboxRefusal(t *testing.T) {
 	step(t, ctx, shot, "open the app on the task's Timeline",
 		chromedp.Navigate(d.URL()),
 		chromedp.WaitVisible(chromedp.CSS(`#task-list li`)),
-		chromedp.Click(chromedp.CSS(`#task-list li`)),
+		clickOf(`#task-list li`),
 		chromedp.WaitVisible(chromedp.CSS(`#taskview`)),
 		chromedp.KeyEvent("3", chromedp.KeyModifiers(chromedp.ModifierCtrl)),
 		chromedp.WaitVisible(chromedp.CSS(`#timeline-accesses`)))
@@ -81,7 +81,7 @@ func TestAppTimelineMarksUncommittedSteps(t *testing.T) {
 	step(t, ctx, shot, "open the Timeline",
 		chromedp.Navigate(d.URL()),
 		chromedp.WaitVisible(chromedp.CSS(`#task-list li`)),
-		chromedp.Click(chromedp.CSS(`#task-list li`)),
+		clickOf(`#task-list li`),
 		chromedp.WaitVisible(chromedp.CSS(`#taskview`)),
 		chromedp.KeyEvent("3", chromedp.KeyModifiers(chromedp.ModifierCtrl)),
 		chromedp.WaitVisible(chromedp.CSS(`#timeline .chip.uncommitted`)))
@@ -132,7 +132,7 @@ func TestLiveDrawsARunOnceWhenOpenedAfterIt(t *testing.T) {
 		chromedp.WaitNotPresent(chromedp.CSS(`#task-list .badge.run`)))
 
 	step(t, ctx, shot, "open the task's Live",
-		chromedp.Click(chromedp.CSS(`#task-list li`)),
+		clickOf(`#task-list li`),
 		chromedp.WaitVisible(chromedp.CSS(`#live li.run[data-state="ended"]`)))
 	if runs := value(t, ctx, shot, "count the runs in Live", chromedp.Evaluate[int](`document.querySelectorAll('#live li.run').length`)); runs != 1 {
 		shot("live-runs")

@@ -213,7 +213,7 @@ func TestAppEndToEnd(t *testing.T) {
 	}()
 	step(t, ctx, shot, "see the question under Needs you",
 		chromedp.WaitVisible(chromedp.CSS(`#needs li[data-question] button.primary`)))
-	step(t, ctx, shot, "approve it", chromedp.Click(chromedp.CSS(`#needs li[data-question] button.primary`)))
+	step(t, ctx, shot, "approve it", clickOf(`#needs li[data-question] button.primary`))
 	select {
 	case a := <-answered:
 		if a.State != Approved || a.By != "person" {
@@ -264,7 +264,7 @@ func TestAppEndToEnd(t *testing.T) {
 	step(t, ctx, shot, "undo from the Timeline",
 		chromedp.KeyEvent("3", chromedp.KeyModifiers(chromedp.ModifierCtrl)),
 		chromedp.WaitVisible(chromedp.CSS(`#v-timeline button[aria-label^="Undo checkpoint 2"]`)),
-		chromedp.Click(chromedp.CSS(`#v-timeline button[aria-label^="Undo checkpoint 2"]`)),
+		clickOf(`#v-timeline button[aria-label^="Undo checkpoint 2"]`),
 		chromedp.WaitVisible(chromedp.CSS(`#v-timeline button[aria-label^="Undo checkpoint 1"]`)))
 	if _, err := os.Stat(filepath.Join(folder, "go.mod")); err == nil {
 		t.Fatal("Undo left go.mod in the folder")
@@ -348,7 +348,7 @@ func TestAppKeyboardAndSettings(t *testing.T) {
 	}
 	step(t, ctx, shot, "open the app",
 		chromedp.Navigate(d.URL()),
-		chromedp.Click(chromedp.CSS(`#task-list li[data-id="`+ids[0]+`"]`)),
+		clickOf(`#task-list li[data-id="`+ids[0]+`"]`),
 		chromedp.WaitVisible(chromedp.CSS(`#taskview`)),
 		chromedp.KeyEvent(kb.ArrowDown, chromedp.KeyModifiers(chromedp.ModifierAlt)),
 		chromedp.WaitVisible(chromedp.CSS(`#task-list li:nth-child(2)[data-id="`+ids[0]+`"]`)))
@@ -444,7 +444,7 @@ func TestAStaleQuestionListNeverHidesAWaitingOne(t *testing.T) {
 		};
 		return true;
 	})()`)))
-	step(t, ctx, shot, "approve the first", chromedp.Click(chromedp.CSS(`#needs li[data-question] button.primary`)))
+	step(t, ctx, shot, "approve the first", clickOf(`#needs li[data-question] button.primary`))
 	step(t, ctx, shot, "the list is fetched and held", void(chromedp.Poll[bool](`window.__held > 0`)))
 	ask("Let the agent run make install?")
 	step(t, ctx, shot, "see the second question", void(chromedp.Poll[bool](`(document.querySelector('#needs-list') || {}).innerText.includes('make install')`)))

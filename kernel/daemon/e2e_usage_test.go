@@ -37,7 +37,7 @@ func TestAppUsageBudgetAndLimitStop(t *testing.T) {
 	step(t, ctx, shot, "open the task",
 		chromedp.Navigate(d.URL()),
 		chromedp.WaitVisible(chromedp.CSS(row)),
-		chromedp.Click(chromedp.CSS(row)),
+		clickOf(row),
 		chromedp.WaitVisible(chromedp.CSS(`#t-usage .meter`)))
 	head := value(t, ctx, shot, "read the header", textOf(`#t-usage`))
 	for _, want := range []string{"1.2k tokens", "$0.85", "1 run", "$0.85 of $1.00", "85%", "$0.85 of $20.00"} {
