@@ -106,8 +106,14 @@ func TestSandboxedMisbehaving(t *testing.T) {
 	if es, err := crash.Entities(ctx, "a.txt", []byte("fine\n")); err != nil || len(es) != 1 {
 		t.Errorf("after a crash the plugin restarts: %+v, %v", es, err)
 	}
-	h.opts.CallTimeout = time.Second
 	hang := &Differ{h: h, name: "hang", builtin: true}
+	// Started under the usual timeout first: a slow start (a race-built
+	// plugin in its sandbox, on a loaded machine) must not be taken for
+	// the hang.
+	if _, err := hang.Entities(ctx, "a.txt", []byte("fine\n")); err != nil {
+		t.Fatalf("the hang plugin did not start: %v", err)
+	}
+	h.opts.CallTimeout = time.Second
 	if _, err := hang.Entities(ctx, "a.txt", []byte("hang\n")); !errors.Is(err, ErrCall) || !strings.Contains(err.Error(), "longer than") {
 		t.Errorf("hang = %v, want a deadline error", err)
 	}
@@ -230,10 +236,18 @@ func TestSandboxAttacks(t *testing.T) {
 		}
 		return got
 	}
-	drain := func() []string {
+	// drain collects what reached the test's listeners and signal: until
+	// want arrived (the unsandboxed runs, so none of theirs is left to be
+	// blamed on the next run; 30 s ends a broken one), or for 300 ms when
+	// nothing should.
+	drain := func(want int) []string {
 		var got []string
-		deadline := time.After(300 * time.Millisecond)
-		for {
+		wait := 300 * time.Millisecond
+		if want > 0 {
+			wait = 30 * time.Second
+		}
+		deadline := time.After(wait)
+		for want == 0 || len(got) < want {
 			select {
 			case w := <-accepted:
 				got = append(got, w)
@@ -243,6 +257,7 @@ func TestSandboxAttacks(t *testing.T) {
 				return got
 			}
 		}
+		return got
 	}
 
 	for _, builtin := range []bool{true, false} {
@@ -268,7 +283,7 @@ func TestSandboxAttacks(t *testing.T) {
 					t.Errorf("the plugin wrote %s", p)
 				}
 			}
-			if reached := drain(); len(reached) > 0 {
+			if reached := drain(0); len(reached) > 0 {
 				t.Errorf("the plugin reached %v", reached)
 			}
 		})
@@ -283,7 +298,7 @@ func TestSandboxAttacks(t *testing.T) {
 					t.Errorf("unsandboxed %s = %s, want ok (else the sandboxed refusal proves nothing)", a, res)
 				}
 			}
-			if reached := drain(); len(reached) != 4 {
+			if reached := drain(4); len(reached) != 4 {
 				t.Errorf("unsandboxed the plugin reached %v, want tcp, daemon, abstract and SIGUSR1", reached)
 			}
 		})
