@@ -39,7 +39,6 @@
 #include <sys/syscall.h>
 #include <sys/types.h>
 #include <sys/wait.h>
-#include <linux/capability.h>
 
 #include "pid1_linux.h"
 
@@ -751,11 +750,23 @@ static int bridge(int ln) {
 
 // ---- Privileges and Landlock ----
 
+// capget/capset's structures as in linux/capability.h (version 3: two
+// 32-bit halves), declared here so that libc's headers are all the helper
+// needs (musl's come without the kernel's).
+struct cap_header {
+	uint32_t version;
+	int pid;
+};
+struct cap_data {
+	uint32_t effective, permitted, inheritable;
+};
+enum { CAP_VERSION_3 = 0x20080522 };
+
 // drop_caps leaves the process with no capabilities for good: securebits make
 // uid 0 gain none at exec, the bounding and ambient sets are emptied.
 static const char *drop_caps(void) {
-	struct __user_cap_header_struct hdr = {_LINUX_CAPABILITY_VERSION_3, 0};
-	struct __user_cap_data_struct data[2];
+	struct cap_header hdr = {CAP_VERSION_3, 0};
+	struct cap_data data[2];
 	memset(data, 0, sizeof data);
 	if (syscall(SYS_capget, &hdr, data) != 0)
 		return "capget";

@@ -4,6 +4,7 @@ package sandbox
 
 import (
 	"context"
+	"debug/elf"
 	"encoding/binary"
 	"errors"
 	"io"
@@ -449,5 +450,46 @@ func TestHelperRefusesWhatIsNotAPlanOfItsBuild(t *testing.T) {
 				t.Fatalf("helper: exit %d, status %q; want 125 and %q", code, status, tc.want)
 			}
 		})
+	}
+}
+
+// Built against musl, whose constructors get no arguments, the helper finds
+// its stage in /proc/self/cmdline, and the run is the same sandbox: PID 1
+// and the command alone, no capabilities and no new privileges, the
+// credentials hidden.
+func TestHelperBuiltWithMusl(t *testing.T) {
+	skipUnlessSandbox(t)
+	t.Parallel()
+	cc, err := exec.LookPath("musl-gcc")
+	if err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatal("musl-gcc is needed on CI (apt-get install musl-tools)")
+		}
+		t.Skip("musl-gcc is not installed (apt-get install musl-tools)")
+	}
+	w := newWorld(t)
+	helper := filepath.Join(t.TempDir(), HelperName)
+	build := exec.Command("go", "build", "-tags", "netgo,osusergo", "-ldflags", "-linkmode=external -extldflags=-static",
+		"-o", helper, "github.com/kulehq/kule/cmd/kule-sandbox")
+	build.Env = append(os.Environ(), "CGO_ENABLED=1", "CC="+cc)
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("build the helper with musl: %v\n%s", err, out)
+	}
+	if f, err := elf.Open(helper); err != nil {
+		t.Fatal(err)
+	} else {
+		for _, p := range f.Progs {
+			if p.Type == elf.PT_INTERP {
+				t.Fatal("the musl helper is not static: it names a loader")
+			}
+		}
+		f.Close()
+	}
+	s := w.sandbox()
+	s.Exe = helper
+	r := w.run(t, s, runner.Spec{Args: []string{"sh", "-c",
+		"echo $$; echo /proc/[0-9]*; grep -E 'NoNewPrivs|CapEff|CapBnd' /proc/self/status; cat " + filepath.Join(w.home, ".ssh", "id_ed25519") + " 2>&1 || echo hidden"}})
+	if want := "2\n/proc/1 /proc/2\nCapEff:\t0000000000000000\nCapBnd:\t0000000000000000\nNoNewPrivs:\t1\n"; !strings.HasPrefix(r.stdout, want) || !strings.HasSuffix(r.stdout, "hidden\n") || strings.Contains(r.stdout, marker) {
+		t.Fatalf("stdout %q, want it to start %q and the key hidden (stderr %s)", r.stdout, want, r.stderr)
 	}
 }
