@@ -23,6 +23,7 @@ import (
 	"path/filepath"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -149,15 +150,9 @@ func Start(cfg Config) (*Daemon, error) {
 	// The socket: we hold the lock, so a socket file left there is stale.
 	sock := SocketPath(home)
 	_ = os.Remove(sock)
-	old := unix.Umask(0o177)
-	sl, err := net.Listen("unix", sock)
-	unix.Umask(old)
+	sl, err := listenPrivate(sock)
 	if err != nil {
 		return nil, fmt.Errorf("daemon: listen on %s: %w", sock, err)
-	}
-	if err := os.Chmod(sock, 0o600); err != nil {
-		sl.Close()
-		return nil, fmt.Errorf("daemon: %w", err)
 	}
 	d.sockL = &peerListener{Listener: sl, uid: os.Getuid(), log: d.log}
 	addr := cfg.HTTPAddr
@@ -281,4 +276,19 @@ func (d *Daemon) track(h http.Handler) http.Handler {
 		defer d.busy()()
 		h.ServeHTTP(w, r)
 	})
+}
+
+// listenPrivate listens on a Unix socket made 0600 from the start: its mode
+// is set on the socket before bind (the file takes it from there), not by
+// the umask, which is the whole process's — changed for a moment, it
+// reached every file another goroutine made meanwhile.
+func listenPrivate(path string) (net.Listener, error) {
+	lc := net.ListenConfig{Control: func(_, _ string, c syscall.RawConn) error {
+		var err error
+		if cerr := c.Control(func(fd uintptr) { err = unix.Fchmod(int(fd), 0o600) }); cerr != nil {
+			return cerr
+		}
+		return err
+	}}
+	return lc.Listen(context.Background(), "unix", path)
 }

@@ -18,6 +18,8 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/kulehq/kule/kernel"
 	"github.com/kulehq/kule/kernel/daemon/client"
 	"github.com/kulehq/kule/kernel/runner"
@@ -74,6 +76,25 @@ func TestSecondDaemonOnTheSameHomeRefuses(t *testing.T) {
 	must(t, err)
 	if st.Mode().Perm() != 0o600 || st.Mode().Type() != fs.ModeSocket {
 		t.Fatalf("socket mode %v, want a 0600 socket", st.Mode())
+	}
+}
+
+// The socket is 0600 from its making, whatever the umask: its mode is not
+// the umask's (which is the whole process's, and no daemon may change it
+// under the other goroutines' files). Not parallel: it sets the umask.
+func TestSocketIsPrivateUnderAnOpenUmask(t *testing.T) {
+	old := unix.Umask(0)
+	defer unix.Umask(old)
+	d, err := Start(Config{Kernel: newKernel(t), Idle: -1, Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	must(t, err)
+	defer d.Shutdown()
+	if now := unix.Umask(0); now != 0 {
+		t.Errorf("the daemon left the umask %#o", now)
+	}
+	st, err := os.Stat(SocketPath(d.home))
+	must(t, err)
+	if st.Mode().Perm() != 0o600 {
+		t.Fatalf("socket mode %v under umask 0, want 0600", st.Mode())
 	}
 }
 
