@@ -1258,29 +1258,29 @@ __attribute__((noreturn)) static void stage_init(void) {
 		die("catch signals: %s", why(errno));
 
 	wait_for_go();
+	// PID 1 writes the command's output to the person's terminal from
+	// whichever process group kule is in; the command gets every signal
+	// back at its default (start_command).
+	struct sigaction ign = {.sa_handler = SIG_IGN};
+	sigaction(SIGTTOU, &ign, NULL);
+	sigaction(SIGTTIN, &ign, NULL);
+	struct relay r = {.master = term.master, .out = term.out, .stdin_open = p.pty, .master_open = p.pty};
+	if (p.pty) {
+		fcntl(term.master, F_SETFL, fcntl(term.master, F_GETFL) | O_NONBLOCK);
+		// Made before the command, so that a relay that cannot be made
+		// is a setup failure and nothing runs. It holds no lock a fork
+		// could copy held (it only polls, reads and writes), and it
+		// has every forwarded signal held, as PID 1 does.
+		int e = pthread_create(&r.output, NULL, relay_output, &r);
+		if (e != 0)
+			die("relay the command's terminal: %s", why(e));
+		r.output_started = 1;
+	}
 	pid_t cmd = start_command(&p, p.pty ? &term : NULL, &mask);
 	close(FD_STATUS); // EOF without text: the command runs
 	status_fd = -1;
-	struct sigaction ign = {.sa_handler = SIG_IGN};
-	sigaction(SIGTTOU, &ign, NULL); // after the fork: the command keeps the defaults
-	sigaction(SIGTTIN, &ign, NULL);
-
-	struct relay r = {.master = term.master, .out = term.out, .stdin_open = p.pty, .master_open = p.pty};
-	if (p.pty) {
+	if (p.pty)
 		close(term.slave); // the output ends (EIO) when the last process in the sandbox does
-		fcntl(term.master, F_SETFL, fcntl(term.master, F_GETFL) | O_NONBLOCK);
-		// Made after the command's fork (a fork copies only the thread
-		// that calls it), with every forwarded signal held as in PID 1.
-		if (pthread_create(&r.output, NULL, relay_output, &r) != 0) {
-			// Without the relay the command's output would go nowhere.
-			static const char msg[] = "kule-sandbox: the command's terminal output cannot be relayed (no thread); it was stopped\n";
-			write_all(2, msg, sizeof msg - 1);
-			kill(cmd, SIGKILL);
-			r.master_open = 0;
-		} else {
-			r.output_started = 1;
-		}
-	}
 	int code = 125, running = 1;
 	while (running) {
 		struct pollfd fds[4];
