@@ -159,11 +159,11 @@ func (h *harness) open(t *testing.T) {
 // measures time, only gives late messages a chance to arrive.
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	for range 500 {
+	// The bound only ends a broken run; a loaded machine may take seconds.
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
 		if cond() {
 			return
 		}
-		time.Sleep(10 * time.Millisecond)
 	}
 	t.Fatalf("never happened: %s", what)
 }

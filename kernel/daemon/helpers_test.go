@@ -80,7 +80,7 @@ func startDaemon(t *testing.T, cfg Config) *Daemon {
 	})
 	c := client.New(d.home)
 	for i := 0; !c.Running(context.Background()); i++ {
-		if i > 200 {
+		if i > 1500 { // 30 s: only a broken daemon takes that long
 			t.Fatal("daemon does not answer on its socket")
 		}
 		time.Sleep(20 * time.Millisecond)

@@ -55,7 +55,7 @@ func TestSandboxRefusalReachesTheAPIAndTheStream(t *testing.T) {
 			if e.Type == "sandbox" {
 				ev = &e
 			}
-		case <-time.After(10 * time.Second):
+		case <-time.After(30 * time.Second):
 			t.Fatal("no sandbox event")
 		}
 	}

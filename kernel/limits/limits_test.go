@@ -269,7 +269,7 @@ func TestTreeByChildrenMatchesAScan(t *testing.T) {
 	}
 	cmd := start(t, t.TempDir(), "sh -c 'sleep 120 & sleep 120 & wait' & python3 -c 'import threading, subprocess; threading.Thread(target=lambda: subprocess.run([\"sleep\", \"120\"])).start()' & wait")
 	var byChildren, byScan []int
-	for i := 0; i < 500; i++ { // until every process has started
+	for i := 0; i < 3000; i++ { // until every process has started (30 s ends a broken run)
 		byChildren, byScan = treeByChildren(cmd.Process.Pid), treeByScan(cmd.Process.Pid)
 		if len(byScan) >= 6 && len(byChildren) == len(byScan) {
 			break
