@@ -134,7 +134,7 @@ type Watch struct {
 	Tick time.Duration
 	// Began is when the run began (Supervise sets it, before the run's first
 	// process starts); its wall time and the task's time count from there.
-	// Start's call when zero.
+	// When zero, the time Start is called.
 	Began time.Time
 }
 
