@@ -4,6 +4,7 @@ package sandbox
 
 import (
 	"context"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -22,7 +23,7 @@ func TestRefusedIsToldEachRefusal(t *testing.T) {
 		weaker bool
 		spec   runner.Spec
 		dev    []string
-		helper []string // a stand-in helper: /bin/sh with these arguments
+		helper string // a stand-in helper: a shell script
 		runs   bool
 		want   want
 	}{
@@ -32,7 +33,7 @@ func TestRefusedIsToldEachRefusal(t *testing.T) {
 		"device-disk":       {dev: []string{"sda"}, want: want{DeviceRefused, "/dev/sda"}},
 		"device-memory":     {dev: []string{"/dev/mem"}, want: want{DeviceRefused, "/dev/mem"}},
 		"no-isolation":      {probe: &Availability{UserNSWhy: "sysctl user.max_user_namespaces is 0"}, want: want{NotRun, "no user namespaces"}},
-		"helper-fails":      {helper: []string{"-c", "echo could not mount /proc: EPERM >&4"}, want: want{NotRun, "could not mount /proc: EPERM"}},
+		"helper-fails":      {helper: "echo could not mount /proc: EPERM >&4", want: want{NotRun, "could not mount /proc: EPERM"}},
 		"weaker-accepted":   {probe: &Availability{UserNS: true}, weaker: true, runs: true, want: want{WeakerAccepted, "no Landlock"}},
 	}
 	for name, tc := range tests {
@@ -48,8 +49,11 @@ func TestRefusedIsToldEachRefusal(t *testing.T) {
 			s := w.sandbox()
 			s.Devices, s.AcceptWeaker, s.Warn = tc.dev, tc.weaker, &strings.Builder{}
 			s.Refused = func(r Refusal) { got = append(got, r) }
-			if tc.helper != nil {
-				s.Exe, s.HelperArgs = "/bin/sh", tc.helper
+			if tc.helper != "" {
+				s.Exe = filepath.Join(t.TempDir(), HelperName)
+				if err := os.WriteFile(s.Exe, []byte("#!/bin/sh\n"+tc.helper+"\n"), 0o755); err != nil {
+					t.Fatal(err)
+				}
 			}
 			spec := tc.spec
 			spec.Task, spec.Env, spec.Args = w.task, w.env, []string{"sh", "-c", "echo ran"}

@@ -55,7 +55,7 @@ func (s *Sandbox) Run(ctx context.Context, spec runner.Spec) (int, error) {
 	if len(spec.Args) == 0 {
 		return -1, runner.ErrNoCommand
 	}
-	exe, args, err := s.helper()
+	exe, err := s.helper()
 	if err != nil {
 		return -1, fmt.Errorf("%w: find the helper executable: %w", ErrSetup, err)
 	}
@@ -69,8 +69,9 @@ func (s *Sandbox) Run(ctx context.Context, spec runner.Spec) (int, error) {
 	// agrees with them: it sets NetNS and ProxyPort from the same fields.
 	netNS := avail.UserNS && spec.Network != runner.NetworkOpen
 	bridged := avail.UserNS && spec.Network == runner.NetworkProxy && spec.ProxyAddr != ""
-	cmd := exec.CommandContext(ctx, exe, append(append([]string(nil), args...), stage)...)
-	cmd.Args[0] = "kule-sandbox"
+	// The C helper acts on exactly these arguments (pid1_linux.c).
+	cmd := exec.CommandContext(ctx, exe, HelperArg, stage)
+	cmd.Args[0] = HelperName
 	cmd.Env = []string{} // the helper needs none; the command gets Spec.Env
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = spec.Stdin, spec.Stdout, spec.Stderr
 	if cmd.Stdout == nil {

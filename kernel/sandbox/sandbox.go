@@ -23,15 +23,14 @@ var (
 )
 
 // Sandbox runs commands isolated (see the package doc). The zero value is
-// usable: it re-executes os.Executable() as `__sandbox` and reads the
-// person's home and environment from the process.
+// usable: it starts kule-sandbox beside kule (or kule itself) as the helper,
+// and reads the person's home and environment from the process.
 type Sandbox struct {
-	// Exe is the executable re-executed as the helper; empty means
-	// os.Executable(). HelperArgs go before the stage argument; nil means
-	// {"__sandbox"}. Any binary that links this package is a helper (the C
-	// in pid1_linux.c runs before its main), test binaries too.
-	Exe        string
-	HelperArgs []string
+	// Exe is the executable started as the helper, as `kule-sandbox
+	// __sandbox <stage>`; empty means kule-sandbox beside os.Executable(),
+	// else os.Executable() itself. Any binary that links this package is a
+	// helper (the C in pid1_linux.c runs before its main), test binaries too.
+	Exe string
 
 	// Home is the person's home (default $HOME). HostEnv is the environment
 	// the hidden and kept paths are derived from (PATH, GOROOT, CARGO_HOME,
@@ -96,24 +95,19 @@ const (
 // it kule re-executes itself.
 const HelperName = "kule-sandbox"
 
-// helper is the executable started as the sandbox's PID 1 and the arguments
-// before the stage.
-func (s *Sandbox) helper() (string, []string, error) {
-	args := s.HelperArgs
-	if args == nil {
-		args = []string{HelperArg}
-	}
+// helper is the executable started as the sandbox's PID 1.
+func (s *Sandbox) helper() (string, error) {
 	if s.Exe != "" {
-		return s.Exe, args, nil
+		return s.Exe, nil
 	}
 	self, err := os.Executable()
 	if err != nil {
-		return "", nil, err
+		return "", err
 	}
 	if h := filepath.Join(filepath.Dir(self), HelperName); isExecutable(h) {
-		return h, args, nil
+		return h, nil
 	}
-	return self, args, nil
+	return self, nil
 }
 
 func isExecutable(path string) bool {
