@@ -8,7 +8,6 @@ import (
 	"net"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"sort"
 	"testing"
 	"time"
@@ -38,14 +37,7 @@ func BenchmarkSetup(b *testing.B) {
 	switch helper := os.Getenv("KULE_SANDBOX_HELPER_BIN"); helper {
 	case "self":
 	case "":
-		out := filepath.Join(b.TempDir(), HelperName)
-		// As the Makefile builds it: static, so that no loader runs first.
-		build := exec.Command("go", "build", "-tags", "netgo,osusergo", "-ldflags", "-linkmode=external -extldflags=-static", "-o", out, "github.com/kulehq/kule/cmd/kule-sandbox")
-		build.Env = append(os.Environ(), "CGO_ENABLED=1")
-		if msg, err := build.CombinedOutput(); err != nil {
-			b.Fatalf("build the helper: %v\n%s", err, msg)
-		}
-		s.Exe = out
+		s.Exe = buildHelper(b, staticHelper, "CGO_ENABLED=1") // as the Makefile builds it
 	default:
 		s.Exe = helper
 	}

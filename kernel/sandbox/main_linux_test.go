@@ -7,17 +7,20 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/kulehq/kule/kernel/runner"
 )
 
 // The test binary is its own sandbox helper (the C of pid1_linux.c runs
-// before this main when started as one) and its own attacker inside the sandbox (KULE_ATTACK=name), so the tests need
-// neither the kule binary nor tools that may be missing.
+// before this main when started as one) and its own attacker inside the
+// sandbox (KULE_ATTACK=name), so the tests need neither the kule binary nor
+// tools that may be missing.
 func TestMain(m *testing.M) {
 	if j := os.Getenv("KULE_PTY_HOST"); j != "" {
 		os.Exit(ptyHostMain(j))
@@ -247,3 +250,31 @@ func TestRunsInCopy(t *testing.T) {
 }
 
 func runnerSpec(args ...string) runner.Spec { return runner.Spec{Args: args} }
+
+// staticHelper is the Makefile's HELPER_FLAGS: the helper linked
+// statically, so that no loader runs before its C.
+var staticHelper = []string{"-tags", "netgo,osusergo", "-ldflags", "-linkmode=external -extldflags=-static"}
+
+// buildHelper builds cmd/kule-sandbox with flags, and env added to the
+// build's environment, and returns its path.
+func buildHelper(tb testing.TB, flags []string, env ...string) string {
+	tb.Helper()
+	out := filepath.Join(tb.TempDir(), HelperName)
+	build := exec.Command("go", append(append([]string{"build"}, flags...), "-o", out, "github.com/kulehq/kule/cmd/kule-sandbox")...)
+	build.Env = append(os.Environ(), env...)
+	if msg, err := build.CombinedOutput(); err != nil {
+		tb.Fatalf("build the helper (%v): %v\n%s", env, err, msg)
+	}
+	return out
+}
+
+// waitForFile waits for a file a command in the sandbox makes to say where
+// it is, true once it is there; the bound of a minute only ends a broken run.
+func waitForFile(path string) bool {
+	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		if _, err := os.Stat(path); err == nil {
+			return true
+		}
+	}
+	return false
+}

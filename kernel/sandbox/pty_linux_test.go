@@ -15,7 +15,6 @@ import (
 	"sync"
 	"syscall"
 	"testing"
-	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -208,15 +207,7 @@ func TestStoppedTerminalStillTakesCtrlC(t *testing.T) {
 	script := `trap 'echo > interrupted; exit 9' INT; echo ready; read go; echo > flooding; ` +
 		`head -c 8000000 /dev/zero | tr '\0' x; echo flood-ended; exec sleep 1000`
 	// The command says what it does in files, since its terminal shows
-	// nothing while stopped. The bounds only end a broken run.
-	waitForFile := func(path string) bool {
-		for deadline := time.Now().Add(60 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-			if _, err := os.Stat(path); err == nil {
-				return true
-			}
-		}
-		return false
-	}
+	// nothing while stopped.
 	r := w.fromTerminal(t, func(s *screen) {
 		if !s.waitFor("ready") {
 			return

@@ -177,15 +177,7 @@ func TestCancelKillsEverything(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	// Cancelled once the command runs, its child with it (a cancel before
 	// the command starts is another path: nothing ran).
-	started := filepath.Join(w.task.Copy, "started")
-	go func() {
-		for deadline := time.Now().Add(60 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
-			if _, err := os.Stat(started); err == nil {
-				break
-			}
-		}
-		cancel()
-	}()
+	go func() { waitForFile(filepath.Join(w.task.Copy, "started")); cancel() }()
 	code, err := w.sandbox().Run(ctx, runner.Spec{Task: w.task, Dir: w.task.Copy, Env: w.env, Args: []string{"sh", "-c", "sleep 31339 & echo > started; sleep 31339"}})
 	if err != nil || code != 128+9 {
 		t.Fatalf("code %d err %v, want 137", code, err)
@@ -300,14 +292,8 @@ func TestBadSpec(t *testing.T) {
 func TestHelperWithoutCgoRefuses(t *testing.T) {
 	skipUnlessSandbox(t)
 	w := newWorld(t)
-	helper := filepath.Join(t.TempDir(), HelperName)
-	build := exec.Command("go", "build", "-o", helper, "github.com/kulehq/kule/cmd/kule-sandbox")
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("build a helper without cgo: %v\n%s", err, out)
-	}
 	s := w.sandbox()
-	s.Exe = helper
+	s.Exe = buildHelper(t, nil, "CGO_ENABLED=0")
 	ran := filepath.Join(w.task.Copy, "ran")
 	_, err := s.Run(context.Background(), runner.Spec{Task: w.task, Env: w.env, Args: []string{"touch", ran}})
 	if !errors.Is(err, ErrSetup) || !strings.Contains(err.Error(), "built without cgo") || !strings.Contains(err.Error(), "make build") {
@@ -468,13 +454,7 @@ func TestHelperBuiltWithMusl(t *testing.T) {
 		t.Skip("musl-gcc is not installed (apt-get install musl-tools)")
 	}
 	w := newWorld(t)
-	helper := filepath.Join(t.TempDir(), HelperName)
-	build := exec.Command("go", "build", "-tags", "netgo,osusergo", "-ldflags", "-linkmode=external -extldflags=-static",
-		"-o", helper, "github.com/kulehq/kule/cmd/kule-sandbox")
-	build.Env = append(os.Environ(), "CGO_ENABLED=1", "CC="+cc)
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("build the helper with musl: %v\n%s", err, out)
-	}
+	helper := buildHelper(t, staticHelper, "CGO_ENABLED=1", "CC="+cc)
 	if f, err := elf.Open(helper); err != nil {
 		t.Fatal(err)
 	} else {
