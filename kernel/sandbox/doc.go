@@ -27,7 +27,9 @@
 // ptrace it). The command runs in a session of its own with only
 // stdio open. When stdin is the person's terminal, the command gets a pty of
 // its own from the private devpts as its controlling terminal, and PID 1
-// relays keys and output; the person's terminal never reaches the command,
+// relays keys and output (the output from a thread of its own, so that a
+// terminal taking no output stalls neither signals nor keys); the person's
+// terminal never reaches the command,
 // so TIOCSTI cannot inject into it. PID 1 forwards signals and reaps
 // orphans; once the command ends it kills whatever is left in the
 // namespace, waits until nothing is, tells kule the exit code on a pipe of
