@@ -17,8 +17,11 @@ import (
 // the Go runtime starts; this file only lets the tests reach its plan
 // decoder and its idea of the plan's shape.
 
-// helperInC: this binary has the C helper (HelperMain).
-const helperInC = true
+// HelperMain answers a binary started with a helper's arguments (cmd/kule
+// and cmd/kule-sandbox call it, through ServeHelper). The C helper runs
+// before any main when kule starts it with its exact arguments, so a main
+// that gets here was started by a person.
+func HelperMain() int { return usage() }
 
 // helperShapeC is the plan shape the C helper reads.
 func helperShapeC() string { return C.GoString((*C.char)(unsafe.Pointer(&C.kule_plan_shape))) }
