@@ -50,7 +50,7 @@ const char kule_plan_shape[] =
 	"FSize:int64;Writable:[]string;ReadOnly:[]string;Keep:[]string;Strong:[]string;Soft:[]string;"
 	"HideDirs:[]string;HideFiles:[]string;Links:[]sandbox.link;Path:string;Target:string;"
 	"Devices:[]string;NetNS:bool;ProxyPort:int;NoTCP:bool;Landlock:bool;AcceptWeaker:bool;"
-	"PTY:bool;Done:bool;Shape:string;";
+	"PTY:bool;Shape:string;";
 
 static const char plan_magic[] = "KSP1";
 
@@ -232,7 +232,6 @@ const char *kule_plan_decode(const unsigned char *b, size_t n, struct kule_plan 
 	p->landlock = flag(&d);
 	p->accept_weaker = flag(&d);
 	p->pty = flag(&d);
-	p->done = flag(&d);
 	if (!d.err && d.n > 0)
 		d.err = "bytes after its end";
 	if (d.err) {
@@ -1307,19 +1306,16 @@ __attribute__((noreturn)) static void stage_init(void) {
 	}
 
 	// Whatever the command left running is ended now (it may hold the pty
-	// open; and kule goes on once told the code): every process of the
+	// open; and kule goes on once told the code, so that it need not wait
+	// for the kernel to take the namespaces down): every process of the
 	// namespace descends from PID 1, so none is left at ECHILD.
-	if (p.pty || p.done) {
-		kill(-1, SIGKILL);
-		while (waitpid(-1, NULL, 0) > 0 || errno == EINTR)
-			;
-	}
+	kill(-1, SIGKILL);
+	while (waitpid(-1, NULL, 0) > 0 || errno == EINTR)
+		;
 	if (r.output_started) // the last of the output, up to the pty's end (EIO)
 		pthread_join(r.output, NULL);
-	if (p.done) {
-		unsigned char b[4] = {code & 0xff, (code >> 8) & 0xff, (code >> 16) & 0xff, (code >> 24) & 0xff};
-		write_all(FD_DONE, (char *)b, 4);
-	}
+	unsigned char b[4] = {code & 0xff, (code >> 8) & 0xff, (code >> 16) & 0xff, (code >> 24) & 0xff};
+	write_all(FD_DONE, (char *)b, 4);
 	_exit(code);
 }
 

@@ -49,11 +49,6 @@ type plan struct {
 
 	PTY bool // stdin is the person's terminal: the command gets a pty of its own
 
-	// Done: PID 1 ends whatever is left in the namespace once the command
-	// has ended, then tells the command's exit code on fdDone, so that kule
-	// need not wait for the kernel to take the namespaces down.
-	Done bool
-
 	// Shape is planShape() of the kule that wrote the plan: a helper from
 	// another build (a stale kule-sandbox beside kule) refuses it rather
 	// than read fields it does not know as unset.

@@ -46,7 +46,6 @@ func encodePlan(p *plan) []byte {
 	e.bool(p.Landlock)
 	e.bool(p.AcceptWeaker)
 	e.bool(p.PTY)
-	e.bool(p.Done)
 	return e.b
 }
 

@@ -56,7 +56,6 @@ func decodePlan(b []byte) (*plan, error) {
 	p.Landlock = d.bool()
 	p.AcceptWeaker = d.bool()
 	p.PTY = d.bool()
-	p.Done = d.bool()
 	if d.err == nil && len(d.b) > 0 {
 		d.err = fmt.Errorf("%d bytes after its end", len(d.b))
 	}

@@ -30,7 +30,7 @@ const planGo = 1
 const (
 	fdPlan   = 3 // the plan's length (4 bytes), the plan, then planGo once the command may start
 	fdStatus = 4 // a setup failure, as text; EOF without text: the command runs
-	fdDone   = 5 // the command's exit code, 4 bytes, once nothing is left running (plan.Done)
+	fdDone   = 5 // the command's exit code, 4 bytes, told by PID 1 (stage init) once nothing is left running
 	fdCtrl   = 6 // the proxy bridge: accepted connections, one per SCM_RIGHTS
 )
 
@@ -174,7 +174,6 @@ func (s *Sandbox) Run(ctx context.Context, spec runner.Spec) (int, error) {
 		p, err := s.plan(spec)
 		if err == nil {
 			p.Landlock = avail.LandlockABI >= 1
-			p.Done = avail.UserNS
 			p.Shape = planShape()
 			p.PTY = pty
 			if !avail.UserNS {
