@@ -994,13 +994,34 @@ static void new_terminal(struct terminal *t) {
 	resize(t);
 }
 
+// exec_command becomes the command, with every signal back at its default,
+// ignored ones too (kule under nohup), and none blocked: a command expects
+// them so. By system call: glibc's sigaction refuses the two real-time
+// signals it keeps for itself, which a Go parent may have left ignored.
+__attribute__((noreturn)) static void exec_command(const struct kule_plan *p, const char *path) {
+	struct {
+		void (*handler)(int);
+		unsigned long flags;
+		void (*restorer)(void);
+		uint64_t mask;
+	} dfl = {SIG_DFL, 0, NULL, 0};
+	for (int s = 1; s <= 64; s++)
+		if (s != SIGKILL && s != SIGSTOP)
+			syscall(SYS_rt_sigaction, s, &dfl, NULL, sizeof dfl.mask);
+	sigset_t none;
+	sigemptyset(&none);
+	sigprocmask(SIG_SETMASK, &none, NULL);
+	execve(path, p->args.v, p->env.n ? p->env.v : (char *[]){NULL});
+	die("run %s: %s", p->args.v[0], why(errno));
+}
+
 // start_command forks the command: a session of its own (the person's
 // terminal is never its controlling terminal, so TIOCSTI cannot reach it;
 // its own pty is), no capabilities, no_new_privs, the file size limit and
 // the Landlock domain. PID 1 itself keeps what it needs to reap and forward,
 // outside the domain. A failure before exec comes back on a pipe and ends
 // the run as a setup failure.
-static pid_t start_command(const struct kule_plan *p, const struct terminal *term, const sigset_t *mask) {
+static pid_t start_command(const struct kule_plan *p, const struct terminal *term) {
 	if (chdir(p->dir) != 0) // PATH entries like "." resolve from here
 		die("enter the working directory: %s", why(errno));
 	char *path = look_path(p);
@@ -1023,23 +1044,7 @@ static pid_t start_command(const struct kule_plan *p, const struct terminal *ter
 				die("run %s: the pty as its terminal: %s", p->args.v[0], why(errno));
 		}
 		narrow(p);
-		// Every signal back to its default, ignored ones too (kule under
-		// nohup): the Go helper's command got them so, and a command
-		// expects them so. By system call: glibc's sigaction refuses the
-		// two real-time signals it keeps for itself, which a Go parent
-		// may have left ignored.
-		struct {
-			void (*handler)(int);
-			unsigned long flags;
-			void (*restorer)(void);
-			uint64_t mask;
-		} dfl = {SIG_DFL, 0, NULL, 0};
-		for (int s = 1; s <= 64; s++)
-			if (s != SIGKILL && s != SIGSTOP)
-				syscall(SYS_rt_sigaction, s, &dfl, NULL, sizeof dfl.mask);
-		sigprocmask(SIG_UNBLOCK, mask, NULL);
-		execve(path, p->args.v, p->env.n ? p->env.v : (char *[]){NULL});
-		die("run %s: %s", p->args.v[0], why(errno));
+		exec_command(p, path);
 	}
 	close(errp[1]);
 	char buf[4096];
@@ -1275,7 +1280,7 @@ __attribute__((noreturn)) static void stage_init(void) {
 			die("relay the command's terminal: %s", why(e));
 		r.output_started = 1;
 	}
-	pid_t cmd = start_command(&p, p.pty ? &term : NULL, &mask);
+	pid_t cmd = start_command(&p, p.pty ? &term : NULL);
 	close(FD_STATUS); // EOF without text: the command runs
 	status_fd = -1;
 	if (p.pty)
@@ -1332,8 +1337,7 @@ __attribute__((noreturn)) static void stage_exec(void) {
 	narrow(&p);
 	if (syscall(SYS_close_range, 3, ~0U, 4 /* CLOSE_RANGE_CLOEXEC */) != 0)
 		die("close inherited descriptors: %s", why(errno));
-	execve(path, p.args.v, p.env.n ? p.env.v : (char *[]){NULL});
-	die("run %s: %s", p.args.v[0], why(errno));
+	exec_command(&p, path);
 }
 
 // helper_stage is the stage when the arguments are exactly the helper's

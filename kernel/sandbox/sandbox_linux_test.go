@@ -356,16 +356,28 @@ func TestReadyGatesTheCommand(t *testing.T) {
 
 // The command gets every signal at its default, even those kule itself was
 // started with ignored (as under nohup), and blocks none: PID 1 holds its
-// own signals blocked and ignores the terminal's stop signals.
+// own signals blocked and ignores the terminal's stop signals. So does the
+// exec stage (no user namespaces, weaker isolation accepted), which becomes
+// the command itself.
 func TestCommandGetsSignalsAtTheirDefault(t *testing.T) {
 	skipUnlessSandbox(t)
 	w := newWorld(t)
 	signal.Ignore(syscall.SIGHUP, syscall.SIGUSR2)
 	defer signal.Reset(syscall.SIGHUP, syscall.SIGUSR2)
-	r := w.run(t, w.sandbox(), runner.Spec{Args: []string{"grep", "-E", "^Sig(Ign|Blk)", "/proc/self/status"}})
-	want := "SigBlk:\t0000000000000000\nSigIgn:\t0000000000000000\n"
-	if r.stdout != want {
-		t.Fatalf("the command's signals:\n%s\nwant none blocked or ignored (stderr %s)", r.stdout, r.stderr)
+	defer func() { probeHook = nil }()
+	real := Probe()
+	for _, stage := range []string{HelperStageInit, HelperStageExec} {
+		s := w.sandbox()
+		probeHook = nil
+		if stage == HelperStageExec {
+			probeHook = func() Availability { return Availability{UserNSWhy: "faked off", LandlockABI: real.LandlockABI} }
+			s.AcceptWeaker, s.Warn = true, io.Discard
+		}
+		r := w.run(t, s, runner.Spec{Args: []string{"grep", "-E", "^Sig(Ign|Blk)", "/proc/self/status"}})
+		want := "SigBlk:\t0000000000000000\nSigIgn:\t0000000000000000\n"
+		if r.stdout != want {
+			t.Errorf("stage %s: the command's signals:\n%s\nwant none blocked or ignored (stderr %s)", stage, r.stdout, r.stderr)
+		}
 	}
 }
 
