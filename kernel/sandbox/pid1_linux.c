@@ -49,7 +49,7 @@ const char kule_plan_shape[] =
 	"Args:[]string;Dir:string;Env:[]string;Copy:string;Tmp:string;Home:string;Cache:string;"
 	"FSize:int64;Writable:[]string;ReadOnly:[]string;Keep:[]string;Strong:[]string;Soft:[]string;"
 	"HideDirs:[]string;HideFiles:[]string;Links:[]sandbox.link;Path:string;Target:string;"
-	"Devices:[]string;NetNS:bool;ProxyPort:int;NoTCP:bool;Landlock:bool;AcceptWeaker:bool;"
+	"Devices:[]string;NetNS:bool;ProxyPort:int;NoTCP:bool;Landlock:bool;"
 	"PTY:bool;Shape:string;";
 
 static const char plan_magic[] = "KSP1";
@@ -230,7 +230,6 @@ const char *kule_plan_decode(const unsigned char *b, size_t n, struct kule_plan 
 	p->proxy_port = varint(&d);
 	p->notcp = flag(&d);
 	p->landlock = flag(&d);
-	p->accept_weaker = flag(&d);
 	p->pty = flag(&d);
 	if (!d.err && d.n > 0)
 		d.err = "bytes after its end";
@@ -864,11 +863,8 @@ static void restrict_landlock(const struct kule_plan *p) {
 		.net = p->netns && abi >= 4 ? LL_NET_CONNECT_TCP : 0,
 		.scoped = abi >= 6 ? LL_SCOPE_ABSTRACT_UNIX | LL_SCOPE_SIGNAL : 0,
 	};
-	if (abi < 2) {
-		if (p->accept_weaker)
-			return;
-		die("landlock: the kernel offers none; nothing ran");
-	}
+	if (abi < 2) // kule asks for Landlock only from ABI 2 (Availability.Landlock)
+		die("landlock: the kernel offers ABI %d, and 2 is needed; nothing ran", abi);
 	int rs = syscall(SYS_landlock_create_ruleset, &attr, sizeof attr, 0);
 	if (rs < 0)
 		die("landlock: build the ruleset: landlock_create_ruleset: %s", why(errno));

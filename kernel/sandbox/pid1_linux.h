@@ -33,7 +33,7 @@ struct kule_plan {
 	struct kule_strs devices;
 	int netns;
 	int64_t proxy_port;
-	int notcp, landlock, accept_weaker, pty;
+	int notcp, landlock, pty;
 	void *arena; // every string and list above
 };
 

@@ -44,8 +44,7 @@ type plan struct {
 	ProxyPort int  // >0: listen on 127.0.0.1:ProxyPort and bridge to the host
 	NoTCP     bool // Landlock: no TCP connect at all
 
-	Landlock     bool // apply Landlock (false only with weaker isolation accepted)
-	AcceptWeaker bool
+	Landlock bool // apply Landlock (false only with weaker isolation accepted)
 
 	PTY bool // stdin is the person's terminal: the command gets a pty of its own
 
@@ -168,7 +167,6 @@ func (s *Sandbox) plan(spec runner.Spec) (*plan, error) {
 	p := &plan{
 		Args: spec.Args, Dir: dir, Copy: copyDir, Tmp: tmpDir, Home: homeDir, Cache: cacheDir, FSize: spec.FileSizeLimit,
 		NetNS: spec.Network != runner.NetworkOpen, NoTCP: spec.Network == runner.NetworkNone,
-		AcceptWeaker: s.AcceptWeaker,
 	}
 	if spec.Network == runner.NetworkProxy && spec.ProxyAddr != "" {
 		_, port, err := net.SplitHostPort(spec.ProxyAddr)

@@ -44,7 +44,6 @@ func encodePlan(p *plan) []byte {
 	e.int(int64(p.ProxyPort))
 	e.bool(p.NoTCP)
 	e.bool(p.Landlock)
-	e.bool(p.AcceptWeaker)
 	e.bool(p.PTY)
 	return e.b
 }

@@ -54,7 +54,6 @@ func decodePlan(b []byte) (*plan, error) {
 	p.ProxyPort = int(d.int())
 	p.NoTCP = d.bool()
 	p.Landlock = d.bool()
-	p.AcceptWeaker = d.bool()
 	p.PTY = d.bool()
 	if d.err == nil && len(d.b) > 0 {
 		d.err = fmt.Errorf("%d bytes after its end", len(d.b))

@@ -173,7 +173,7 @@ func (s *Sandbox) Run(ctx context.Context, spec runner.Spec) (int, error) {
 		}
 		p, err := s.plan(spec)
 		if err == nil {
-			p.Landlock = avail.LandlockABI >= 1
+			p.Landlock = avail.Landlock()
 			p.Shape = planShape()
 			p.PTY = pty
 			if !avail.UserNS {

@@ -252,6 +252,19 @@ func TestFailClosed(t *testing.T) {
 	if r.stdout != "ran\n" || !strings.Contains(warn.String(), "WEAKER ISOLATION") || !strings.Contains(warn.String(), "no Landlock") {
 		t.Fatalf("stdout %q warn %q", r.stdout, warn.String())
 	}
+	// Landlock's first ABI counts as none (it would refuse every move in the
+	// copy): refused, or, accepted, run without it and said so.
+	probeHook = func() Availability { return Availability{UserNS: true, LandlockABI: 1} }
+	s.AcceptWeaker = false
+	if _, err := s.Run(context.Background(), runner.Spec{Task: w.task, Args: []string{"true"}, Env: w.env}); !errors.Is(err, ErrUnavailable) || !strings.Contains(err.Error(), "Landlock ABI 1 only") {
+		t.Fatalf("Landlock ABI 1: err = %v, want the run refused", err)
+	}
+	warn.Reset()
+	s.AcceptWeaker = true
+	r = w.run(t, s, runner.Spec{Args: []string{"sh", "-c", "mkdir -p a b && echo x > a/f && mv a/f b/f && echo moved"}})
+	if r.stdout != "moved\n" || !strings.Contains(warn.String(), "Landlock ABI 1 only") {
+		t.Fatalf("Landlock ABI 1 accepted: stdout %q stderr %q warn %q", r.stdout, r.stderr, warn.String())
+	}
 }
 
 func TestBadSpec(t *testing.T) {
