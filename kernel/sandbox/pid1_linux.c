@@ -187,11 +187,14 @@ static int flag(struct decoder *d) {
 	return v == 1;
 }
 
+// What the decoder says of a plan another build of kule wrote.
+static const char plan_not_ours[] = "not a plan of this build", plan_other_build[] = "another build's plan";
+
 const char *kule_plan_decode(const unsigned char *b, size_t n, struct kule_plan *p) {
 	memset(p, 0, sizeof *p);
 	size_t m = sizeof plan_magic - 1;
 	if (n < m || memcmp(b, plan_magic, m) != 0)
-		return "not a plan of this build";
+		return plan_not_ours;
 	// Every string and list of the plan fits 32 bytes an input byte.
 	size_t size = 32 * n + 1024;
 	char *arena = malloc(size);
@@ -200,7 +203,7 @@ const char *kule_plan_decode(const unsigned char *b, size_t n, struct kule_plan 
 	struct decoder d = {b + m, n - m, NULL, arena, arena + size};
 	p->shape = str(&d);
 	if (!d.err && strcmp(p->shape, kule_plan_shape) != 0)
-		d.err = "another build's plan";
+		d.err = plan_other_build;
 	p->args = strs(&d);
 	p->dir = str(&d);
 	p->env = strs(&d);
@@ -1201,11 +1204,13 @@ static void read_plan(struct kule_plan *p) {
 	if (read_full(FD_PLAN, b, n) != n)
 		die("the plan is cut short");
 	const char *err = kule_plan_decode(b, n, p);
+	if (err && strcmp(err, plan_not_ours) != 0 && strcmp(err, plan_other_build) != 0)
+		die("the plan kule sent is damaged (%s); nothing ran", err);
 	if (err) {
 		char exe[4096];
 		ssize_t l = readlink("/proc/self/exe", exe, sizeof exe - 1);
 		exe[l > 0 ? l : 0] = 0;
-		die("the sandbox helper %s is from another build of kule than the kule that started it (not a plan of this build: %s); install both from one build", exe, err);
+		die("the sandbox helper %s is from another build of kule than the kule that started it (%s); install both from one build", exe, err);
 	}
 	free(b);
 	if (p->args.n == 0)

@@ -113,11 +113,6 @@ func (s *Sandbox) plan(spec runner.Spec) (*plan, error) {
 	if len(spec.Args) == 0 {
 		return nil, runner.ErrNoCommand
 	}
-	for _, a := range append(append([]string{spec.Dir}, spec.Args...), spec.Env...) {
-		if strings.IndexByte(a, 0) >= 0 {
-			return nil, fmt.Errorf("%w: %q holds a NUL byte, which no program's arguments, environment or folder can; nothing ran", ErrBadSpec, a)
-		}
-	}
 	res := newResolver()
 	t := spec.Task
 	for name, p := range map[string]string{"copy": t.Copy, "tmp": t.Tmp, "kule home": t.KuleDir} {

@@ -1,6 +1,10 @@
 package sandbox
 
-import "encoding/binary"
+import (
+	"encoding/binary"
+	"fmt"
+	"strings"
+)
 
 // The plan crosses to the helper in a small binary form of its own, not
 // JSON: the helper decodes it on the path of every command, and in a fresh
@@ -15,8 +19,23 @@ import "encoding/binary"
 
 const planMagic = "KSP1"
 
-func encodePlan(p *plan) []byte {
-	e := planEncoder{b: make([]byte, 0, 4096)}
+// encodePlan is the plan in its form, framed by its length (4 bytes, little
+// endian) as it goes to the helper. A string with a NUL byte (a path, an
+// argument, a variable: none can hold one, and the helper's C strings end
+// there) refuses the plan as a bad spec.
+func encodePlan(p *plan) ([]byte, error) {
+	b, nul := planBytes(p, 4)
+	if nul != "" {
+		return nil, fmt.Errorf("%w: %q holds a NUL byte, which no path, argument or environment variable can; nothing ran", ErrBadSpec, nul)
+	}
+	binary.LittleEndian.PutUint32(b, uint32(len(b)-4))
+	return b, nil
+}
+
+// planBytes is the plan's form after room bytes left for a frame, and the
+// first string in it that holds a NUL byte ("" when none does).
+func planBytes(p *plan, room int) (b []byte, nul string) {
+	e := planEncoder{b: make([]byte, room, 4096)}
 	e.b = append(e.b, planMagic...)
 	e.str(p.Shape)
 	e.strs(p.Args)
@@ -45,12 +64,18 @@ func encodePlan(p *plan) []byte {
 	e.bool(p.NoTCP)
 	e.bool(p.Landlock)
 	e.bool(p.PTY)
-	return e.b
+	return e.b, e.nul
 }
 
-type planEncoder struct{ b []byte }
+type planEncoder struct {
+	b   []byte
+	nul string // the first string with a NUL byte
+}
 
 func (e *planEncoder) str(s string) {
+	if e.nul == "" && strings.IndexByte(s, 0) >= 0 {
+		e.nul = s
+	}
 	e.b = binary.AppendUvarint(e.b, uint64(len(s)))
 	e.b = append(e.b, s...)
 }

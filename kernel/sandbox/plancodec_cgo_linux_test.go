@@ -18,7 +18,7 @@ func TestHelperReadsThisBuildsPlanShape(t *testing.T) {
 
 func TestHelperDecodesThePlanAsGoDoes(t *testing.T) {
 	p := fullPlan(t)
-	got, err := decodePlanC(encodePlan(p))
+	got, err := decodePlanC(wire(p))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -26,15 +26,15 @@ func TestHelperDecodesThePlanAsGoDoes(t *testing.T) {
 		t.Fatalf("the C helper read the plan as\n %+v\nwant %+v", got, p)
 	}
 	small := &plan{Args: []string{"true"}, Shape: planShape()}
-	if got, err := decodePlanC(encodePlan(small)); err != nil || !reflect.DeepEqual(got, small) {
+	if got, err := decodePlanC(wire(small)); err != nil || !reflect.DeepEqual(got, small) {
 		t.Fatalf("small plan: %+v, %v", got, err)
 	}
-	b := encodePlan(p)
+	b := wire(p)
 	for name, in := range map[string][]byte{
 		"empty":      nil,
 		"cut short":  b[:len(b)-1],
 		"trailing":   append(append([]byte(nil), b...), 0),
-		"a NUL byte": encodePlan(&plan{Args: []string{"tr", "a\x00b"}, Shape: planShape()}),
+		"a NUL byte": wire(&plan{Args: []string{"tr", "a\x00b"}, Shape: planShape()}),
 		"long form":  []byte(planMagic + "\x80\x00"),
 	} {
 		if got, err := decodePlanC(in); err == nil {
@@ -46,8 +46,8 @@ func TestHelperDecodesThePlanAsGoDoes(t *testing.T) {
 // FuzzHelperDecodesAsGo holds the C decoder against the Go one: the same
 // bytes are refused by both or read as the same plan by both.
 func FuzzHelperDecodesAsGo(f *testing.F) {
-	f.Add(encodePlan(fullPlan(f)))
-	f.Add(encodePlan(&plan{Args: []string{"true"}, Shape: planShape()}))
+	f.Add(wire(fullPlan(f)))
+	f.Add(wire(&plan{Args: []string{"true"}, Shape: planShape()}))
 	f.Add([]byte(planMagic + "\xff\xff\xff\xff\xff\xff\xff\xff\xff\x01"))
 	f.Add([]byte(planMagic + "\x80\x00"))
 	f.Fuzz(func(t *testing.T, b []byte) {

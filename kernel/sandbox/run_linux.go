@@ -171,6 +171,7 @@ func (s *Sandbox) Run(ctx context.Context, spec runner.Spec) (int, error) {
 		if spec.Ready != nil {
 			go func() { readyErr <- spec.Ready() }()
 		}
+		var framed []byte
 		p, err := s.plan(spec)
 		if err == nil {
 			p.Landlock = avail.Landlock()
@@ -179,10 +180,11 @@ func (s *Sandbox) Run(ctx context.Context, spec runner.Spec) (int, error) {
 			if !avail.UserNS {
 				p.NetNS, p.ProxyPort = false, 0
 			}
+			framed, err = encodePlan(p)
+		}
+		if err == nil {
 			// The helper makes its mounts while the run's proxy gets
 			// ready, and starts the command only once told to go.
-			b := encodePlan(p)
-			framed := append(binary.LittleEndian.AppendUint32(make([]byte, 0, len(b)+5), uint32(len(b))), b...)
 			if spec.Ready == nil {
 				planW.Write(append(framed, planGo))
 			} else {

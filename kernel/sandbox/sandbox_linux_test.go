@@ -290,6 +290,7 @@ func TestBadSpec(t *testing.T) {
 	for name, spec := range map[string]runner.Spec{
 		"nul-in-argument": {Args: []string{"printf", "a\x00b"}},
 		"nul-in-env":      {Args: []string{"true"}, Env: []string{"A=b\x00c"}},
+		"nul-in-dir":      {Args: []string{"true"}, Dir: w.task.Copy + "/a\x00b"},
 	} {
 		spec.Task = w.task
 		_, err := w.sandbox().Run(context.Background(), spec)
@@ -421,7 +422,7 @@ func TestHelperRefusesWhatIsNotAPlanOfItsBuild(t *testing.T) {
 		t.Fatal(err)
 	}
 	frame := func(b []byte) []byte { return append(binary.LittleEndian.AppendUint32(nil, uint32(len(b))), b...) }
-	other := encodePlan(&plan{Args: []string{"true"}, Shape: "Args:[]string;"})
+	other := wire(&plan{Args: []string{"true"}, Shape: "Args:[]string;"})
 	for name, tc := range map[string]struct {
 		in   []byte
 		want string
