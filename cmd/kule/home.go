@@ -23,7 +23,7 @@ func homeCommand() *cobra.Command {
 		Args:  cobra.RangeArgs(1, 3),
 		RunE: withTask(func(k *kernel.Kernel, t *task.Task, cmd *cobra.Command, args []string) error {
 			out := cmd.OutOrStdout()
-			layer, kept := t.Paths.Home, filepath.Join(t.Paths.Dir, "home-kept")
+			layer := t.Paths.Home
 			verb := ""
 			if len(args) > 1 {
 				verb = args[1]
@@ -49,7 +49,11 @@ func homeCommand() *cobra.Command {
 				if err != nil {
 					return err
 				}
-				printHome(out, ch, homeVerdicts(k, t, ch))
+				v, err := homeVerdicts(k, t, ch)
+				printHome(out, ch, v)
+				if err != nil {
+					fmt.Fprintf(out, "%v: no change can be applied until it can be read\n", err)
+				}
 				return nil
 			case "diff":
 				p, err := arg()
@@ -71,20 +75,13 @@ func homeCommand() *cobra.Command {
 				if err != nil {
 					return err
 				}
-				v, err := k.JudgeHome(t, []string{p})
-				if err != nil {
-					return fmt.Errorf("home: %w; nothing was applied and your home is as it was", err)
-				}
-				if v[0].Outcome == policy.Deny {
-					return fmt.Errorf("home: the policy denies ~/%s (%s: %s); nothing was applied and your home is as it was", p, strings.Join(v[0].Rules, ", "), v[0].Reason)
-				}
-				if err := homelayer.Apply(layer, kept, p); err != nil {
+				if err := k.ApplyHome(t, p); err != nil {
 					return err
 				}
 				fmt.Fprintf(out, "applied ~/%s · kule home %s undo takes it back\n", p, t.ID)
 				return nil
 			case "undo":
-				p, err := homelayer.Undo(layer, kept)
+				p, err := k.UndoHome(t)
 				if err != nil {
 					return fmt.Errorf("home: %w", err)
 				}
@@ -107,22 +104,17 @@ func homeCommand() *cobra.Command {
 	return c
 }
 
-// homeVerdicts are the policy's verdicts on applying ch, in its order; nil
-// when the policy cannot be read (the listing then says nothing of it, and
-// an apply refuses).
-func homeVerdicts(k *kernel.Kernel, t *task.Task, ch []homelayer.Change) []policy.Verdict {
+// homeVerdicts are the policy's verdicts on applying ch, in its order (none
+// when ch is empty: the policy is not loaded for nothing).
+func homeVerdicts(k *kernel.Kernel, t *task.Task, ch []homelayer.Change) ([]policy.Verdict, error) {
 	if len(ch) == 0 {
-		return nil
+		return nil, nil
 	}
 	paths := make([]string, len(ch))
 	for i, c := range ch {
 		paths[i] = c.Path
 	}
-	v, err := k.JudgeHome(t, paths)
-	if err != nil {
-		return nil
-	}
-	return v
+	return k.JudgeHome(t, paths)
 }
 
 func printHome(w io.Writer, ch []homelayer.Change, verdicts []policy.Verdict) {

@@ -58,4 +58,7 @@ forbid (principal, action == Kule::Action::"home.write", resource) when { resour
 	if got := readFile(t, filepath.Join(home, ".bashrc")); got != "export A=1\n" {
 		t.Fatalf("an apply under a broken policy wrote ~/.bashrc: %q", got)
 	}
+	if out := mustKule(t, "home", made.ID); !strings.Contains(out, "no change can be applied until it can be read") {
+		t.Fatalf("kule home under a broken policy does not say so:\n%s", out)
+	}
 }

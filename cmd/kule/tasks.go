@@ -143,6 +143,8 @@ and lists what it changed. Nothing reaches the folder until kule commit.`,
 			k.Net = daemonNetHooks(ctx, k.Store.Root, strings.Join(argv, " "))
 			code, st, err := k.Exec(ctx, t, opt)
 			if st != nil {
+				// No names and no policy marks: an exec stays quick, and
+				// kule status has both.
 				printStatus(cmd.ErrOrStderr(), st, false, nil, nil)
 			}
 			if err != nil {
@@ -206,7 +208,11 @@ func statusCommand() *cobra.Command {
 				m["sandbox"] = refusalsJSON(t)
 				return printJSON(cmd.OutOrStdout(), m)
 			}
-			printStatus(cmd.OutOrStdout(), st, true, &names, homeVerdicts(k, t, st.Home))
+			var home []policy.Verdict
+			if perr == nil { // else it is said below, once
+				home, _ = homeVerdicts(k, t, st.Home)
+			}
+			printStatus(cmd.OutOrStdout(), st, true, &names, home)
 			statusBudget(cmd.OutOrStdout(), k, t)
 			printRefusals(cmd.OutOrStdout(), t)
 			if perr != nil {
