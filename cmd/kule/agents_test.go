@@ -12,8 +12,8 @@ import (
 	"github.com/kulehq/kule/internal/npmtest"
 )
 
-// kuleCLI runs the CLI in a child process (the sandbox re-executes the
-// binary as its helper, so the test binary stands in for kule).
+// kuleCLI runs the CLI in a child process, as a person runs kule: the test
+// binary stands in for it (and is the sandbox's helper too, as kule is).
 func kuleCLI(t *testing.T, args ...string) (string, error) {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], args...)

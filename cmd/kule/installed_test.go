@@ -1,6 +1,7 @@
 package main
 
 import (
+	"debug/elf"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -23,11 +24,27 @@ func TestInstalledBinaries(t *testing.T) {
 		goTool = filepath.Join(os.Getenv("GOROOT"), "bin", "go")
 	}
 	bin := t.TempDir()
-	for _, b := range []struct{ pkg, out string }{{".", "kule"}, {"../kule-sandbox", "kule-sandbox"}} {
-		cmd := exec.Command(goTool, "build", "-o", filepath.Join(bin, b.out), b.pkg)
+	// As `make install` builds them: kule-sandbox with the Makefile's
+	// HELPER_FLAGS, linked statically so that no loader runs before its C.
+	static := []string{"-tags", "netgo,osusergo", "-ldflags", "-linkmode=external -extldflags=-static"}
+	for _, b := range []struct {
+		pkg, out string
+		flags    []string
+	}{{".", "kule", nil}, {"../kule-sandbox", "kule-sandbox", static}} {
+		cmd := exec.Command(goTool, append(append([]string{"build"}, b.flags...), "-o", filepath.Join(bin, b.out), b.pkg)...)
 		cmd.Env = append(os.Environ(), "CGO_ENABLED=1") // the sandbox's helper is C in both
 		if out, err := cmd.CombinedOutput(); err != nil {
 			t.Fatalf("go build %s: %v\n%s", b.pkg, err, out)
+		}
+	}
+	if f, err := elf.Open(filepath.Join(bin, "kule-sandbox")); err != nil {
+		t.Fatal(err)
+	} else {
+		defer f.Close()
+		for _, p := range f.Progs {
+			if p.Type == elf.PT_INTERP {
+				t.Fatal("kule-sandbox is not static: it names a loader")
+			}
 		}
 	}
 	home, folder := t.TempDir(), t.TempDir()

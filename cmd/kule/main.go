@@ -20,7 +20,7 @@ func main() {
 }
 
 func run(args []string) int {
-	sandbox.ServeHelper(args)                       // also when a test binary stands in for kule
+	sandbox.ServeHelper(args)                       // a person who typed kule __sandbox is told it is not theirs
 	if p := os.Getenv("KULE_CPUPROFILE"); p != "" { // for finding what a slow command spends its time on
 		if f, err := os.Create(p); err == nil {
 			_ = pprof.StartCPUProfile(f)

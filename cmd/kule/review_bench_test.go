@@ -23,7 +23,6 @@ import (
 // (and its sandboxed differs started) for each refresh, as before. It
 // reports the ratio.
 func BenchmarkReviewRefresh(b *testing.B) {
-	b.Setenv("KULE_AS_CLI", "1") // the sandbox's helper is this binary, standing in for kule
 	dir := b.TempDir()
 	folder := filepath.Join(dir, "folder")
 	os.MkdirAll(folder, 0o755)
