@@ -279,9 +279,10 @@ func (d *Daemon) track(h http.Handler) http.Handler {
 }
 
 // listenPrivate listens on a Unix socket made 0600 from the start: its mode
-// is set on the socket before bind (the file takes it from there), not by
-// the umask, which is the whole process's — changed for a moment, it
-// reached every file another goroutine made meanwhile.
+// is set on the socket before bind (Linux's bind gives the file the
+// socket's mode, less the umask), not by the umask, which is the whole
+// process's — changed for a moment, it reached every file another goroutine
+// made meanwhile.
 func listenPrivate(path string) (net.Listener, error) {
 	lc := net.ListenConfig{Control: func(_, _ string, c syscall.RawConn) error {
 		var err error

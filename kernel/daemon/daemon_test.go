@@ -79,9 +79,11 @@ func TestSecondDaemonOnTheSameHomeRefuses(t *testing.T) {
 	}
 }
 
-// The socket is 0600 from its making, whatever the umask: its mode is not
-// the umask's (which is the whole process's, and no daemon may change it
-// under the other goroutines' files). Not parallel: it sets the umask.
+// The socket is 0600 from its making, whatever the umask: its mode is set
+// on the socket itself, not by the umask (the whole process's: a change of
+// it reached the other goroutines' files). This guards the mechanism; the
+// race it replaced cannot be caught in a test. Not parallel: it sets the
+// umask.
 func TestSocketIsPrivateUnderAnOpenUmask(t *testing.T) {
 	old := unix.Umask(0)
 	defer unix.Umask(old)
