@@ -50,8 +50,8 @@ func decodePlanC(b []byte) (*plan, error) {
 		Shape: C.GoString(cp.shape), Args: strs(cp.args), Dir: C.GoString(cp.dir), Env: strs(cp.env),
 		Copy: C.GoString(cp.copy), Tmp: C.GoString(cp.tmp), Home: C.GoString(cp.home), Cache: C.GoString(cp.cache),
 		FSize: int64(cp.fsize), Writable: strs(cp.writable), ReadOnly: strs(cp.readonly), Keep: strs(cp.keep),
-		Strong: strs(cp.strong), Soft: strs(cp.soft), HideDirs: strs(cp.hide_dirs), HideFiles: strs(cp.hide_files),
-		Devices: strs(cp.devices), NetNS: cp.netns != 0, ProxyPort: int(cp.proxy_port), NoTCP: cp.notcp != 0,
+		HideDirs: strs(cp.hide_dirs), HideFiles: strs(cp.hide_files),
+		Devices: strs(cp.devices), NetNS: cp.netns != 0, ProxyPort: int(cp.proxy_port),
 		Landlock: cp.landlock != 0, PTY: cp.pty != 0,
 	}
 	if cp.nlinks > 0 {

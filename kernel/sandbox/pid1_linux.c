@@ -47,9 +47,9 @@ enum { FD_PLAN = 3, FD_STATUS = 4, FD_DONE = 5, FD_CTRL = 6 };
 
 const char kule_plan_shape[] =
 	"Args:[]string;Dir:string;Env:[]string;Copy:string;Tmp:string;Home:string;Cache:string;"
-	"FSize:int64;Writable:[]string;ReadOnly:[]string;Keep:[]string;Strong:[]string;Soft:[]string;"
+	"FSize:int64;Writable:[]string;ReadOnly:[]string;Keep:[]string;"
 	"HideDirs:[]string;HideFiles:[]string;Links:[]sandbox.link;Path:string;Target:string;"
-	"Devices:[]string;NetNS:bool;ProxyPort:int;NoTCP:bool;Landlock:bool;"
+	"Devices:[]string;NetNS:bool;ProxyPort:int;Landlock:bool;"
 	"PTY:bool;Shape:string;";
 
 static const char plan_magic[] = "KSP1";
@@ -215,8 +215,6 @@ const char *kule_plan_decode(const unsigned char *b, size_t n, struct kule_plan 
 	p->writable = strs(&d);
 	p->readonly = strs(&d);
 	p->keep = strs(&d);
-	p->strong = strs(&d);
-	p->soft = strs(&d);
 	p->hide_dirs = strs(&d);
 	p->hide_files = strs(&d);
 	size_t nl = count(&d, 2);
@@ -231,7 +229,6 @@ const char *kule_plan_decode(const unsigned char *b, size_t n, struct kule_plan 
 	p->devices = strs(&d);
 	p->netns = flag(&d);
 	p->proxy_port = varint(&d);
-	p->notcp = flag(&d);
 	p->landlock = flag(&d);
 	p->pty = flag(&d);
 	if (!d.err && d.n > 0)

@@ -27,13 +27,13 @@ struct kule_plan {
 	struct kule_strs env;
 	char *copy, *tmp, *home, *cache;
 	int64_t fsize;
-	struct kule_strs writable, readonly, keep, strong, soft, hide_dirs, hide_files;
+	struct kule_strs writable, readonly, keep, hide_dirs, hide_files;
 	size_t nlinks;
 	struct kule_link *links;
 	struct kule_strs devices;
 	int netns;
 	int64_t proxy_port;
-	int notcp, landlock, pty;
+	int landlock, pty;
 	void *arena; // every string and list above
 };
 

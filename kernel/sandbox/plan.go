@@ -33,8 +33,10 @@ type plan struct {
 	ReadOnly []string // revealed projects: read-only at their own paths
 	Keep     []string // PATH/SDK folders and the git dir inside hidden areas
 
-	Strong    []string // hidden for good: credentials, Kule's home, --hide
-	Soft      []string // hidden, but PATH/SDK folders and reveals inside stay
+	// Strong and Soft are what HideDirs and HideFiles are made from, as
+	// Seatbelt reads them; they stay on this side of the pipe (wire:"-").
+	Strong    []string `wire:"-"` // hidden for good: credentials, Kule's home, --hide
+	Soft      []string `wire:"-"` // hidden, but PATH/SDK folders and reveals inside stay
 	HideDirs  []string // covered with an empty read-only tmpfs
 	HideFiles []string // covered with /dev/null
 	Links     []link   // symlinks made in hidden tmpfs areas (reveal siblings)
@@ -42,7 +44,7 @@ type plan struct {
 
 	NetNS     bool // a network namespace (false only for NetworkOpen)
 	ProxyPort int  // >0: listen on 127.0.0.1:ProxyPort and bridge to the host
-	NoTCP     bool // Landlock: no TCP connect at all
+	NoTCP     bool `wire:"-"` // Seatbelt: no TCP connect at all (on Linux the namespace has no proxy)
 
 	Landlock bool // apply Landlock (false only with weaker isolation accepted)
 
@@ -54,14 +56,18 @@ type plan struct {
 	Shape string
 }
 
-// planShape names every field of plan and its type, so that two builds
-// agree on the plan exactly or not at all. Made once: every run sends it.
+// planShape names every field of plan that crosses to the helper and its
+// type, so that two builds agree on the plan exactly or not at all. Made
+// once: every run sends it.
 var planShape = sync.OnceValue(func() string {
 	var b strings.Builder
 	var walk func(t reflect.Type)
 	walk = func(t reflect.Type) {
 		for i := 0; i < t.NumField(); i++ {
 			f := t.Field(i)
+			if !onWire(f) {
+				continue
+			}
 			b.WriteString(f.Name + ":" + f.Type.String() + ";")
 			if f.Type.Kind() == reflect.Slice && f.Type.Elem().Kind() == reflect.Struct {
 				walk(f.Type.Elem())
@@ -71,6 +77,9 @@ var planShape = sync.OnceValue(func() string {
 	walk(reflect.TypeOf(plan{}))
 	return b.String()
 })
+
+// onWire says whether a field of plan crosses to the helper.
+func onWire(f reflect.StructField) bool { return f.Tag.Get("wire") != "-" }
 
 type link struct{ Path, Target string }
 

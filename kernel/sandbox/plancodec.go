@@ -6,16 +6,15 @@ import (
 	"strings"
 )
 
-// The plan crosses to the helper in a small binary form of its own, not
-// JSON: the helper decodes it on the path of every command, and in a fresh
-// process encoding/json's first decode took 0.2–0.3 ms (building its
-// reflection caches), a tenth of the sandbox's whole setup. The form: the
-// magic, then the writer's planShape() (so a helper from another build
-// refuses the plan before reading any field), then every field in the
-// order of the struct: strings and lists as a uvarint length and their
-// bytes or items, numbers as varints, booleans as one byte. The helper that
-// reads it is C (pid1_linux.c); the Go decoder in plancodec_test.go is the
-// reference a fuzz test holds it to.
+// The plan crosses to the helper in a small binary form of its own: the
+// helper that reads it is C (pid1_linux.c), before any runtime starts, and
+// a form this plain takes a page of C to read whole and strictly. The form:
+// the magic, then the writer's planShape() (so a helper from another build
+// refuses the plan before reading any field), then every field that
+// crosses (onWire) in the order of the struct: strings and lists as a
+// uvarint length and their bytes or items, numbers as varints, booleans as
+// one byte. The Go decoder in plancodec_test.go is the reference a fuzz
+// test holds the C one to.
 
 const planMagic = "KSP1"
 
@@ -49,8 +48,6 @@ func planBytes(p *plan, room int) (b []byte, nul string) {
 	e.strs(p.Writable)
 	e.strs(p.ReadOnly)
 	e.strs(p.Keep)
-	e.strs(p.Strong)
-	e.strs(p.Soft)
 	e.strs(p.HideDirs)
 	e.strs(p.HideFiles)
 	e.b = binary.AppendUvarint(e.b, uint64(len(p.Links)))
@@ -61,7 +58,6 @@ func planBytes(p *plan, room int) (b []byte, nul string) {
 	e.strs(p.Devices)
 	e.bool(p.NetNS)
 	e.int(int64(p.ProxyPort))
-	e.bool(p.NoTCP)
 	e.bool(p.Landlock)
 	e.bool(p.PTY)
 	return e.b, e.nul
