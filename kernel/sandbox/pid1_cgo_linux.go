@@ -23,6 +23,12 @@ import (
 // that gets here was started by a person.
 func HelperMain() int { return usage() }
 
+// helperWireC is what the C helper takes its descriptors and its go byte to
+// be: fdPlan, fdStatus, fdDone, fdCtrl, planGo.
+func helperWireC() [5]int {
+	return [5]int{C.FD_PLAN, C.FD_STATUS, C.FD_DONE, C.FD_CTRL, C.KULE_PLAN_GO}
+}
+
 // helperShapeC is the plan shape the C helper reads.
 func helperShapeC() string { return C.GoString((*C.char)(unsafe.Pointer(&C.kule_plan_shape))) }
 

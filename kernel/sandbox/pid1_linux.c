@@ -42,8 +42,6 @@
 
 #include "pid1_linux.h"
 
-// The helper's descriptors, after stdio (run_linux.go).
-enum { FD_PLAN = 3, FD_STATUS = 4, FD_DONE = 5, FD_CTRL = 6 };
 
 const char kule_plan_shape[] =
 	"Args:[]string;Dir:string;Env:[]string;Copy:string;Tmp:string;Home:string;Cache:string;"
@@ -1218,7 +1216,7 @@ static void read_plan(struct kule_plan *p) {
 // ends here, before the command, and kule says why.
 static void wait_for_go(void) {
 	unsigned char go = 0;
-	if (read_full(FD_PLAN, &go, 1) != 1 || go != 1)
+	if (read_full(FD_PLAN, &go, 1) != 1 || go != KULE_PLAN_GO)
 		_exit(125);
 	close(FD_PLAN);
 }

@@ -9,6 +9,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+// The helper's descriptors after stdio, and the byte that lets the command
+// start: run_linux.go's fdPlan… and planGo (a test holds them equal).
+enum { FD_PLAN = 3, FD_STATUS = 4, FD_DONE = 5, FD_CTRL = 6, KULE_PLAN_GO = 1 };
+
 struct kule_strs {
 	size_t n;
 	char **v;

@@ -16,6 +16,12 @@ func TestHelperReadsThisBuildsPlanShape(t *testing.T) {
 	}
 }
 
+func TestHelperTakesTheDescriptorsKuleGives(t *testing.T) {
+	if got, want := helperWireC(), [5]int{fdPlan, fdStatus, fdDone, fdCtrl, planGo}; got != want {
+		t.Fatalf("pid1_linux.h has fds and go byte %v, run_linux.go %v", got, want)
+	}
+}
+
 func TestHelperDecodesThePlanAsGoDoes(t *testing.T) {
 	p := fullPlan(t)
 	got, err := decodePlanC(wire(p))

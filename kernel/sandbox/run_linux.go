@@ -152,8 +152,8 @@ func (s *Sandbox) Run(ctx context.Context, spec runner.Spec) (int, error) {
 	planR.Close()
 	statW.Close()
 	doneW.Close()
-	if len(cmd.ExtraFiles) > 3 {
-		cmd.ExtraFiles[3].Close()
+	if len(cmd.ExtraFiles) > fdCtrl-fdPlan {
+		cmd.ExtraFiles[fdCtrl-fdPlan].Close() // the bridge's child end
 	}
 	if startErr != nil {
 		return -1, s.notRun(spec, fmt.Errorf("%w: start the helper: %w%s; nothing ran", ErrUnavailable, startErr, startHint(startErr)), "the sandbox's helper did not start: "+startErr.Error()+startHint(startErr), fixSystem)
