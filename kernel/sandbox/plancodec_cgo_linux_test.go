@@ -35,14 +35,7 @@ func TestHelperDecodesThePlanAsGoDoes(t *testing.T) {
 	if got, err := decodePlanC(wire(small)); err != nil || !reflect.DeepEqual(got, small) {
 		t.Fatalf("small plan: %+v, %v", got, err)
 	}
-	b := wire(p)
-	for name, in := range map[string][]byte{
-		"empty":      nil,
-		"cut short":  b[:len(b)-1],
-		"trailing":   append(append([]byte(nil), b...), 0),
-		"a NUL byte": wire(&plan{Args: []string{"tr", "a\x00b"}, Shape: planShape()}),
-		"long form":  []byte(planMagic + "\x80\x00"),
-	} {
+	for name, in := range refusedPlans(t) {
 		if got, err := decodePlanC(in); err == nil {
 			t.Errorf("%s: the C helper read %+v, want it refused", name, got)
 		}
@@ -54,8 +47,9 @@ func TestHelperDecodesThePlanAsGoDoes(t *testing.T) {
 func FuzzHelperDecodesAsGo(f *testing.F) {
 	f.Add(wire(fullPlan(f)))
 	f.Add(wire(&plan{Args: []string{"true"}, Shape: planShape()}))
-	f.Add([]byte(planMagic + "\xff\xff\xff\xff\xff\xff\xff\xff\xff\x01"))
-	f.Add([]byte(planMagic + "\x80\x00"))
+	for _, b := range refusedPlans(f) {
+		f.Add(b)
+	}
 	f.Fuzz(func(t *testing.T, b []byte) {
 		gp, gerr := decodePlan(b)
 		cp, cerr := decodePlanC(b)

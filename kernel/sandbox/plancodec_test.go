@@ -211,14 +211,14 @@ func TestPlanRoundTrip(t *testing.T) {
 	}
 }
 
-// A helper from another build, a plan cut short and one with bytes after
-// its end are all refused: the helper never acts on half a plan.
-func TestPlanRefused(t *testing.T) {
-	p := fullPlan(t)
+// refusedPlans are forms no decoder may read, the Go one and the C one:
+// a helper from another build, a plan cut short, bytes after its end.
+func refusedPlans(tb testing.TB) map[string][]byte {
+	p := fullPlan(tb)
 	b := wire(p)
 	other := *p
 	other.Shape = "Args:[]string;"
-	for name, in := range map[string][]byte{
+	return map[string][]byte{
 		"empty":         nil,
 		"no magic":      append([]byte("KSP0"), b[4:]...),
 		"another build": wire(&other),
@@ -227,7 +227,14 @@ func TestPlanRefused(t *testing.T) {
 		"trailing":      append(append([]byte(nil), b...), 0),
 		"flag of 2":     append(append([]byte(nil), b[:len(b)-1]...), 2),
 		"a NUL byte":    wire(&plan{Args: []string{"tr", "a\x00b"}, Shape: planShape()}),
-	} {
+		"long form":     []byte(planMagic + "\x80\x00"),
+		"overflow":      []byte(planMagic + "\xff\xff\xff\xff\xff\xff\xff\xff\xff\x01"),
+	}
+}
+
+// The helper never acts on half a plan, nor on another build's.
+func TestPlanRefused(t *testing.T) {
+	for name, in := range refusedPlans(t) {
 		if got, err := decodePlan(in); err == nil || !errors.Is(err, errPlanForm) {
 			t.Errorf("%s: decoded (%v, %v), want errPlanForm", name, got, err)
 		}
@@ -241,7 +248,9 @@ func TestPlanRefused(t *testing.T) {
 func FuzzDecodePlan(f *testing.F) {
 	f.Add(wire(fullPlan(f)))
 	f.Add(wire(&plan{Args: []string{"true"}, Shape: planShape()}))
-	f.Add([]byte(planMagic + "\xff\xff\xff\xff\xff\xff\xff\xff\xff\x01"))
+	for _, b := range refusedPlans(f) {
+		f.Add(b)
+	}
 	f.Fuzz(func(t *testing.T, b []byte) {
 		p, err := decodePlan(b)
 		if err != nil {
