@@ -9,8 +9,7 @@
 // on fd 3 (see read_plan); any other arguments leave the binary to its Go
 // main.
 //
-// What it does is what the Go helper did before it (see doc.go): the mounts,
-// then the command, forked with every privilege dropped and inside the
+// What it does (see doc.go): the mounts, then the command, forked with every privilege dropped and inside the
 // Landlock domain, then signals forwarded, the command's pty relayed,
 // orphans reaped, and everything left in the namespace ended before the exit
 // code is told.
@@ -267,8 +266,8 @@ static void write_all(int fd, const char *b, size_t n) {
 	}
 }
 
-// die tells kule why nothing ran, in the Go helper's words ("what: why"),
-// and ends the helper with 125, the code a setup failure has.
+// die tells kule why nothing ran, as Go words an error ("what: why"), and
+// ends the helper with 125, the code a setup failure has.
 __attribute__((noreturn, format(printf, 1, 2))) static void die(const char *fmt, ...) {
 	char buf[4096];
 	va_list ap;
@@ -280,7 +279,7 @@ __attribute__((noreturn, format(printf, 1, 2))) static void die(const char *fmt,
 	_exit(125);
 }
 
-// why is errno as the Go helper words it (lower case, like Go's errors).
+// why is errno as Go words it (lower case, like Go's errors).
 static const char *why(int e) {
 	static char buf[128];
 	const char *s = strerror(e);

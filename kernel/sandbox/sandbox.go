@@ -83,16 +83,15 @@ func (s *Sandbox) home() string {
 }
 
 // HelperStageInit and HelperStageExec are the last argument of the two helper
-// stages; HelperMain reads it.
+// stages, which the C helper acts on (pid1_linux.c).
 const (
 	HelperStageInit = "init"
 	HelperStageExec = "exec"
 )
 
-// HelperName is the small helper binary looked for beside the kule
-// executable. It is the same helper as `kule __sandbox` but starts in a
-// fraction of the time (no CLI, plugins or parsers to initialise); without
-// it kule re-executes itself.
+// HelperName is the small static helper binary looked for beside the kule
+// executable (see cmd/kule-sandbox): the same C helper as in kule, which
+// re-executes itself when it is not there.
 const HelperName = "kule-sandbox"
 
 // helper is the executable started as the sandbox's PID 1.
