@@ -9,10 +9,10 @@
 // on fd 3 (see read_plan); any other arguments leave the binary to its Go
 // main.
 //
-// What it does (see doc.go): the mounts, then the command, forked with every privilege dropped and inside the
-// Landlock domain, then signals forwarded, the command's pty relayed,
-// orphans reaped, and everything left in the namespace ended before the exit
-// code is told.
+// What it does (see doc.go): the mounts, then the command, forked with every
+// privilege dropped and inside the Landlock domain, then signals forwarded,
+// the command's pty relayed, orphans reaped, and everything left in the
+// namespace ended before the exit code is told.
 
 #define _GNU_SOURCE
 #include <errno.h>
