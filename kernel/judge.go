@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/kulehq/kule/kernel/effects"
+	"github.com/kulehq/kule/kernel/gitstate"
 	"github.com/kulehq/kule/kernel/policy"
 	"github.com/kulehq/kule/kernel/task"
 )
@@ -24,6 +25,14 @@ type Judgement struct {
 	// (its facts); a commit leaves out what appeared there since.
 	seen   map[string]bool
 	listed map[string]bool // the directories whose contents were listed
+	// Git holds the repositories' changes as judged items; their verdicts
+	// follow the files' in Ruling.Verdicts, one per item.
+	Git []GitItem
+}
+
+// lets reports whether the judgement lets a verdict's change through.
+func (j *Judgement) lets(v policy.Verdict) bool {
+	return v.Outcome == policy.Pass || (j.Approve && v.Outcome == policy.Ask)
 }
 
 // unseen reports whether full, below the directory effect at dir, appeared
@@ -32,17 +41,49 @@ func (j *Judgement) unseen(dir, full string) bool {
 	return j != nil && j.listed[dir] && !j.seen[full]
 }
 
-// Judge rules on pending with the policy in force for t (its group's, or
-// the home's for its folder). approve
-// lets through what the policy says waits for a person (never what it
-// denies). A policy that cannot be read is an error: nothing may pass.
+// Judge rules on pending (file effects alone) with the policy in force for
+// t (its group's, or the home's for its folder). approve lets through what
+// the policy says waits for a person (never what it denies). A policy that
+// cannot be read is an error: nothing may pass. JudgeStatus judges a whole
+// status, its repositories' changes with its files.
 func (k *Kernel) Judge(t *task.Task, pending []effects.Effect, approve bool) (*Judgement, error) {
+	return k.judge(t, pending, nil, nil, approve)
+}
+
+// JudgeStatus rules on everything of st a commit would apply: its pending
+// file effects (ignored ones too with includeIgnored) and every change to
+// its repositories, in one ruling. The status then prints each git line
+// with its verdict.
+func (k *Kernel) JudgeStatus(t *task.Task, st *Status, includeIgnored, approve bool) (*Judgement, error) {
+	j, err := k.judge(t, st.Pending(includeIgnored), applicableGit(st.Git), st.gitBase, approve)
+	if err == nil {
+		st.judged = j
+	}
+	return j, err
+}
+
+func (k *Kernel) judge(t *task.Task, pending []effects.Effect, git []*gitstate.Effects, gitBase *gitstate.Base, approve bool) (*Judgement, error) {
 	eng, err := k.LoadPolicyFor(t)
 	if err != nil {
 		return nil, fmt.Errorf("policy: %w", err)
 	}
 	facts := policy.GatherFacts(t.Paths.Copy, t.Folder, pending)
-	j := &Judgement{Ruling: eng.Judge(TaskInfo(t), policy.FromEffects(pending, facts)), Pending: pending, Approve: approve, allowed: map[string]bool{}, seen: map[string]bool{}}
+	reqs := policy.FromEffects(pending, facts)
+	nfile := len(reqs)
+	var items []GitItem
+	if !gitSkip {
+		items = gitItems(git, gitBase)
+	}
+	for _, it := range items {
+		reqs = append(reqs, it.reqs...)
+	}
+	ruling := eng.Judge(TaskInfo(t), reqs)
+	judgeItems(items, ruling.Verdicts[nfile:])
+	ruling.Verdicts = ruling.Verdicts[:nfile:nfile]
+	for _, it := range items {
+		ruling.Verdicts = append(ruling.Verdicts, it.Verdict)
+	}
+	j := &Judgement{Ruling: ruling, Pending: pending, Approve: approve, allowed: map[string]bool{}, seen: map[string]bool{}, Git: items}
 	j.listed = map[string]bool{}
 	for dir, below := range facts.Below {
 		j.listed[dir] = true
@@ -50,7 +91,7 @@ func (k *Kernel) Judge(t *task.Task, pending []effects.Effect, approve bool) (*J
 			j.seen[p] = true
 		}
 	}
-	lets := func(v policy.Verdict) bool { return v.Outcome == policy.Pass || (approve && v.Outcome == policy.Ask) }
+	lets := j.lets
 	for _, v := range j.Ruling.Verdicts {
 		if e, ok := j.effectOf(v); ok && lets(v) {
 			j.allowed[effectKey(e)] = true
@@ -83,15 +124,18 @@ func (j *Judgement) effectOf(v policy.Verdict) (effects.Effect, bool) {
 func (j *Judgement) Allows(e effects.Effect) bool { return j.allowed[effectKey(e)] }
 
 // Held splits what the ruling kept out of applied: what waits for a
-// person's approval and what is denied.
+// person's approval and what is denied, the repositories' items (whose
+// Request.Effect is -1; GitHeld gives their lines) after the files.
 func (j *Judgement) Held(applied []effects.Effect) (waiting, denied []policy.Verdict) {
 	done := map[string]bool{}
 	for _, e := range applied {
 		done[effectKey(e)] = true
 	}
-	for _, v := range j.Ruling.Verdicts {
+	for i, v := range j.Ruling.Verdicts {
 		e, ok := j.effectOf(v)
-		if !ok || done[effectKey(e)] {
+		if i >= len(j.Ruling.Verdicts)-len(j.Git) {
+			ok = true // a repository's item: GitHeld names it
+		} else if !ok || done[effectKey(e)] {
 			continue
 		}
 		switch {
@@ -158,4 +202,35 @@ func (k *Kernel) JudgeHome(t *task.Task, paths []string) ([]policy.Verdict, erro
 		return nil, fmt.Errorf("policy: %d verdicts on %d home changes", len(r.Verdicts), len(paths))
 	}
 	return r.Verdicts, nil
+}
+
+// The overall ruling of a judgement, as `kule status --json` names it.
+const (
+	RulingPasses = "passes"
+	RulingWaits  = "waits"
+	RulingDenied = "denied"
+)
+
+// Overall is the judgement in one word: "denied" when anything is denied,
+// else "waits" when anything waits for a person, else "passes".
+func (j *Judgement) Overall() string {
+	switch j.Ruling.Worst() {
+	case policy.Deny:
+		return RulingDenied
+	case policy.Ask:
+		return RulingWaits
+	}
+	return RulingPasses
+}
+
+// Reasons are the verdicts that keep something out, file and git alike:
+// every one that waits or is denied, in the ruling's order.
+func (j *Judgement) Reasons() []policy.Verdict {
+	out := []policy.Verdict{}
+	for _, v := range j.Ruling.Verdicts {
+		if v.Outcome != policy.Pass {
+			out = append(out, v)
+		}
+	}
+	return out
 }

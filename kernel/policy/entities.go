@@ -51,6 +51,7 @@ func newBuilder(task TaskInfo, deletions int) *builder {
 		"deletions":     types.Long(deletions),
 		"folder_is_git": types.Boolean(task.FolderIsGit),
 		"agent_running": types.Boolean(task.AgentRunning),
+		"git_change":    types.String(""),
 	})
 	if len(task.ModelHosts) > 0 {
 		b.modelHost = map[string]bool{}
@@ -133,11 +134,20 @@ func (b *builder) host(r Request) (types.Entity, tagMask) {
 // request builds the Cedar request and the entities it reads.
 func (b *builder) request(r Request) (types.Request, pairGetter, tagMask) {
 	res, tags := b.resource(r)
+	ctx := b.context
+	if r.GitChange != "" {
+		m := map[types.String]types.Value{}
+		for k, v := range b.context.All() {
+			m[k] = v
+		}
+		m["git_change"] = types.String(r.GitChange)
+		ctx = types.NewRecord(m)
+	}
 	return types.Request{
 		Principal: b.principal.UID,
 		Action:    types.NewEntityUID(ActionType, types.String(r.Action)),
 		Resource:  res.UID,
-		Context:   b.context,
+		Context:   ctx,
 	}, pairGetter{b.principal, res}, tags
 }
 

@@ -95,7 +95,7 @@ func inAny(p string, whole bool, dirs []string) bool {
 func deletions(reqs []Request) int {
 	n := 0
 	for _, r := range reqs {
-		if r.Action == FileDelete {
+		if r.Action == FileDelete && r.GitChange == "" {
 			n += max(r.Count, 1)
 		}
 	}
