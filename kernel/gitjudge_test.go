@@ -292,3 +292,51 @@ func gitOut(dir string, args ...string) (string, error) {
 	out, err := cmd.CombinedOutput()
 	return strings.TrimSpace(string(out)), err
 }
+
+// The git parts follow every layer of the policy with real git: careful
+// makes a plain fast-forward wait; a repository's .kule/policy.cedar that
+// forbids the branch's move denies it; a person's policy that permits
+// everything (it replaces the built-ins) lets it through.
+func TestGitFollowsEveryLayerOfThePolicy(t *testing.T) {
+	for name, tc := range map[string]struct {
+		setup   func(f *fixture, home string)
+		applied bool   // main moves
+		rule    string // what keeps it out, when not applied
+	}{
+		"balanced": {func(*fixture, string) {}, true, ""},
+		"careful": {func(f *fixture, home string) {
+			write(t, home, map[string]string{"config.toml": "[policy]\nchoice = \"careful\"\n"})
+		}, false, "every-change"},
+		"repository forbid": {func(f *fixture, home string) {
+			write(t, f.folder, map[string]string{".kule/policy.cedar": "@id(\"no-main\")\n@verdict(\"deny\")\nforbid (principal, action == Kule::Action::\"git.ref\", resource) when { resource == Kule::Path::\"refs/heads/main\" };\n"})
+			gitIn(t, f.folder, "add", ".kule")
+			gitIn(t, f.folder, "commit", "-q", "-m", "policy")
+		}, false, "no-main"},
+		"person's policy": {func(f *fixture, home string) {
+			write(t, home, map[string]string{"policy.cedar": "@id(\"all\")\npermit (principal, action, resource);\n"})
+		}, true, ""},
+	} {
+		t.Run(name, func(t *testing.T) {
+			f := gitProject(t)
+			home := filepath.Join(filepath.Dir(f.folder), "home")
+			tc.setup(f, home)
+			tk := f.newTask()
+			before := gitIn(t, f.folder, "rev-parse", "main")
+			f.sh(tk, "echo two >> a.txt && "+gitID+"commit -qam task")
+			rep := commitPolicy(t, f, tk, false)
+			moved := gitIn(t, f.folder, "rev-parse", "main") != before
+			if moved != tc.applied {
+				t.Fatalf("main moved = %v, want %v", moved, tc.applied)
+			}
+			if !tc.applied {
+				w, d := heldLines(rep.Judgement)
+				if !strings.Contains(w+d, "main") || !strings.Contains(w+d, tc.rule) {
+					t.Errorf("what is held does not name main and %s:\nwaits: %s\ndenied: %s", tc.rule, w, d)
+				}
+			}
+			if got := folderSound(t, f); tc.applied && got != "" {
+				t.Errorf("folder git status = %q, want clean", got)
+			}
+		})
+	}
+}
