@@ -1,6 +1,7 @@
 package kernel_test
 
 import (
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -338,5 +339,57 @@ func TestGitFollowsEveryLayerOfThePolicy(t *testing.T) {
 				t.Errorf("folder git status = %q, want clean", got)
 			}
 		})
+	}
+}
+
+// History records what a commit applied, and nothing it kept out: a denied
+// hook and a config that waits are not in the entry; the branch that went
+// in is.
+func TestGitHistoryRecordsOnlyWhatWasApplied(t *testing.T) {
+	const script = `printf '#!/bin/sh\n' > .git/hooks/pre-push && chmod +x .git/hooks/pre-push && git config core.hooksPath /tmp/x && echo two >> a.txt && ` + gitID + `commit -qam task`
+	lastChanges := func(t *testing.T, f *fixture, tk *task.Task) string {
+		log, err := f.k.HistoryLog(tk)
+		if err != nil {
+			t.Fatal(err)
+		}
+		last, ok, err := log.Last()
+		if err != nil || !ok {
+			t.Fatalf("history: %v, %v", ok, err)
+		}
+		var d kernel.HistoryData
+		if err := json.Unmarshal(last.Data, &d); err != nil {
+			t.Fatal(err)
+		}
+		return strings.Join(d.Changes, "\n")
+	}
+	t.Run("unjudged, history names the hook and config never applied", func(t *testing.T) {
+		kernel.SkipGitJudging(t)
+		f := gitProject(t)
+		tk := f.newTask()
+		f.sh(tk, script)
+		commitPolicy(t, f, tk, false)
+		if got := lastChanges(t, f, tk); !strings.Contains(got, "hook") {
+			t.Fatalf("without the guard history is right: the test shows nothing:\n%s", got)
+		}
+	})
+	f := gitProject(t)
+	tk := f.newTask()
+	f.sh(tk, script)
+	commitPolicy(t, f, tk, false)
+	got := lastChanges(t, f, tk)
+	if strings.Contains(got, "hook") || strings.Contains(got, "config") {
+		t.Errorf("history names what was not applied:\n%s", got)
+	}
+	if !strings.Contains(got, "git: main ") || !strings.Contains(got, "a.txt") {
+		t.Errorf("history lacks what was applied:\n%s", got)
+	}
+	if got := gitIn(t, f.folder, "log", "-1", "--format=%s"); got != "task" {
+		t.Errorf("folder log = %q", got)
+	}
+	if _, err := gitOut(f.folder, "config", "--get", "core.hooksPath"); err == nil {
+		t.Error("core.hooksPath reached the folder")
+	}
+	if got := folderSound(t, f); got != "" {
+		t.Errorf("folder git status = %q", got)
 	}
 }
