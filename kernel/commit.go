@@ -220,6 +220,9 @@ func (k *Kernel) Commit(t *task.Task, opt CommitOptions) (*CommitReport, error) 
 		return nil, err
 	}
 	rep.Applied, rep.Checkpoint, rep.Git = chosen, rec.ID, git
+	if err := countDeleted(t, rep.Judgement, chosen); err != nil {
+		return rep, fmt.Errorf("commit: the change went in (checkpoint %d; kule undo takes it back), but keeping the count of deleted files failed: %w — the next commit counts its deletions alone", rec.ID, err)
+	}
 	if _, err := k.maskEnv(t); err != nil {
 		return rep, fmt.Errorf("commit: the change went in (checkpoint %d; kule undo takes it back), but %w — the next command masks them first or does not run", rec.ID, err)
 	}

@@ -9,3 +9,10 @@ func SkipGitJudging(t *testing.T) {
 	gitSkip = true
 	t.Cleanup(func() { gitSkip = false })
 }
+
+// SkipDeletedCount makes every commit's mass-delete count its own alone for
+// the rest of t (never in a parallel test).
+func SkipDeletedCount(t *testing.T) {
+	deletedSkip = true
+	t.Cleanup(func() { deletedSkip = false })
+}

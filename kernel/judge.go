@@ -1,10 +1,17 @@
 package kernel
 
 import (
+	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+
+	"github.com/kulehq/kule/kernel/atomicfile"
 
 	"github.com/kulehq/kule/kernel/effects"
 	"github.com/kulehq/kule/kernel/gitstate"
+	"github.com/kulehq/kule/kernel/manifest"
 	"github.com/kulehq/kule/kernel/policy"
 	"github.com/kulehq/kule/kernel/task"
 )
@@ -47,7 +54,7 @@ func (j *Judgement) unseen(dir, full string) bool {
 // cannot be read is an error: nothing may pass. JudgeStatus judges a whole
 // status, its repositories' changes with its files.
 func (k *Kernel) Judge(t *task.Task, pending []effects.Effect, approve bool) (*Judgement, error) {
-	return k.judge(t, pending, nil, nil, approve)
+	return k.judge(t, pending, nil, nil, nil, approve)
 }
 
 // JudgeStatus rules on everything of st a commit would apply: its pending
@@ -55,20 +62,23 @@ func (k *Kernel) Judge(t *task.Task, pending []effects.Effect, approve bool) (*J
 // its repositories, in one ruling. The status then prints each git line
 // with its verdict.
 func (k *Kernel) JudgeStatus(t *task.Task, st *Status, includeIgnored, approve bool) (*Judgement, error) {
-	j, err := k.judge(t, st.Pending(includeIgnored), applicableGit(st.Git), st.gitBase, approve)
+	j, err := k.judge(t, st.Pending(includeIgnored), applicableGit(st.Git), st.gitBase, st.manifest, approve)
 	if err == nil {
 		st.judged = j
 	}
 	return j, err
 }
 
-func (k *Kernel) judge(t *task.Task, pending []effects.Effect, git []*gitstate.Effects, gitBase *gitstate.Base, approve bool) (*Judgement, error) {
+func (k *Kernel) judge(t *task.Task, pending []effects.Effect, git []*gitstate.Effects, gitBase *gitstate.Base, m *manifest.Manifest, approve bool) (*Judgement, error) {
 	eng, err := k.LoadPolicyFor(t)
 	if err != nil {
 		return nil, fmt.Errorf("policy: %w", err)
 	}
 	facts := policy.GatherFacts(t.Paths.Copy, t.Folder, pending)
 	reqs := policy.FromEffects(pending, facts)
+	markTruncations(t, m, pending, reqs)
+	info := TaskInfo(t)
+	info.Deleted = loadDeleted(t)
 	nfile := len(reqs)
 	var items []GitItem
 	if !gitSkip {
@@ -77,7 +87,7 @@ func (k *Kernel) judge(t *task.Task, pending []effects.Effect, git []*gitstate.E
 	for _, it := range items {
 		reqs = append(reqs, it.reqs...)
 	}
-	ruling := eng.Judge(TaskInfo(t), reqs)
+	ruling := eng.Judge(info, reqs)
 	judgeItems(items, ruling.Verdicts[nfile:])
 	ruling.Verdicts = ruling.Verdicts[:nfile:nfile]
 	for _, it := range items {
@@ -233,4 +243,93 @@ func (j *Judgement) Reasons() []policy.Verdict {
 		}
 	}
 	return out
+}
+
+// markTruncations marks the requests of files that a modify leaves with
+// less than a tenth of the size the base recorded (policy.Truncation): they
+// count as deletions for mass-delete rules. m is the base's manifest,
+// loaded here when nil.
+func markTruncations(t *task.Task, m *manifest.Manifest, pending []effects.Effect, reqs []policy.Request) {
+	for i, e := range pending {
+		if e.Kind != effects.Modify || e.NewType != effects.TypeFile {
+			continue
+		}
+		if m == nil {
+			var err error
+			if m, err = manifest.Load(manifestPath(t.Paths)); err != nil {
+				return // status says the base is damaged; nothing is marked
+			}
+		}
+		if old, ok := m.Get(e.Path); ok && old.Type == effects.TypeFile && policy.Truncation(old.Size, e.Size) {
+			reqs[i].Truncates = true
+		}
+	}
+}
+
+// deletedPath keeps how many files a task's commits deleted or truncated
+// since the count last started over (at the task's making, or when a
+// person approved a mass delete): mass-delete rules add up commits, so
+// 15 deletions and 15 more in the next commit ask as 30 in one do.
+func deletedPath(t *task.Task) string { return filepath.Join(t.Paths.Dir, "deleted.json") }
+
+// deletedSkip, when set by a test, makes every commit count its deletions
+// alone, as before the count was kept.
+var deletedSkip bool
+
+type deletedCount struct {
+	Files int `json:"files"`
+}
+
+// loadDeleted is the task's count; 0 when none was kept (or it is
+// unreadable, which a test of the write path rules out).
+func loadDeleted(t *task.Task) int {
+	if deletedSkip {
+		return 0
+	}
+	b, err := os.ReadFile(deletedPath(t))
+	if err != nil {
+		return 0
+	}
+	var c deletedCount
+	if json.Unmarshal(b, &c) != nil || c.Files < 0 {
+		return 0
+	}
+	return c.Files
+}
+
+// countDeleted adds what a commit applied to the task's count, or starts
+// it over when the commit applied a mass delete a person approved.
+func countDeleted(t *task.Task, j *Judgement, applied []effects.Effect) error {
+	if j == nil {
+		return nil
+	}
+	done := map[string]bool{}
+	for _, e := range applied {
+		done[effectKey(e)] = true
+	}
+	n, approvedMass := 0, false
+	for _, v := range j.Ruling.Verdicts {
+		e, ok := j.effectOf(v)
+		if !ok || !done[effectKey(e)] {
+			continue
+		}
+		if v.Outcome == policy.Ask && slices.Contains(v.Rules, "mass-deletes") {
+			approvedMass = true
+		}
+		if v.Request.Action == policy.FileDelete || v.Request.Truncates {
+			n += max(v.Request.Count, 1)
+		}
+	}
+	total := loadDeleted(t) + n
+	if approvedMass {
+		total = 0
+	}
+	if total == loadDeleted(t) {
+		return nil
+	}
+	raw, err := json.Marshal(deletedCount{Files: total})
+	if err != nil {
+		return err
+	}
+	return atomicfile.Write(deletedPath(t), raw, 0o600)
 }

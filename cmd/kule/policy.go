@@ -99,8 +99,9 @@ replaces the built-ins; Kule never writes that file.`,
 				fmt.Fprintf(out, "policy: your own, %s (it replaces the built-ins)\n", policy.PersonPath(home))
 			}
 			fmt.Fprintf(out, "rules in force for %s, by id:\n", folder)
-			remembered := 0
+			remembered, massDeletes := 0, false
 			for _, r := range eng.Rules() {
+				massDeletes = massDeletes || r.ID == "mass-deletes"
 				if r.Layer == policy.LayerRemembered {
 					remembered++
 					continue
@@ -118,6 +119,9 @@ replaces the built-ins; Kule never writes that file.`,
 					line += " · " + r.Reason
 				}
 				fmt.Fprintln(out, line)
+			}
+			if massDeletes {
+				fmt.Fprintln(out, "mass-deletes counts the files a task deletes or truncates (leaves with less than a tenth of their size) over all its commits, since it was made or a mass delete of it was last approved")
 			}
 			fmt.Fprintf(out, "remembered approvals for this folder: %d (kule rules lists them)\n", remembered)
 			return nil

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"unicode/utf8"
 )
 
 // ConfigKeys reads a git config file into its keys, each written as git
@@ -124,8 +125,9 @@ func ConfigDiff(old, new []byte) []string {
 	var out []string
 	for _, k := range names {
 		nv, inNew := n[k]
+		shown := printable(k)
 		if !inNew {
-			out = append(out, k+" removed")
+			out = append(out, shown+" removed")
 			continue
 		}
 		if slices.Equal(o[k], nv) {
@@ -135,9 +137,20 @@ func ConfigDiff(old, new []byte) []string {
 		for i, v := range nv {
 			q[i] = fmt.Sprintf("%q", truncate(v, 120))
 		}
-		out = append(out, k+" = "+strings.Join(q, ", "))
+		out = append(out, shown+" = "+strings.Join(q, ", "))
 	}
 	return out
+}
+
+// printable is s with every control character and invalid byte as "?":
+// a key is shown as read, never as a terminal would act on it.
+func printable(s string) string {
+	return strings.Map(func(r rune) rune {
+		if r < 0x20 || r == 0x7f || r == utf8.RuneError || (r >= 0x80 && r < 0xa0) {
+			return '?'
+		}
+		return r
+	}, s)
 }
 
 // DescribeConfig fills in the Keys of every config change in effs: what

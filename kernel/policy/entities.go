@@ -24,6 +24,10 @@ type TaskInfo struct {
 	// ModelHosts are the model API hosts of Agent as its profile names them,
 	// beside those the built-in host list knows.
 	ModelHosts []string
+	// Deleted counts the files the task's earlier commits deleted or
+	// truncated since the count last started over; a batch's deletions
+	// (context.deletions) add up with them.
+	Deleted int
 }
 
 // builder makes the entities of one batch of requests. It caches the tag
@@ -52,6 +56,7 @@ func newBuilder(task TaskInfo, deletions int) *builder {
 		"folder_is_git": types.Boolean(task.FolderIsGit),
 		"agent_running": types.Boolean(task.AgentRunning),
 		"git_change":    types.String(""),
+		"truncates":     types.False,
 	})
 	if len(task.ModelHosts) > 0 {
 		b.modelHost = map[string]bool{}
@@ -135,12 +140,13 @@ func (b *builder) host(r Request) (types.Entity, tagMask) {
 func (b *builder) request(r Request) (types.Request, pairGetter, tagMask) {
 	res, tags := b.resource(r)
 	ctx := b.context
-	if r.GitChange != "" {
+	if r.GitChange != "" || r.Truncates {
 		m := map[types.String]types.Value{}
 		for k, v := range b.context.All() {
 			m[k] = v
 		}
 		m["git_change"] = types.String(r.GitChange)
+		m["truncates"] = types.Boolean(r.Truncates)
 		ctx = types.NewRecord(m)
 	}
 	return types.Request{

@@ -117,6 +117,10 @@ type Request struct {
 	// GitStagedDiffers, GitBrings (a file change a ref's new commits bring),
 	// or "" for none.
 	GitChange string `json:"git_change,omitempty"`
+	// Truncates is true for a file.modify that leaves the file with less
+	// than a tenth of its size (empty included): it counts as a deletion
+	// for mass-delete rules, as context.truncates says.
+	Truncates bool `json:"truncates,omitempty"`
 
 	// inner holds the tags of the paths below a directory changed whole.
 	inner tagMask
