@@ -27,7 +27,6 @@ func rmRange(from, to int) string {
 	return "rm " + strings.Join(s, " ")
 }
 
-
 // Deletions add up over the task's commits: 15 and then 15 more ask as 30
 // in one commit do (a folder that is not a repository asks above 20).
 func TestMassDeleteCountsAcrossCommits(t *testing.T) {

@@ -16,7 +16,7 @@ func TestConfigDiffNamesTheKeys(t *testing.T) {
 		new  string
 		want []string
 	}{
-		"fsmonitor added": {old + "[core]\n\tfsmonitor = \"touch /tmp/x\"\n", []string{`core.fsmonitor = "touch /tmp/x"`}},
+		"fsmonitor added":             {old + "[core]\n\tfsmonitor = \"touch /tmp/x\"\n", []string{`core.fsmonitor = "touch /tmp/x"`}},
 		"hooksPath, old section form": {strings.Replace(old, "[core]", "[core]\n\thooksPath = /tmp/h ; a comment", 1), []string{`core.hookspath = "/tmp/h"`}},
 		"remote redirected":           {strings.Replace(old, "example.com", "evil.example", 1), []string{`remote.origin.url = "https://evil.example/a.git"`}},
 		"key removed":                 {strings.Replace(old, "\tbare = false\n", "", 1), []string{"core.bare removed"}},
