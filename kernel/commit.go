@@ -44,6 +44,10 @@ type CommitOptions struct {
 	// Select, when set, also decides effect by effect what goes in (the
 	// daemon's per-path choices); what it leaves out stays in the copy.
 	Select func(effects.Effect) bool
+	// SelectGit decides, with Approve, which of the repositories' parts
+	// that wait for approval go in. When Select is set and SelectGit is
+	// not, none does: an approval of files is never one of git.
+	SelectGit func(GitItem) bool
 	// Merge merges a file both the task and the folder changed since the
 	// base, three ways; conflicts non-empty means the file cannot merge, and
 	// the commit refuses as changed underneath, naming them. Nil merges
@@ -238,7 +242,14 @@ func (k *Kernel) chooseGit(st *Status, opt CommitOptions, rep *CommitReport) ([]
 	if gitSkip || rep.Judgement == nil || !opt.Policy {
 		return git, nil
 	}
-	sel := rep.Judgement.gitSelection()
+	j := rep.Judgement
+	switch {
+	case opt.SelectGit != nil:
+		j.gitAsk = opt.SelectGit
+	case opt.Select != nil:
+		j.gitAsk = func(GitItem) bool { return false }
+	}
+	sel := j.gitSelection()
 	return selectGit(git, sel), sel
 }
 

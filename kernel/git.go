@@ -172,7 +172,17 @@ func finishGitUndo(t *task.Task, checkpoint int) error {
 	// keeps its own state and the folder's differences show as conflicts
 	// at the next commit rather than being lost.
 	_ = gitstate.RevertSet(t.Paths.Copy, set)
-	if err := saveGitBase(t); err != nil {
+	// The base moves for what the undo took back alone: a part the commit
+	// held back (a denied hook, a config that waits) stays pending.
+	b, err := gitstate.LoadBase(gitBasePath(t.Paths))
+	if err != nil {
+		return err
+	}
+	nb, err := b.AfterSelected(t.Paths.Copy, set.Selection())
+	if err != nil {
+		return err
+	}
+	if err := nb.Save(gitBasePath(t.Paths)); err != nil {
 		return err
 	}
 	if err := os.Remove(gitUndoPath(t.Paths, checkpoint)); err != nil && !errors.Is(err, os.ErrNotExist) {

@@ -217,8 +217,8 @@ func worstOf(main policy.Request, vs []policy.Verdict) policy.Verdict {
 // apply, by repository.
 func (j *Judgement) gitSelection() map[string]gitstate.Selection {
 	sel := map[string]gitstate.Selection{}
-	for _, it := range j.Git {
-		if !j.lets(it.Verdict) {
+	for i, it := range j.Git {
+		if !j.letsGit(i) {
 			continue
 		}
 		s := sel[it.Repo]
@@ -254,15 +254,26 @@ func (j *Judgement) GitHeld() (waiting, denied []GitItem) {
 	if j == nil {
 		return nil, nil
 	}
-	for _, it := range j.Git {
+	for i, it := range j.Git {
 		switch {
 		case it.Verdict.Outcome == policy.Deny:
 			denied = append(denied, it)
-		case it.Verdict.Outcome == policy.Ask && !j.Approve:
+		case !j.letsGit(i):
 			waiting = append(waiting, it)
 		}
 	}
 	return waiting, denied
+}
+
+// letsGit reports whether the judgement lets the i-th git item through: its
+// verdict does, and, for one that asks, the commit's SelectGit (set by
+// chooseGit) chose it.
+func (j *Judgement) letsGit(i int) bool {
+	it := j.Git[i]
+	if !j.lets(it.Verdict) {
+		return false
+	}
+	return it.Verdict.Outcome == policy.Pass || j.gitAsk == nil || j.gitAsk(it)
 }
 
 // gitLinesJudged are the repositories' lines, each judged part followed by

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/kulehq/kule/kernel"
+	"github.com/kulehq/kule/kernel/effects"
 	"github.com/kulehq/kule/kernel/task"
 )
 
@@ -168,6 +169,17 @@ func TestGitAttackConfigIsListedWithItsKeys(t *testing.T) {
 	commitPolicy(t, f, tk, false)
 	if _, err := gitOut(f.folder, "config", "--get", "core.fsmonitor"); err == nil {
 		t.Fatal("the config reached the folder without approval")
+	}
+	// Approving files path by path (the app's way) approves no git part.
+	sel, err := f.k.Commit(tk, kernel.CommitOptions{Policy: true, Approve: true, Select: func(effects.Effect) bool { return true }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := gitOut(f.folder, "config", "--get", "core.fsmonitor"); err == nil {
+		t.Fatal("approving the files path by path applied the config")
+	}
+	if w, _ := heldLines(sel.Judgement); !strings.Contains(w, "core.fsmonitor") {
+		t.Errorf("the config is not named as waiting after a path-by-path approval:\n%s", w)
 	}
 	rep := commitPolicy(t, f, tk, true)
 	if got := gitIn(t, f.folder, "config", "--get", "core.fsmonitor"); got != "touch /tmp/kule-pwned" {
@@ -388,6 +400,39 @@ func TestGitHistoryRecordsOnlyWhatWasApplied(t *testing.T) {
 	}
 	if _, err := gitOut(f.folder, "config", "--get", "core.hooksPath"); err == nil {
 		t.Error("core.hooksPath reached the folder")
+	}
+	if got := folderSound(t, f); got != "" {
+		t.Errorf("folder git status = %q", got)
+	}
+}
+
+// An undo takes back what the commit applied and nothing else: the hook it
+// denied stays listed, with its verdict.
+func TestGitUndoKeepsWhatTheCommitHeldListed(t *testing.T) {
+	f := gitProject(t)
+	tk := f.newTask()
+	before := gitIn(t, f.folder, "rev-parse", "main")
+	f.sh(tk, `printf '#!/bin/sh\n' > .git/hooks/pre-commit && chmod +x .git/hooks/pre-commit && echo two >> a.txt && `+gitID+`commit -qam task`)
+	commitPolicy(t, f, tk, false)
+	if _, err := f.k.Undo(tk); err != nil {
+		t.Fatalf("Undo: %v", err)
+	}
+	if got := gitIn(t, f.folder, "rev-parse", "main"); got != before {
+		t.Errorf("after undo main = %s, want %s", got, before)
+	}
+	st, err := f.k.Status(tk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.k.JudgeStatus(tk, st, false, false); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Join(st.GitLines(), "\n")
+	if !strings.Contains(lines, "hook pre-commit added (it runs on the next matching git command) · denied (git-hooks)") {
+		t.Errorf("after undo the denied hook is no longer listed:\n%s", lines)
+	}
+	if strings.Contains(lines, "main ") {
+		t.Errorf("after undo main shows as pending:\n%s", lines)
 	}
 	if got := folderSound(t, f); got != "" {
 		t.Errorf("folder git status = %q", got)

@@ -35,6 +35,9 @@ type Judgement struct {
 	// Git holds the repositories' changes as judged items; their verdicts
 	// follow the files' in Ruling.Verdicts, one per item.
 	Git []GitItem
+	// gitAsk, when set, chooses which git items that ask an approval lets
+	// through (CommitOptions.SelectGit).
+	gitAsk func(GitItem) bool
 }
 
 // lets reports whether the judgement lets a verdict's change through.
@@ -143,8 +146,15 @@ func (j *Judgement) Held(applied []effects.Effect) (waiting, denied []policy.Ver
 	}
 	for i, v := range j.Ruling.Verdicts {
 		e, ok := j.effectOf(v)
-		if i >= len(j.Ruling.Verdicts)-len(j.Git) {
-			ok = true // a repository's item: GitHeld names it
+		if g := i - (len(j.Ruling.Verdicts) - len(j.Git)); g >= 0 {
+			// A repository's item (GitHeld names it by its line).
+			switch {
+			case v.Outcome == policy.Deny:
+				denied = append(denied, v)
+			case !j.letsGit(g):
+				waiting = append(waiting, v)
+			}
+			continue
 		} else if !ok || done[effectKey(e)] {
 			continue
 		}

@@ -3,6 +3,7 @@ package gitstate
 import (
 	"maps"
 	"slices"
+	"strings"
 )
 
 // Selection names the parts of one repository's effects that a commit
@@ -107,6 +108,31 @@ func pick(old, cur map[string]string, names []string) map[string]string {
 		} else {
 			delete(out, n)
 		}
+	}
+	return out
+}
+
+// Selection is, by repository, what the set's undo takes back: the refs,
+// the index, the hooks and config files it restores.
+func (set *UndoSet) Selection() map[string]Selection {
+	out := map[string]Selection{}
+	for _, ru := range set.Repos {
+		if ru.Undo == nil {
+			continue
+		}
+		s := out[ru.Path]
+		for _, r := range ru.Undo.Refs {
+			s.Refs = append(s.Refs, r.Name)
+		}
+		s.Index = s.Index || ru.Undo.Index != nil
+		for _, f := range ru.Undo.Files {
+			if h, ok := strings.CutPrefix(f.Name, "hooks/"); ok {
+				s.Hooks = append(s.Hooks, h)
+			} else {
+				s.Config = append(s.Config, f.Name)
+			}
+		}
+		out[ru.Path] = s
 	}
 	return out
 }
