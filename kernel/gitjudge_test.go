@@ -438,3 +438,40 @@ func TestGitUndoKeepsWhatTheCommitHeldListed(t *testing.T) {
 		t.Errorf("folder git status = %q", got)
 	}
 }
+
+// A nested repository's changes are judged as its own: its branch moves
+// wait (nested-repositories) and go in with --approve.
+func TestGitNestedRepositoryWaits(t *testing.T) {
+	f := gitProject(t)
+	sub := filepath.Join(f.folder, "sub")
+	write(t, sub, map[string]string{"s.txt": "s\n"})
+	gitIn(t, sub, "init", "-q", "-b", "main")
+	gitIn(t, sub, "add", ".")
+	gitIn(t, sub, "commit", "-q", "-m", "sub first")
+	before := gitIn(t, sub, "rev-parse", "main")
+	tk := f.newTask()
+	f.sh(tk, "cd sub && echo more >> s.txt && "+gitID+"commit -qam 'sub task'")
+	st, err := f.k.Status(tk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.k.JudgeStatus(tk, st, false, false); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Join(st.GitLines(), "\n")
+	if !strings.Contains(lines, "git (sub): main ") || !strings.Contains(lines, "waits for approval (nested-repositories)") {
+		t.Fatalf("status git lines:\n%s", lines)
+	}
+	commitPolicy(t, f, tk, false)
+	if got := gitIn(t, sub, "rev-parse", "main"); got != before {
+		t.Errorf("the nested main moved without approval")
+	}
+	commitPolicy(t, f, tk, true)
+	if got := gitIn(t, sub, "log", "-1", "--format=%s"); got != "sub task" {
+		t.Errorf("after --approve the nested log = %q", got)
+	}
+	gitIn(t, sub, "fsck", "--strict", "--no-progress")
+	if got := gitIn(t, sub, "status", "--porcelain"); got != "" {
+		t.Errorf("nested git status = %q", got)
+	}
+}
