@@ -44,6 +44,10 @@ type CommitOptions struct {
 	// Select, when set, also decides effect by effect what goes in (the
 	// daemon's per-path choices); what it leaves out stays in the copy.
 	Select func(effects.Effect) bool
+	// SelectGit decides, with Approve, which of the repositories' parts
+	// that wait for approval go in. When Select is set and SelectGit is
+	// not, none does: an approval of files is never one of git.
+	SelectGit func(GitItem) bool
 	// Merge merges a file both the task and the folder changed since the
 	// base, three ways; conflicts non-empty means the file cannot merge, and
 	// the commit refuses as changed underneath, naming them. Nil merges
@@ -123,13 +127,15 @@ func (k *Kernel) Commit(t *task.Task, opt CommitOptions) (*CommitReport, error) 
 	if err != nil {
 		return nil, err
 	}
-	git := applicableGit(st.Git)
+	git, gitSel := k.chooseGit(st, opt, rep)
 	if len(chosen) == 0 && len(git) == 0 {
 		return rep, nil
 	}
 	if len(git) > 0 { // .git is judged by meaning: see git.go
-		if w := gitWaits(git, opt.Git); len(w) > 0 {
-			return nil, fmt.Errorf("commit: %w: %s — nothing was applied; a person approves them, or the task undoes them in its copy", ErrGitWaits, strings.Join(w, "; "))
+		if gitSel == nil {
+			if w := gitWaits(git, opt.Git); len(w) > 0 {
+				return nil, fmt.Errorf("commit: %w: %s — nothing was applied; a person approves them, or the task undoes them in its copy", ErrGitWaits, strings.Join(w, "; "))
+			}
 		}
 		if err := st.gitBase.Check(t.Folder, git); err != nil {
 			return nil, fmt.Errorf("commit: %w", err)
@@ -156,6 +162,7 @@ func (k *Kernel) Commit(t *task.Task, opt CommitOptions) (*CommitReport, error) 
 		if chosen, err = k.choose(t, st, opt, rep, merged); err != nil {
 			return nil, err
 		}
+		git, gitSel = k.chooseGit(st, opt, rep)
 		if bad := k.underneath(t, st.manifest, chosen); len(bad) > 0 {
 			return nil, &UnderneathError{Paths: bad}
 		}
@@ -182,11 +189,17 @@ func (k *Kernel) Commit(t *task.Task, opt CommitOptions) (*CommitReport, error) 
 	var gitUndo *gitstate.UndoSet
 	var gitJ *gitJournal
 	if len(git) > 0 {
-		gops, undo, err := gitOps(t, st.gitBase, git, opt.Git)
+		a, gj := opt.Git, &gitJournal{Hooks: opt.Git.Hooks, Config: opt.Git.Config}
+		if gitSel != nil {
+			// Only what the ruling let through is in git: all of it goes in.
+			a.Hooks, a.Config = true, true
+			gj = &gitJournal{Selected: true, Select: gitSel}
+		}
+		gops, undo, err := gitOps(t, st.gitBase, git, a, "kule: commit "+t.ID)
 		if err != nil {
 			return nil, fmt.Errorf("commit: %w (no file and no ref, index entry, hook or config of the folder was changed)", err)
 		}
-		ops, gitUndo, gitJ = append(ops, gops...), undo, &gitJournal{Hooks: opt.Git.Hooks, Config: opt.Git.Config}
+		ops, gitUndo, gitJ = append(ops, gops...), undo, gj
 	}
 	crashpoint.Hit("commit.planned")
 	jid := apply.NewID()
@@ -211,10 +224,33 @@ func (k *Kernel) Commit(t *task.Task, opt CommitOptions) (*CommitReport, error) 
 		return nil, err
 	}
 	rep.Applied, rep.Checkpoint, rep.Git = chosen, rec.ID, git
+	if err := countDeleted(t, rep.Judgement, chosen); err != nil {
+		return rep, fmt.Errorf("commit: the change went in (checkpoint %d; kule undo takes it back), but keeping the count of deleted files failed: %w — the next commit counts its deletions alone", rec.ID, err)
+	}
 	if _, err := k.maskEnv(t); err != nil {
 		return rep, fmt.Errorf("commit: the change went in (checkpoint %d; kule undo takes it back), but %w — the next command masks them first or does not run", rec.ID, err)
 	}
 	return rep, nil
+}
+
+// chooseGit is what of st's repositories a commit applies: with the
+// policy, only the parts its ruling lets through (and the selection the
+// commit's journal keeps, so that the base moves for those alone); without
+// it, all of them, as opt.Git approves.
+func (k *Kernel) chooseGit(st *Status, opt CommitOptions, rep *CommitReport) ([]*gitstate.Effects, map[string]gitstate.Selection) {
+	git := applicableGit(st.Git)
+	if gitSkip || rep.Judgement == nil || !opt.Policy {
+		return git, nil
+	}
+	j := rep.Judgement
+	switch {
+	case opt.SelectGit != nil:
+		j.gitAsk = opt.SelectGit
+	case opt.Select != nil:
+		j.gitAsk = func(GitItem) bool { return false }
+	}
+	sel := j.gitSelection()
+	return selectGit(git, sel), sel
 }
 
 // choose splits st's effects into what the commit applies and what stays in
@@ -225,7 +261,7 @@ func (k *Kernel) choose(t *task.Task, st *Status, opt CommitOptions, rep *Commit
 	var j *Judgement
 	if opt.Policy {
 		var err error
-		if j, err = k.Judge(t, st.Pending(opt.IncludeIgnored), opt.Approve); err != nil {
+		if j, err = k.JudgeStatus(t, st, opt.IncludeIgnored, opt.Approve); err != nil {
 			return nil, fmt.Errorf("commit: %w (nothing was applied)", err)
 		}
 	}

@@ -70,8 +70,8 @@ func gitWaits(effs []*gitstate.Effects, a GitApproval) []string {
 // commit's journal carries out with the files, so a crash leaves the folder
 // and its repositories as before or as committed, as a whole. It returns the
 // undo of those writes, which the caller keeps beside the checkpoint.
-func gitOps(t *task.Task, b *gitstate.Base, effs []*gitstate.Effects, a GitApproval) ([]apply.Op, *gitstate.UndoSet, error) {
-	writes, undo, err := b.PlanApply(t.Folder, t.Paths.Copy, effs, gitstate.ApplyOptions{Hooks: a.Hooks, Config: a.Config})
+func gitOps(t *task.Task, b *gitstate.Base, effs []*gitstate.Effects, a GitApproval, reflog string) ([]apply.Op, *gitstate.UndoSet, error) {
+	writes, undo, err := b.PlanApply(t.Folder, t.Paths.Copy, effs, gitstate.ApplyOptions{Hooks: a.Hooks, Config: a.Config, Reflog: reflog})
 	if err != nil {
 		return nil, nil, err
 	}
@@ -106,6 +106,10 @@ func saveGitUndo(t *task.Task, checkpoint int, undo *gitstate.UndoSet) error {
 type gitJournal struct {
 	Hooks  bool `json:"hooks,omitempty"`
 	Config bool `json:"config,omitempty"`
+	// Selected: the policy chose what went in, Select by repository; the
+	// base moves for that alone (gitstate.Base.AfterSelected).
+	Selected bool                          `json:"selected,omitempty"`
+	Select   map[string]gitstate.Selection `json:"select,omitempty"`
 }
 
 // finishGitCommit moves the git base once the folder's repositories hold
@@ -115,7 +119,12 @@ func finishGitCommit(t *task.Task, g *gitJournal) error {
 	if err != nil {
 		return err
 	}
-	nb, err := b.After(t.Paths.Copy, gitstate.ApplyOptions{Hooks: g.Hooks, Config: g.Config})
+	var nb *gitstate.Base
+	if g.Selected {
+		nb, err = b.AfterSelected(t.Paths.Copy, g.Select)
+	} else {
+		nb, err = b.After(t.Paths.Copy, gitstate.ApplyOptions{Hooks: g.Hooks, Config: g.Config})
+	}
 	if err != nil {
 		return err
 	}
@@ -163,7 +172,17 @@ func finishGitUndo(t *task.Task, checkpoint int) error {
 	// keeps its own state and the folder's differences show as conflicts
 	// at the next commit rather than being lost.
 	_ = gitstate.RevertSet(t.Paths.Copy, set)
-	if err := saveGitBase(t); err != nil {
+	// The base moves for what the undo took back alone: a part the commit
+	// held back (a denied hook, a config that waits) stays pending.
+	b, err := gitstate.LoadBase(gitBasePath(t.Paths))
+	if err != nil {
+		return err
+	}
+	nb, err := b.AfterSelected(t.Paths.Copy, set.Selection())
+	if err != nil {
+		return err
+	}
+	if err := nb.Save(gitBasePath(t.Paths)); err != nil {
 		return err
 	}
 	if err := os.Remove(gitUndoPath(t.Paths, checkpoint)); err != nil && !errors.Is(err, os.ErrNotExist) {
@@ -192,10 +211,23 @@ func gitLines(effs []*gitstate.Effects) []string {
 	return out
 }
 
-// GitLines are the lines a person reads about the repositories' changes.
-func (s *Status) GitLines() []string { return gitLines(s.Git) }
+// GitLines are the lines a person reads about the repositories' changes;
+// once JudgeStatus judged the status, each judged line carries its verdict
+// and rules.
+func (s *Status) GitLines() []string {
+	if s.judged != nil {
+		return gitLinesJudged(s.Git, s.judged)
+	}
+	return gitLines(s.Git)
+}
 
 // GitWaits lists what of the repositories' changes waits for a person
 // (history rewrites, staged content that differs from its file), given what
-// was approved.
-func (s *Status) GitWaits(a GitApproval) []string { return gitWaits(applicableGit(s.Git), a) }
+// was approved, for a status the policy has not judged; once JudgeStatus
+// judged it, the ruling says what waits and GitWaits is empty.
+func (s *Status) GitWaits(a GitApproval) []string {
+	if s.judged != nil {
+		return nil
+	}
+	return gitWaits(applicableGit(s.Git), a)
+}

@@ -1,9 +1,17 @@
 package kernel
 
 import (
+	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+
+	"github.com/kulehq/kule/kernel/atomicfile"
 
 	"github.com/kulehq/kule/kernel/effects"
+	"github.com/kulehq/kule/kernel/gitstate"
+	"github.com/kulehq/kule/kernel/manifest"
 	"github.com/kulehq/kule/kernel/policy"
 	"github.com/kulehq/kule/kernel/task"
 )
@@ -24,6 +32,17 @@ type Judgement struct {
 	// (its facts); a commit leaves out what appeared there since.
 	seen   map[string]bool
 	listed map[string]bool // the directories whose contents were listed
+	// Git holds the repositories' changes as judged items; their verdicts
+	// follow the files' in Ruling.Verdicts, one per item.
+	Git []GitItem
+	// gitAsk, when set, chooses which git items that ask an approval lets
+	// through (CommitOptions.SelectGit).
+	gitAsk func(GitItem) bool
+}
+
+// lets reports whether the judgement lets a verdict's change through.
+func (j *Judgement) lets(v policy.Verdict) bool {
+	return v.Outcome == policy.Pass || (j.Approve && v.Outcome == policy.Ask)
 }
 
 // unseen reports whether full, below the directory effect at dir, appeared
@@ -32,17 +51,52 @@ func (j *Judgement) unseen(dir, full string) bool {
 	return j != nil && j.listed[dir] && !j.seen[full]
 }
 
-// Judge rules on pending with the policy in force for t (its group's, or
-// the home's for its folder). approve
-// lets through what the policy says waits for a person (never what it
-// denies). A policy that cannot be read is an error: nothing may pass.
+// Judge rules on pending (file effects alone) with the policy in force for
+// t (its group's, or the home's for its folder). approve lets through what
+// the policy says waits for a person (never what it denies). A policy that
+// cannot be read is an error: nothing may pass. JudgeStatus judges a whole
+// status, its repositories' changes with its files.
 func (k *Kernel) Judge(t *task.Task, pending []effects.Effect, approve bool) (*Judgement, error) {
+	return k.judge(t, pending, nil, nil, nil, approve)
+}
+
+// JudgeStatus rules on everything of st a commit would apply: its pending
+// file effects (ignored ones too with includeIgnored) and every change to
+// its repositories, in one ruling. The status then prints each git line
+// with its verdict.
+func (k *Kernel) JudgeStatus(t *task.Task, st *Status, includeIgnored, approve bool) (*Judgement, error) {
+	j, err := k.judge(t, st.Pending(includeIgnored), applicableGit(st.Git), st.gitBase, st.manifest, approve)
+	if err == nil {
+		st.judged = j
+	}
+	return j, err
+}
+
+func (k *Kernel) judge(t *task.Task, pending []effects.Effect, git []*gitstate.Effects, gitBase *gitstate.Base, m *manifest.Manifest, approve bool) (*Judgement, error) {
 	eng, err := k.LoadPolicyFor(t)
 	if err != nil {
 		return nil, fmt.Errorf("policy: %w", err)
 	}
 	facts := policy.GatherFacts(t.Paths.Copy, t.Folder, pending)
-	j := &Judgement{Ruling: eng.Judge(TaskInfo(t), policy.FromEffects(pending, facts)), Pending: pending, Approve: approve, allowed: map[string]bool{}, seen: map[string]bool{}}
+	reqs := policy.FromEffects(pending, facts)
+	markTruncations(t, m, pending, reqs)
+	info := TaskInfo(t)
+	info.Deleted = loadDeleted(t)
+	nfile := len(reqs)
+	var items []GitItem
+	if !gitSkip {
+		items = gitItems(git, gitBase)
+	}
+	for _, it := range items {
+		reqs = append(reqs, it.reqs...)
+	}
+	ruling := eng.Judge(info, reqs)
+	judgeItems(items, ruling.Verdicts[nfile:])
+	ruling.Verdicts = ruling.Verdicts[:nfile:nfile]
+	for _, it := range items {
+		ruling.Verdicts = append(ruling.Verdicts, it.Verdict)
+	}
+	j := &Judgement{Ruling: ruling, Pending: pending, Approve: approve, allowed: map[string]bool{}, seen: map[string]bool{}, Git: items}
 	j.listed = map[string]bool{}
 	for dir, below := range facts.Below {
 		j.listed[dir] = true
@@ -50,7 +104,7 @@ func (k *Kernel) Judge(t *task.Task, pending []effects.Effect, approve bool) (*J
 			j.seen[p] = true
 		}
 	}
-	lets := func(v policy.Verdict) bool { return v.Outcome == policy.Pass || (approve && v.Outcome == policy.Ask) }
+	lets := j.lets
 	for _, v := range j.Ruling.Verdicts {
 		if e, ok := j.effectOf(v); ok && lets(v) {
 			j.allowed[effectKey(e)] = true
@@ -83,15 +137,25 @@ func (j *Judgement) effectOf(v policy.Verdict) (effects.Effect, bool) {
 func (j *Judgement) Allows(e effects.Effect) bool { return j.allowed[effectKey(e)] }
 
 // Held splits what the ruling kept out of applied: what waits for a
-// person's approval and what is denied.
+// person's approval and what is denied, the repositories' items (whose
+// Request.Effect is -1; GitHeld gives their lines) after the files.
 func (j *Judgement) Held(applied []effects.Effect) (waiting, denied []policy.Verdict) {
 	done := map[string]bool{}
 	for _, e := range applied {
 		done[effectKey(e)] = true
 	}
-	for _, v := range j.Ruling.Verdicts {
+	for i, v := range j.Ruling.Verdicts {
 		e, ok := j.effectOf(v)
-		if !ok || done[effectKey(e)] {
+		if g := i - (len(j.Ruling.Verdicts) - len(j.Git)); g >= 0 {
+			// A repository's item (GitHeld names it by its line).
+			switch {
+			case v.Outcome == policy.Deny:
+				denied = append(denied, v)
+			case !j.letsGit(g):
+				waiting = append(waiting, v)
+			}
+			continue
+		} else if !ok || done[effectKey(e)] {
 			continue
 		}
 		switch {
@@ -158,4 +222,124 @@ func (k *Kernel) JudgeHome(t *task.Task, paths []string) ([]policy.Verdict, erro
 		return nil, fmt.Errorf("policy: %d verdicts on %d home changes", len(r.Verdicts), len(paths))
 	}
 	return r.Verdicts, nil
+}
+
+// The overall ruling of a judgement, as `kule status --json` names it.
+const (
+	RulingPasses = "passes"
+	RulingWaits  = "waits"
+	RulingDenied = "denied"
+)
+
+// Overall is the judgement in one word: "denied" when anything is denied,
+// else "waits" when anything waits for a person, else "passes".
+func (j *Judgement) Overall() string {
+	switch j.Ruling.Worst() {
+	case policy.Deny:
+		return RulingDenied
+	case policy.Ask:
+		return RulingWaits
+	}
+	return RulingPasses
+}
+
+// Reasons are the verdicts that keep something out, file and git alike:
+// every one that waits or is denied, in the ruling's order.
+func (j *Judgement) Reasons() []policy.Verdict {
+	out := []policy.Verdict{}
+	for _, v := range j.Ruling.Verdicts {
+		if v.Outcome != policy.Pass {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+// markTruncations marks the requests of files that a modify leaves with
+// less than a tenth of the size the base recorded (policy.Truncation): they
+// count as deletions for mass-delete rules. m is the base's manifest,
+// loaded here when nil.
+func markTruncations(t *task.Task, m *manifest.Manifest, pending []effects.Effect, reqs []policy.Request) {
+	for i, e := range pending {
+		if e.Kind != effects.Modify || e.NewType != effects.TypeFile {
+			continue
+		}
+		if m == nil {
+			var err error
+			if m, err = manifest.Load(manifestPath(t.Paths)); err != nil {
+				return // status says the base is damaged; nothing is marked
+			}
+		}
+		if old, ok := m.Get(e.Path); ok && old.Type == effects.TypeFile && policy.Truncation(old.Size, e.Size) {
+			reqs[i].Truncates = true
+		}
+	}
+}
+
+// deletedPath keeps how many files a task's commits deleted or truncated
+// since the count last started over (at the task's making, or when a
+// person approved a mass delete): mass-delete rules add up commits, so
+// 15 deletions and 15 more in the next commit ask as 30 in one do.
+func deletedPath(t *task.Task) string { return filepath.Join(t.Paths.Dir, "deleted.json") }
+
+// deletedSkip, when set by a test, makes every commit count its deletions
+// alone, as before the count was kept.
+var deletedSkip bool
+
+type deletedCount struct {
+	Files int `json:"files"`
+}
+
+// loadDeleted is the task's count; 0 when none was kept (or it is
+// unreadable, which a test of the write path rules out).
+func loadDeleted(t *task.Task) int {
+	if deletedSkip {
+		return 0
+	}
+	b, err := os.ReadFile(deletedPath(t))
+	if err != nil {
+		return 0
+	}
+	var c deletedCount
+	if json.Unmarshal(b, &c) != nil || c.Files < 0 {
+		return 0
+	}
+	return c.Files
+}
+
+// countDeleted adds what a commit applied to the task's count, or starts
+// it over when the commit applied a mass delete a person approved.
+func countDeleted(t *task.Task, j *Judgement, applied []effects.Effect) error {
+	if j == nil {
+		return nil
+	}
+	done := map[string]bool{}
+	for _, e := range applied {
+		done[effectKey(e)] = true
+	}
+	n, approvedMass := 0, false
+	for _, v := range j.Ruling.Verdicts {
+		e, ok := j.effectOf(v)
+		if !ok || !done[effectKey(e)] {
+			continue
+		}
+		if v.Outcome == policy.Ask && slices.Contains(v.Rules, "mass-deletes") {
+			approvedMass = true
+		}
+		if v.Request.Action == policy.FileDelete || v.Request.Truncates {
+			n += max(v.Request.Count, 1)
+		}
+	}
+	total := loadDeleted(t) + n
+	if approvedMass {
+		total = 0
+	}
+	if total == loadDeleted(t) {
+		return nil
+	}
+	raw, err := json.Marshal(deletedCount{Files: total})
+	if err != nil {
+		return err
+	}
+	return atomicfile.Write(deletedPath(t), raw, 0o600)
 }

@@ -40,7 +40,8 @@ type Status struct {
 
 	manifest *manifest.Manifest
 	ignore   *ignore.Matcher
-	folder   bool // compared the real folder, not the copy (FolderStatus)
+	folder   bool       // compared the real folder, not the copy (FolderStatus)
+	judged   *Judgement // set by JudgeStatus: the git lines carry its verdicts
 }
 
 // Pending returns the effects a commit would apply: all but the ignored ones
@@ -122,6 +123,7 @@ func (k *Kernel) status(t *task.Task) (*Status, error) {
 	if err != nil {
 		return nil, fmt.Errorf("status %s: git: %w", t.ID, err)
 	}
+	gitstate.DescribeConfig(t.Folder, t.Paths.Copy, git)
 	home, _ := homelayer.Changes(t.Paths.Home) // a task made before home layers has none
 	return &Status{Task: t, Effects: res.Effects, Problems: res.Problems, Git: git, gitBase: gb, Home: home, manifest: m, ignore: ign}, nil
 }

@@ -99,8 +99,9 @@ replaces the built-ins; Kule never writes that file.`,
 				fmt.Fprintf(out, "policy: your own, %s (it replaces the built-ins)\n", policy.PersonPath(home))
 			}
 			fmt.Fprintf(out, "rules in force for %s, by id:\n", folder)
-			remembered := 0
+			remembered, massDeletes := 0, false
 			for _, r := range eng.Rules() {
+				massDeletes = massDeletes || r.ID == "mass-deletes"
 				if r.Layer == policy.LayerRemembered {
 					remembered++
 					continue
@@ -118,6 +119,9 @@ replaces the built-ins; Kule never writes that file.`,
 					line += " · " + r.Reason
 				}
 				fmt.Fprintln(out, line)
+			}
+			if massDeletes {
+				fmt.Fprintln(out, "mass-deletes counts the files a task deletes or truncates (leaves with less than a tenth of their size) over all its commits, since it was made or a mass delete of it was last approved")
 			}
 			fmt.Fprintf(out, "remembered approvals for this folder: %d (kule rules lists them)\n", remembered)
 			return nil
@@ -263,22 +267,37 @@ func printHeld(w io.Writer, t *task.Task, j *kernel.Judgement, applied []effects
 		return
 	}
 	waiting, denied := j.Held(applied)
-	list := func(vs []policy.Verdict) {
-		for i, v := range vs {
-			if i == 40 {
-				fmt.Fprintf(w, "  … and %d more (kule status %s lists them)\n", len(vs)-40, t.ID)
+	gitWaiting, gitDenied := j.GitHeld()
+	list := func(vs []policy.Verdict, git []kernel.GitItem) {
+		n := 0
+		for _, v := range vs {
+			if v.Request.Effect < 0 {
+				continue // a repository's item, listed below by its line
+			}
+			if n++; n > 40 {
+				fmt.Fprintf(w, "  … and more (kule status %s lists them)\n", t.ID)
 				break
 			}
 			fmt.Fprintln(w, "  "+v.String())
 		}
+		for _, it := range git {
+			line := "  " + it.Line + " · " + it.Verdict.Outcome.String()
+			if len(it.Verdict.Rules) > 0 {
+				line += " (" + strings.Join(it.Verdict.Rules, ", ") + ")"
+			}
+			if it.Verdict.Reason != "" {
+				line += ": " + it.Verdict.Reason
+			}
+			fmt.Fprintln(w, line)
+		}
 	}
 	if len(waiting) > 0 {
 		fmt.Fprintf(w, "policy: %d wait for approval and stay in the copy (kule commit %s --approve applies them):\n", len(waiting), t.ID)
-		list(waiting)
+		list(waiting, gitWaiting)
 	}
 	if len(denied) > 0 {
 		fmt.Fprintf(w, "policy: %d denied, never applied; they stay in the copy:\n", len(denied))
-		list(denied)
+		list(denied, gitDenied)
 	}
 }
 

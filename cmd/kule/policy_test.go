@@ -173,7 +173,8 @@ func TestPolicyCommands(t *testing.T) {
 	folder := t.TempDir()
 	out := mustKule(t, "policy", "--folder", folder)
 	if !strings.Contains(out, "policy: balanced (built-in)") || !strings.Contains(out, "ask   manifests-and-lockfiles") ||
-		!strings.Contains(out, "deny  git-hooks") {
+		!strings.Contains(out, "deny  git-hooks") || !strings.Contains(out, "ask   branch-deletions") ||
+		!strings.Contains(out, "mass-deletes counts the files a task deletes or truncates") {
 		t.Errorf("kule policy:\n%s", out)
 	}
 	mustKule(t, "policy", "careful")

@@ -193,7 +193,7 @@ func statusCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			j, perr := k.Judge(t, st.Pending(false), false)
+			j, perr := k.JudgeStatus(t, st, false, false)
 			names := naming.Review(cmd.Context(), st)
 			naming.Close() // before printing: a plugin's exit may log
 			if asJSON {
@@ -202,6 +202,8 @@ func statusCommand() *cobra.Command {
 					m["policy_error"] = perr.Error()
 				} else {
 					m["policy"] = j.Ruling.Verdicts
+					m["ruling"] = j.Overall()
+					m["reasons"] = j.Reasons()
 				}
 				m["names"] = names
 				addBudgetJSON(m, k, t)
@@ -217,7 +219,7 @@ func statusCommand() *cobra.Command {
 			printRefusals(cmd.OutOrStdout(), t)
 			if perr != nil {
 				fmt.Fprintf(cmd.OutOrStdout(), "policy: cannot judge: %v\n", perr)
-			} else if len(st.Pending(false)) > 0 {
+			} else if len(st.Pending(false)) > 0 || len(j.Git) > 0 {
 				printRuling(cmd.OutOrStdout(), j.Ruling)
 			}
 			return nil
@@ -374,16 +376,31 @@ func commitCommand() *cobra.Command {
 				for _, e := range rep.Left {
 					left = append(left, viewOf(e))
 				}
-				return printJSON(out, map[string]any{"task": t.ID, "checkpoint": rep.Checkpoint, "applied": applied, "left": left, "policy": verdictsOf(rep.Judgement)})
+				m := map[string]any{"task": t.ID, "checkpoint": rep.Checkpoint, "applied": applied, "left": left, "policy": verdictsOf(rep.Judgement), "git": rep.Git}
+				if rep.Judgement != nil {
+					w, d := rep.Judgement.GitHeld()
+					m["git_held"] = append(w, d...)
+				}
+				return printJSON(out, m)
 			}
-			if len(rep.Applied) == 0 && len(rep.Left) == 0 {
+			gitHeld := 0
+			if rep.Judgement != nil {
+				w, d := rep.Judgement.GitHeld()
+				gitHeld = len(w) + len(d)
+			}
+			if len(rep.Applied) == 0 && len(rep.Git) == 0 && len(rep.Left) == 0 && gitHeld == 0 {
 				fmt.Fprintln(out, "nothing to commit")
-			} else if len(rep.Applied) == 0 {
+			} else if len(rep.Applied) == 0 && len(rep.Git) == 0 {
 				fmt.Fprintln(out, "nothing was applied")
 			} else {
 				fmt.Fprintf(out, "committed to %s — %s\n", t.Folder, effects.Summary(rep.Applied))
 				for _, e := range rep.Applied {
 					fmt.Fprintln(out, "  "+effectLine(e))
+				}
+				for _, g := range rep.Git {
+					for _, l := range g.Lines() {
+						fmt.Fprintln(out, "  "+l)
+					}
 				}
 				for _, m := range rep.Merged {
 					fmt.Fprintln(out, "  merged "+m)

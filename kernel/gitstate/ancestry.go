@@ -3,11 +3,15 @@ package gitstate
 import (
 	"container/heap"
 	"errors"
+	"fmt"
+	"slices"
+	"strings"
 
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/cache"
 	"github.com/go-git/go-git/v5/plumbing/object"
 	"github.com/go-git/go-git/v5/storage/filesystem"
+	"github.com/go-git/go-git/v5/utils/merkletrie"
 
 	"github.com/go-git/go-billy/v5/osfs"
 )
@@ -118,4 +122,86 @@ func (a *ancestry) fastForward(oldHex, newHex string) (bool, int, error) {
 		}
 	}
 	return true, n, nil
+}
+
+// maxBrings bounds the paths a ref move lists; a move that changes more is
+// listed up to here and then as one unreadable change.
+const maxBrings = 100000
+
+// errTooMany: a move changes more paths than Brings lists.
+var errTooMany = errors.New("more paths change than Kule lists")
+
+// brings lists the paths whose content differs between the tree of oldHex
+// (none when "") and the tree of newHex: what moving a ref from one to the
+// other changes in a checkout. Annotated tags are peeled to their commit;
+// a new value that is not a commit (a tag of a tree or blob) brings nothing
+// a checkout shows.
+func (a *ancestry) brings(oldHex, newHex string) ([]PathChange, error) {
+	newT, err := a.treeOf(newHex)
+	if err != nil || newT == nil {
+		return nil, err
+	}
+	var oldT *object.Tree
+	if oldHex != "" {
+		if oldT, err = a.treeOf(oldHex); err != nil {
+			return nil, err
+		}
+	}
+	changes, err := object.DiffTree(oldT, newT)
+	if err != nil {
+		return nil, fmt.Errorf("gitstate: compare trees: %w", err)
+	}
+	if len(changes) > maxBrings {
+		return nil, fmt.Errorf("gitstate: %d paths change: %w", len(changes), errTooMany)
+	}
+	out := make([]PathChange, 0, len(changes))
+	for _, c := range changes {
+		act, err := c.Action()
+		if err != nil {
+			return nil, fmt.Errorf("gitstate: compare trees: %w", err)
+		}
+		pc := PathChange{Path: c.To.Name, Kind: "modify"}
+		switch act {
+		case merkletrie.Insert:
+			pc.Kind = "add"
+		case merkletrie.Delete:
+			pc.Path, pc.Kind = c.From.Name, "delete"
+		}
+		out = append(out, pc)
+	}
+	slices.SortFunc(out, func(x, y PathChange) int { return strings.Compare(x.Path, y.Path) })
+	return out, nil
+}
+
+// treeOf is the tree of the commit hex names, peeling annotated tags; nil
+// when it names no commit.
+func (a *ancestry) treeOf(hex string) (*object.Tree, error) {
+	h := plumbing.NewHash(hex)
+	for range 10 {
+		obj, err := a.st.EncodedObject(plumbing.AnyObject, h)
+		if err != nil {
+			return nil, fmt.Errorf("gitstate: read %s: %w", hex, err)
+		}
+		switch obj.Type() {
+		case plumbing.CommitObject:
+			c, err := object.DecodeCommit(a.st, obj)
+			if err != nil {
+				return nil, fmt.Errorf("gitstate: read commit %s: %w", hex, err)
+			}
+			t, err := c.Tree()
+			if err != nil {
+				return nil, fmt.Errorf("gitstate: read the tree of %s: %w", hex, err)
+			}
+			return t, nil
+		case plumbing.TagObject:
+			t, err := object.DecodeTag(a.st, obj)
+			if err != nil {
+				return nil, fmt.Errorf("gitstate: read tag %s: %w", hex, err)
+			}
+			h = t.Target
+		default:
+			return nil, nil
+		}
+	}
+	return nil, fmt.Errorf("gitstate: %s: tags nest too deep", hex)
 }

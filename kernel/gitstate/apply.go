@@ -4,12 +4,16 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"maps"
+	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
@@ -20,6 +24,10 @@ import (
 type ApplyOptions struct {
 	Config bool // apply config changes (they can make git run code)
 	Hooks  bool // apply hook changes (they run on git commands)
+	// Reflog, when set, is the message of the reflog entry each moved
+	// branch (and HEAD, when it names the branch or moves itself) gets, as
+	// git writes one; only where the repository keeps a log for it.
+	Reflog string
 }
 
 // Undo is what Revert needs to take a commit's repository changes back:
@@ -255,6 +263,11 @@ func apply(base *Snapshot, folderGitDir, copyGitDir string, eff *Effects, opts A
 			return undo, err
 		}
 	}
+	if opts.Reflog != "" && len(undo.Refs) > 0 {
+		if err := writeReflogs(fl, cur, undo.Refs, opts.Reflog, time.Now(), lock); err != nil {
+			return undo, err
+		}
+	}
 	if packedLock != nil {
 		if err := packedLock.write(packedNew, 0); err != nil {
 			return undo, err
@@ -431,4 +444,87 @@ func replaceFile(src, dst string, c FileChange, w writer) (FileUndo, error) {
 	}
 	fu.After = h
 	return fu, nil
+}
+
+// zeroID is how a reflog names no commit.
+const zeroID = "0000000000000000000000000000000000000000"
+
+// reflogIdent is who a reflog entry Kule writes says made it.
+const reflogIdent = "Kule <kule@localhost>"
+
+// writeReflogs appends, as git does, one entry per moved ref to its log
+// (logs/<ref>) and to HEAD's log when HEAD names that ref or moves itself:
+// "<old> <new> <ident> <time> <zone>\t<message>". A log is written only
+// where git keeps one: the file exists, or its directory does for a branch
+// or HEAD. A deleted ref's log is left for the undo that brings it back.
+func writeReflogs(l layout, cur map[string]string, changed []RefUndo, msg string, now time.Time, lock func(string) (fileLock, error)) error {
+	after := maps.Clone(cur)
+	for _, r := range changed {
+		if r.After == "" {
+			delete(after, r.Name)
+		} else {
+			after[r.Name] = r.After
+		}
+	}
+	msg = strings.Map(func(r rune) rune {
+		if r == '\n' || r == '\r' || r == '\t' {
+			return ' '
+		}
+		return r
+	}, msg)
+	entries := map[string][]byte{}
+	var order []string
+	add := func(name, old, new string) {
+		p := filepath.Join(l.CommonDir, "logs", filepath.FromSlash(name))
+		if name == "HEAD" {
+			p = filepath.Join(l.GitDir, "logs", "HEAD")
+		}
+		if _, err := os.Lstat(p); err != nil {
+			st, derr := os.Stat(filepath.Dir(p))
+			if derr != nil || !st.IsDir() || name != "HEAD" && !strings.HasPrefix(name, "refs/heads/") {
+				return
+			}
+		}
+		if _, ok := entries[p]; !ok {
+			order = append(order, p)
+		}
+		entries[p] = append(entries[p], fmt.Sprintf("%s %s %s %d +0000\t%s\n", orZero(old), orZero(new), reflogIdent, now.Unix(), msg)...)
+	}
+	for _, r := range changed {
+		if r.After == "" {
+			continue
+		}
+		oldID, newID := resolve(cur, r.Name), resolve(after, r.Name)
+		if oldID == newID {
+			continue
+		}
+		add(r.Name, oldID, newID)
+		if r.Name != "HEAD" && after["HEAD"] == symPrefix+r.Name && !slices.ContainsFunc(changed, func(c RefUndo) bool { return c.Name == "HEAD" }) {
+			add("HEAD", oldID, newID)
+		}
+	}
+	for _, p := range order {
+		old, err := os.ReadFile(p)
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("gitstate: read %s: %w", p, err)
+		}
+		lf, err := lock(p)
+		if err != nil {
+			return err
+		}
+		if err := lf.write(append(old, entries[p]...), 0); err != nil {
+			return err
+		}
+		if err := lf.commit(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func orZero(id string) string {
+	if id == "" {
+		return zeroID
+	}
+	return id
 }

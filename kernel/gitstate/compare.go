@@ -27,6 +27,20 @@ type RefChange struct {
 	Old     string `json:"old,omitempty"` // id or "ref: <target>"; empty for a new ref
 	New     string `json:"new,omitempty"` // empty for a deleted ref
 	Commits int    `json:"commits,omitempty"`
+	// Brings lists the paths whose content differs between the tree the
+	// ref named before (for a new ref: the commit HEAD named) and the tree
+	// it names now: what the ref's new commits would put in a checkout.
+	// A policy judges each like the file change it stands for.
+	Brings []PathChange `json:"brings,omitempty"`
+	// BringsErr says why Brings could not be read (a missing or damaged
+	// object); such a move is judged as an unreadable change inside .git.
+	BringsErr string `json:"brings_error,omitempty"`
+}
+
+// PathChange is one path a ref's new commits change.
+type PathChange struct {
+	Path string `json:"path"`
+	Kind string `json:"kind"` // "add", "modify", "delete"
 }
 
 // FileChange is a hook or config file the task added, changed or removed.
@@ -35,6 +49,9 @@ type FileChange struct {
 	Kind string `json:"kind"` // "add", "modify", "delete"
 	Old  string `json:"old,omitempty"`
 	New  string `json:"new,omitempty"` // sha256 of the new content (see Snapshot.Hooks)
+	// Keys, for a config file, lists what the change adds, changes or
+	// removes ("core.fsmonitor = …"; DescribeConfig fills it in).
+	Keys []string `json:"keys,omitempty"`
 }
 
 // Objects are the object files the copy has that the base had not.
@@ -162,6 +179,7 @@ func compareRefs(l layout, old, new map[string]string) ([]RefChange, error) {
 		}
 	}
 	slices.Sort(names)
+	var err error
 	for _, n := range names {
 		o, n2 := old[n], new[n]
 		if o == n2 {
@@ -179,7 +197,8 @@ func compareRefs(l layout, old, new map[string]string) ([]RefChange, error) {
 			if anc == nil {
 				anc = newAncestry(l)
 			}
-			ff, count, err := anc.fastForward(o, n2)
+			ff, count, ferr := anc.fastForward(o, n2)
+			err = ferr
 			if err != nil {
 				return nil, fmt.Errorf("gitstate: compare %s: %w", n, err)
 			}
@@ -188,9 +207,42 @@ func compareRefs(l layout, old, new map[string]string) ([]RefChange, error) {
 				c.Kind, c.Commits = RefFastForward, count
 			}
 		}
+		if n2 != "" && !strings.HasPrefix(n2, symPrefix) && checkedOut(n) {
+			if anc == nil {
+				anc = newAncestry(l)
+			}
+			from := o
+			if o == "" || strings.HasPrefix(o, symPrefix) {
+				from = resolve(old, "HEAD")
+			}
+			if c.Brings, err = anc.brings(from, n2); err != nil {
+				c.Brings, c.BringsErr = nil, err.Error()
+			}
+		}
 		out = append(out, c)
 	}
 	return out, nil
+}
+
+// checkedOut tells whether a ref's commits are what a checkout or a push
+// publishes: branches, tags and a detached HEAD (not remote-tracking refs,
+// which mirror what others published).
+func checkedOut(name string) bool {
+	return name == "HEAD" || strings.HasPrefix(name, "refs/heads/") || strings.HasPrefix(name, "refs/tags/")
+}
+
+// resolve follows name through symbolic values in refs to an object id;
+// "" when it names none.
+func resolve(refs map[string]string, name string) string {
+	for range 5 {
+		v := refs[name]
+		t, ok := strings.CutPrefix(v, symPrefix)
+		if !ok {
+			return v
+		}
+		name = t
+	}
+	return ""
 }
 
 func compareFiles(old, new map[string]string) []FileChange {

@@ -175,7 +175,7 @@ func TestScenarios(t *testing.T) {
 				return []string{
 					"git: 1 new object file",
 					"git: index +1 ~0 -0 (c.txt)",
-					"git: staged content differs from the file, waits for a person (the next git commit would record it): c.txt",
+					"git: staged content differs from the file (the next git commit would record it): c.txt",
 				}
 			},
 			outcome: "waits",
@@ -185,7 +185,7 @@ func TestScenarios(t *testing.T) {
 			lines: func(w *world) []string {
 				return []string{
 					"git: index +0 ~0 -1 (b.txt)",
-					"git: staged content differs from the file, waits for a person (the next git commit would record it): b.txt",
+					"git: staged content differs from the file (the next git commit would record it): b.txt",
 				}
 			},
 			outcome: "waits",

@@ -12,12 +12,42 @@ import (
 //
 //	git: 6 new object files
 //	git: main 8b5ec1d → ad08c52 · fast-forward · 1 commit
-//	git: config changed (it can make the next git command run code)
+//	git: config changed: core.fsmonitor = "…" (it can make the next git command run code)
+//
+// InfoLines are the lines that are never judged (objects, repositories
+// added or removed); RefLine, IndexLine, HookLine and ConfigLine the lines
+// of what a policy judges, each of which a caller may follow with its
+// verdict.
 func (e *Effects) Lines() []string {
-	p := "git: "
-	if e.Repo != "" && e.Repo != "." {
-		p = fmt.Sprintf("git (%s): ", effects.Quote(e.Repo))
+	out := e.InfoLines()
+	for _, r := range e.Refs {
+		out = append(out, e.RefLine(r))
 	}
+	if l := e.IndexLine(); l != "" {
+		out = append(out, l)
+	}
+	if l := e.StagedLine(); l != "" {
+		out = append(out, l)
+	}
+	for _, c := range e.Config {
+		out = append(out, e.ConfigLine(c))
+	}
+	for _, c := range e.Hooks {
+		out = append(out, e.HookLine(c))
+	}
+	return out
+}
+
+func (e *Effects) prefix() string {
+	if e.Repo != "" && e.Repo != "." {
+		return fmt.Sprintf("git (%s): ", effects.Quote(e.Repo))
+	}
+	return "git: "
+}
+
+// InfoLines are the lines about the repository as a whole and its objects.
+func (e *Effects) InfoLines() []string {
+	p := e.prefix()
 	var out []string
 	add := func(format string, a ...any) { out = append(out, p+fmt.Sprintf(format, a...)) }
 	if e.Nested {
@@ -38,45 +68,67 @@ func (e *Effects) Lines() []string {
 	if n := len(e.Objects.Packs); n > 0 {
 		add("%d new %s", n, plural(n, "pack", "packs"))
 	}
-	for _, r := range e.Refs {
-		name := shortRef(r.Name)
-		switch r.Kind {
-		case RefFastForward:
-			add("%s %s → %s · fast-forward · %d %s", name, short(r.Old), short(r.New), r.Commits, plural(r.Commits, "commit", "commits"))
-		case RefRewrite:
-			add("%s %s → %s · history rewrite (not a fast-forward)", name, short(r.Old), short(r.New))
-		case RefNew:
-			add("%s %s at %s", refKind(r.Name, "new"), name, short(r.New))
-		case RefDeleted:
-			add("%s deleted (was %s)", name, short(r.Old))
-		case RefSymbolic:
-			add("%s %s → %s", name, short(r.Old), short(r.New))
-		}
-	}
-	if len(e.Index) > 0 {
-		var a, m, d int
-		for _, c := range e.Index {
-			switch c.Kind {
-			case "add":
-				a++
-			case "modify":
-				m++
-			case "delete":
-				d++
-			}
-		}
-		add("index +%d ~%d -%d (%s)", a, m, d, listPaths(indexPaths(e.Index), 3))
-	}
-	if len(e.StagedDiffers) > 0 {
-		add("staged content differs from the file, waits for a person (the next git commit would record it): %s", listPaths(e.StagedDiffers, 5))
-	}
-	for _, c := range e.Config {
-		add("%s %s (it can make the next git command run code)", c.Name, verb(c.Kind))
-	}
-	for _, c := range e.Hooks {
-		add("hook %s %s (it runs on the next matching git command)", effects.Quote(c.Name), verb(c.Kind))
-	}
 	return out
+}
+
+// RefLine is the line of one ref change.
+func (e *Effects) RefLine(r RefChange) string {
+	name := shortRef(r.Name)
+	var s string
+	switch r.Kind {
+	case RefFastForward:
+		s = fmt.Sprintf("%s %s → %s · fast-forward · %d %s", name, short(r.Old), short(r.New), r.Commits, plural(r.Commits, "commit", "commits"))
+	case RefRewrite:
+		s = fmt.Sprintf("%s %s → %s · history rewrite (not a fast-forward)", name, short(r.Old), short(r.New))
+	case RefNew:
+		s = fmt.Sprintf("%s %s at %s", refKind(r.Name, "new"), name, short(r.New))
+	case RefDeleted:
+		s = fmt.Sprintf("%s deleted (was %s)", name, short(r.Old))
+	case RefSymbolic:
+		s = fmt.Sprintf("%s %s → %s", name, short(r.Old), short(r.New))
+		if r.Name == "HEAD" && !strings.HasPrefix(r.New, symPrefix) {
+			s += " (detached)"
+		}
+	default:
+		s = fmt.Sprintf("%s %s → %s", name, short(r.Old), short(r.New))
+	}
+	return e.prefix() + s
+}
+
+// IndexLine is the line of the index changes; "" for none.
+func (e *Effects) IndexLine() string {
+	if len(e.Index) == 0 {
+		return ""
+	}
+	var a, m, d int
+	for _, c := range e.Index {
+		switch c.Kind {
+		case "add":
+			a++
+		case "modify":
+			m++
+		case "delete":
+			d++
+		}
+	}
+	return e.prefix() + fmt.Sprintf("index +%d ~%d -%d (%s)", a, m, d, listPaths(indexPaths(e.Index), 3))
+}
+
+// StagedLine is the line of staged content that differs from its file; ""
+// for none.
+func (e *Effects) StagedLine() string {
+	if len(e.StagedDiffers) == 0 {
+		return ""
+	}
+	return e.prefix() + fmt.Sprintf("staged content differs from the file (the next git commit would record it): %s", listPaths(e.StagedDiffers, 5))
+}
+
+// ConfigLine is the line of one config file's change, with its keys.
+func (e *Effects) ConfigLine(c FileChange) string { return e.prefix() + configLine(c) }
+
+// HookLine is the line of one hook's change.
+func (e *Effects) HookLine(c FileChange) string {
+	return e.prefix() + fmt.Sprintf("hook %s %s (it runs on the next matching git command)", effects.Quote(c.Name), verb(c.Kind))
 }
 
 func verb(kind string) string {

@@ -24,6 +24,10 @@ type TaskInfo struct {
 	// ModelHosts are the model API hosts of Agent as its profile names them,
 	// beside those the built-in host list knows.
 	ModelHosts []string
+	// Deleted counts the files the task's earlier commits deleted or
+	// truncated since the count last started over; a batch's deletions
+	// (context.deletions) add up with them.
+	Deleted int
 }
 
 // builder makes the entities of one batch of requests. It caches the tag
@@ -51,6 +55,8 @@ func newBuilder(task TaskInfo, deletions int) *builder {
 		"deletions":     types.Long(deletions),
 		"folder_is_git": types.Boolean(task.FolderIsGit),
 		"agent_running": types.Boolean(task.AgentRunning),
+		"git_change":    types.String(""),
+		"truncates":     types.False,
 	})
 	if len(task.ModelHosts) > 0 {
 		b.modelHost = map[string]bool{}
@@ -133,11 +139,21 @@ func (b *builder) host(r Request) (types.Entity, tagMask) {
 // request builds the Cedar request and the entities it reads.
 func (b *builder) request(r Request) (types.Request, pairGetter, tagMask) {
 	res, tags := b.resource(r)
+	ctx := b.context
+	if r.GitChange != "" || r.Truncates {
+		m := map[types.String]types.Value{}
+		for k, v := range b.context.All() {
+			m[k] = v
+		}
+		m["git_change"] = types.String(r.GitChange)
+		m["truncates"] = types.Boolean(r.Truncates)
+		ctx = types.NewRecord(m)
+	}
 	return types.Request{
 		Principal: b.principal.UID,
 		Action:    types.NewEntityUID(ActionType, types.String(r.Action)),
 		Resource:  res.UID,
-		Context:   b.context,
+		Context:   ctx,
 	}, pairGetter{b.principal, res}, tags
 }
 

@@ -9,8 +9,9 @@ import (
 )
 
 // Judge gives one verdict per request, in order. The context of every
-// request carries the batch's deletions (a whole directory counts the files
-// below it; moves are not deletions), so judge a commit's requests together.
+// request carries the batch's deletions and truncations (a whole directory
+// counts the files below it; moves are not deletions) added to the task's
+// earlier ones (TaskInfo.Deleted), so judge a commit's requests together.
 //
 // The verdict of a request:
 //
@@ -23,7 +24,7 @@ import (
 //     request through): Pass;
 //  5. otherwise Ask, with the rule NoRule.
 func (e *Engine) Judge(task TaskInfo, reqs []Request) Ruling {
-	b := newBuilder(task, deletions(reqs))
+	b := newBuilder(task, deletions(reqs)+task.Deleted)
 	out := Ruling{Verdicts: make([]Verdict, len(reqs))}
 	for i, r := range reqs {
 		out.Verdicts[i] = e.judgeOne(b, r)

@@ -112,9 +112,43 @@ type Request struct {
 	// Effect is the index of the effect the request came from in the slice
 	// given to FromEffects, or -1.
 	Effect int `json:"effect"`
+	// GitChange says what a git request does beyond its action, as the
+	// context's git_change reads it: GitDelete, GitDetach, GitOrphan,
+	// GitStagedDiffers, GitBrings (a file change a ref's new commits bring),
+	// or "" for none.
+	GitChange string `json:"git_change,omitempty"`
+	// Truncates is true for a file.modify that leaves the file with less
+	// than a tenth of its size (empty included): it counts as a deletion
+	// for mass-delete rules, as context.truncates says.
+	Truncates bool `json:"truncates,omitempty"`
 
 	// inner holds the tags of the paths below a directory changed whole.
 	inner tagMask
+}
+
+// What a git request does beyond its action (Request.GitChange).
+const (
+	GitDelete        = "delete"         // git.ref: a ref is deleted
+	GitDetach        = "detach"         // git.ref on HEAD: HEAD names a commit, not a branch
+	GitOrphan        = "orphan"         // git.ref on HEAD: HEAD names a branch that does not exist
+	GitSwitch        = "switch"         // git.ref on HEAD: HEAD names another branch
+	GitStagedDiffers = "staged_differs" // git.index: staged content differs from its file
+	GitBrings        = "brings"         // file.*: a change a ref's new commits bring
+)
+
+// BringsRequest makes the request for one path that a ref's new commits
+// change (kind "add", "modify" or "delete"), judged as that file change
+// is; path is relative to the folder. It never counts as a deletion of the
+// folder's files: those are judged as file effects.
+func BringsRequest(path, kind, reason string) Request {
+	a := FileModify
+	switch kind {
+	case "add":
+		a = FileCreate
+	case "delete":
+		a = FileDelete
+	}
+	return Request{Action: a, Path: path, Reason: reason, Effect: -1, GitChange: GitBrings}
 }
 
 // GitRequest makes a request for a change to git that the git judge found:

@@ -91,15 +91,27 @@ func inAny(p string, whole bool, dirs []string) bool {
 	return false
 }
 
-// deletions counts the files the requests delete: moves are not deletions.
+// deletions counts the files the requests delete or truncate: moves are
+// not deletions, nor are the file changes a ref's commits bring (the file
+// effects count those files).
 func deletions(reqs []Request) int {
 	n := 0
 	for _, r := range reqs {
-		if r.Action == FileDelete {
+		if r.GitChange != "" {
+			continue
+		}
+		if r.Action == FileDelete || r.Action == FileModify && r.Truncates {
 			n += max(r.Count, 1)
 		}
 	}
 	return n
+}
+
+// Truncation says whether a file that held oldSize bytes and now holds
+// newSize was truncated: it holds less than a tenth of what it held (empty
+// included).
+func Truncation(oldSize, newSize int64) bool {
+	return oldSize > 0 && newSize*10 < oldSize
 }
 
 func quote(s string) string { return effects.Quote(s) }
