@@ -1,0 +1,153 @@
+package kernel_test
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/kulehq/kule/kernel"
+	"github.com/kulehq/kule/kernel/gitstate"
+	"github.com/kulehq/kule/kernel/task"
+)
+
+// sameGitMeaning fails the test unless the copy's repository at rel means
+// what the folder's does: refs and HEAD, index entries, config and hooks.
+func sameGitMeaning(t *testing.T, f *fixture, tk *task.Task, rel string) {
+	t.Helper()
+	fg, cg := filepath.Join(f.folder, rel, ".git"), filepath.Join(tk.Paths.Copy, rel, ".git")
+	want, err := gitstate.Take(fg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := gitstate.Take(cg)
+	if err != nil {
+		t.Fatalf("the copy's %s/.git after rollback: %v", rel, err)
+	}
+	for name, d := range map[string]string{
+		"refs":   cmp.Diff(want.Refs, got.Refs),
+		"config": cmp.Diff(want.Config, got.Config),
+		"hooks":  cmp.Diff(want.Hooks, got.Hooks),
+		"index":  cmp.Diff(gitIn(t, filepath.Join(f.folder, rel), "ls-files", "-s"), gitIn(t, filepath.Join(tk.Paths.Copy, rel), "ls-files", "-s")),
+	} {
+		if d != "" {
+			t.Errorf("after rollback the copy's %s differ from the folder's (-folder +copy):\n%s", name, d)
+		}
+	}
+	gitIn(t, filepath.Join(tk.Paths.Copy, rel), "fsck", "--strict", "--no-progress")
+}
+
+func TestRollbackResetsTheCopysGitToTheFolders(t *testing.T) {
+	t.Parallel()
+	f := gitFixture(t)
+	gitIn(t, f.folder, "branch", "feature")
+	tk := f.newTask()
+	f.sh(tk, "echo two >> a.txt && "+gitID+"commit -qam task && git branch topic && git branch -D feature && "+
+		"git config core.fsmonitor 'touch /tmp/x' && printf '#!/bin/sh\\nexit 0\\n' > .git/hooks/pre-commit && chmod +x .git/hooks/pre-commit && "+
+		"echo staged > b.txt && git add b.txt && echo other > b.txt")
+	rep, err := f.k.Rollback(tk)
+	if err != nil {
+		t.Fatalf("Rollback: %v", err)
+	}
+	got := strings.Join(rep.Git, "\n")
+	for _, want := range []string{"git: reset to the folder's", "refs ", "main", "topic", "feature", "index (", "config", "hook pre-commit", "new object files stay"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("rollback report lacks %q:\n%s", want, got)
+		}
+	}
+	sameGitMeaning(t, f, tk, ".")
+	st, err := f.k.Status(tk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(st.Effects) != 0 || len(st.Git) != 0 {
+		t.Fatalf("after rollback status = %v, git %s", lines(st.Effects), gitLines(st))
+	}
+	if out := gitIn(t, tk.Paths.Copy, "status", "--porcelain"); out != "" {
+		t.Errorf("git status in the copy after rollback = %q, want clean", out)
+	}
+}
+
+// A copy whose .git names a sibling repository: rollback takes the pointer
+// away (and writes nothing into the sibling), and says so.
+func TestRollbackRemovesWhatPointsElsewhere(t *testing.T) {
+	t.Parallel()
+	f := gitFixture(t)
+	sib := filepath.Join(filepath.Dir(f.folder), "sibling")
+	write(t, sib, map[string]string{"s.txt": "sibling\n"})
+	gitIn(t, sib, "init", "-q", "-b", "main")
+	gitIn(t, sib, "add", ".")
+	gitIn(t, sib, "commit", "-q", "-m", "sibling")
+	sibBefore := gitIn(t, sib, "for-each-ref")
+	tk := f.newTask()
+	if err := os.WriteFile(filepath.Join(tk.Paths.Copy, ".git", "commondir"), []byte(filepath.Join(sib, ".git")+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	st, err := f.k.Status(tk)
+	if err != nil {
+		t.Fatalf("status with a commondir: %v", err)
+	}
+	if l := gitLines(st); !strings.Contains(l, ".git/commondir names") || !strings.Contains(l, "refused") {
+		t.Fatalf("status lines do not refuse the commondir by name:\n%s", l)
+	}
+	rep, err := f.k.Rollback(tk)
+	if err != nil {
+		t.Fatalf("Rollback: %v", err)
+	}
+	if got := strings.Join(rep.Git, "\n"); !strings.Contains(got, "removed: .git/commondir names") {
+		t.Errorf("rollback report does not say it removed the commondir:\n%s", got)
+	}
+	if _, err := os.Lstat(filepath.Join(tk.Paths.Copy, ".git", "commondir")); err == nil {
+		t.Error("the commondir is still in the copy")
+	}
+	sameGitMeaning(t, f, tk, ".")
+	if got := gitIn(t, sib, "for-each-ref"); got != sibBefore {
+		t.Errorf("the sibling's refs changed:\n%s\nwere\n%s", got, sibBefore)
+	}
+}
+
+// A malformed sub/.git file is a finding: status and commit go on (the
+// files commit), and rollback puts the folder's sub/.git back.
+func TestMalformedNestedGitFileNeverWedgesTheTask(t *testing.T) {
+	t.Parallel()
+	f := gitFixture(t)
+	write(t, filepath.Join(f.folder, "sub"), map[string]string{"s.txt": "sub\n"})
+	gitIn(t, filepath.Join(f.folder, "sub"), "init", "-q", "-b", "main")
+	gitIn(t, filepath.Join(f.folder, "sub"), "add", ".")
+	gitIn(t, filepath.Join(f.folder, "sub"), "commit", "-q", "-m", "sub")
+	tk := f.newTask()
+	st := f.sh(tk, "rm -rf sub/.git && echo 'not a gitdir line' > sub/.git && echo two >> a.txt")
+	if l := gitLines(st); !strings.Contains(l, "sub/.git is not a gitdir file") {
+		t.Fatalf("status does not name the malformed sub/.git:\n%s", l)
+	}
+	if _, err := f.k.Commit(tk, kernel.CommitOptions{}); err != nil {
+		t.Fatalf("commit with a malformed sub/.git: %v", err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(f.folder, "a.txt")); string(b) != "one\ntwo\n" {
+		t.Errorf("a.txt in the folder = %q: the files did not commit", b)
+	}
+	if st, err := os.Lstat(filepath.Join(f.folder, "sub", ".git")); err != nil || !st.IsDir() {
+		t.Fatalf("the folder's sub/.git is no longer its repository: %v", err)
+	}
+	gitIn(t, filepath.Join(f.folder, "sub"), "fsck", "--strict", "--no-progress")
+	st2, err := f.k.Status(tk)
+	if err != nil {
+		t.Fatalf("status after the commit: %v", err)
+	}
+	if !strings.Contains(gitLines(st2), "sub/.git is not a gitdir file") {
+		t.Errorf("after the commit the finding is no longer shown:\n%s", gitLines(st2))
+	}
+	rep, err := f.k.Rollback(tk)
+	if err != nil {
+		t.Fatalf("rollback with a malformed sub/.git: %v", err)
+	}
+	if !strings.Contains(strings.Join(rep.Git, "\n"), "git (sub): reset to the folder's") {
+		t.Errorf("rollback report = %q", rep.Git)
+	}
+	sameGitMeaning(t, f, tk, "sub")
+	if st, err := f.k.Status(tk); err != nil || len(st.Git) != 0 || len(st.Effects) != 0 {
+		t.Fatalf("status after rollback = %v, git %v", err, st)
+	}
+}
