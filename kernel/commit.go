@@ -123,6 +123,9 @@ func (k *Kernel) Commit(t *task.Task, opt CommitOptions) (*CommitReport, error) 
 	if err != nil {
 		return nil, err
 	}
+	if err := refuseNewRepos(t, st, chosen); err != nil {
+		return nil, err
+	}
 	git := applicableGit(st.Git)
 	if len(chosen) == 0 && len(git) == 0 {
 		return rep, nil

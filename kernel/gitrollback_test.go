@@ -1,6 +1,7 @@
 package kernel_test
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -149,5 +150,60 @@ func TestMalformedNestedGitFileNeverWedgesTheTask(t *testing.T) {
 	sameGitMeaning(t, f, tk, "sub")
 	if st, err := f.k.Status(tk); err != nil || len(st.Git) != 0 || len(st.Effects) != 0 {
 		t.Fatalf("status after rollback = %v, git %v", err, st)
+	}
+}
+
+// A directory the task added whole with its own .git: approving it never
+// brings its files in without their history; the commit is refused,
+// naming what to do, and the folder is untouched. Without its .git the
+// same files commit.
+func TestApprovedNewNestedRepositoryIsRefusedClearly(t *testing.T) {
+	t.Parallel()
+	f := gitFixture(t)
+	tk := f.newTask()
+	st := f.sh(tk, "mkdir lib && cd lib && git init -q -b main && echo 'package lib' > lib.go && git add . && "+gitID+"commit -qm lib && cd .. && echo two >> a.txt")
+	if l := gitLines(st); !strings.Contains(l, "git (lib): new repository") {
+		t.Fatalf("status does not show the new repository:\n%s", l)
+	}
+	before := tree(t, f.folder)
+	_, err := f.k.Commit(tk, kernel.CommitOptions{Policy: true, Approve: true})
+	if !errors.Is(err, kernel.ErrNewRepository) || !strings.Contains(err.Error(), "rm -rf lib/.git") || !strings.Contains(err.Error(), "nothing was applied") {
+		t.Fatalf("approved commit of a new repository = %v, want it refused, saying what to do", err)
+	}
+	if d := cmp.Diff(before, tree(t, f.folder)); d != "" {
+		t.Fatalf("a refused commit changed the folder:\n%s", d)
+	}
+	// Not approved, the repository waits and the rest commits.
+	if _, err := f.k.Commit(tk, kernel.CommitOptions{Policy: true}); err != nil {
+		t.Fatalf("commit without approval: %v", err)
+	}
+	if _, err := os.Lstat(filepath.Join(f.folder, "lib")); err == nil {
+		t.Fatal("lib reached the folder without approval")
+	}
+	f.sh(tk, "rm -rf lib/.git")
+	if _, err := f.k.Commit(tk, kernel.CommitOptions{Policy: true, Approve: true}); err != nil {
+		t.Fatalf("commit of lib without its .git: %v", err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(f.folder, "lib", "lib.go")); string(b) != "package lib\n" {
+		t.Errorf("lib/lib.go in the folder = %q", b)
+	}
+	gitIn(t, f.folder, "fsck", "--strict", "--no-progress")
+}
+
+// Without the refusal the approved repository's files land and its history
+// does not: the folder gets lib/ without lib/.git.
+func TestApprovedNewNestedRepositoryWithoutTheRefusalLosesItsHistory(t *testing.T) {
+	old := kernel.SetRefuseNewRepos(false)
+	t.Cleanup(func() { kernel.SetRefuseNewRepos(old) })
+	f := gitFixture(t)
+	tk := f.newTask()
+	f.sh(tk, "mkdir lib && cd lib && git init -q -b main && echo 'package lib' > lib.go && git add . && "+gitID+"commit -qm lib")
+	if _, err := f.k.Commit(tk, kernel.CommitOptions{Policy: true, Approve: true}); err != nil {
+		t.Fatalf("commit without the refusal: %v", err)
+	}
+	_, errFile := os.Lstat(filepath.Join(f.folder, "lib", "lib.go"))
+	_, errGit := os.Lstat(filepath.Join(f.folder, "lib", ".git"))
+	if errFile != nil || errGit == nil {
+		t.Fatalf("without the refusal: lib.go %v, lib/.git %v — want the files without the history", errFile, errGit)
 	}
 }

@@ -33,7 +33,7 @@ func (e *Effects) Lines() []string {
 		add("%s — refused: this repository's git changes are not applied (its files are); remove that from the copy or roll back", f)
 	}
 	if e.Made {
-		add("new repository (not applied: its .git stays in the copy; run git init in the folder and fetch from the copy)")
+		add("new repository (Kule never carries a .git into the folder: a commit that takes its files is refused; remove its .git in the copy to commit them as plain files, or clone it from the copy)")
 	}
 	if n := len(e.Objects.Loose); n > 0 {
 		add("%d new object %s", n, plural(n, "file", "files"))
