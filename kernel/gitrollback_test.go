@@ -207,3 +207,52 @@ func TestApprovedNewNestedRepositoryWithoutTheRefusalLosesItsHistory(t *testing.
 		t.Fatalf("without the refusal: lib.go %v, lib/.git %v — want the files without the history", errFile, errGit)
 	}
 }
+
+// The attack through kule commit and kule undo: the copy's .git/commondir
+// names a sibling repository. The commit applies the task's files and
+// nothing of git; the undo writes nothing into the sibling.
+func TestCommitAndUndoNeverFollowACommondir(t *testing.T) {
+	t.Parallel()
+	f := gitFixture(t)
+	gitIn(t, f.folder, "branch", "feature")
+	sib := filepath.Join(filepath.Dir(f.folder), "sibling")
+	write(t, sib, map[string]string{"s.txt": "sibling\n"})
+	gitIn(t, sib, "init", "-q", "-b", "main")
+	gitIn(t, sib, "add", ".")
+	gitIn(t, sib, "commit", "-q", "-m", "sibling")
+	gitIn(t, sib, "branch", "sibling-only")
+	sibBefore, folderBefore := gitIn(t, sib, "for-each-ref"), gitIn(t, f.folder, "for-each-ref")
+	tk := f.newTask()
+	f.sh(tk, "echo two >> a.txt")
+	if err := os.WriteFile(filepath.Join(tk.Paths.Copy, ".git", "commondir"), []byte(filepath.Join(sib, ".git")+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := f.k.Commit(tk, kernel.CommitOptions{Policy: true, Approve: true, Git: kernel.GitApproval{Rewrites: true, StagedDiffers: true, Config: true}})
+	if err != nil {
+		t.Fatalf("Commit: %v", err)
+	}
+	if len(rep.Git) != 0 {
+		t.Errorf("the commit applied git changes through a commondir: %+v", rep.Git)
+	}
+	if b, _ := os.ReadFile(filepath.Join(f.folder, "a.txt")); string(b) != "one\ntwo\n" {
+		t.Errorf("a.txt = %q: the files did not commit", b)
+	}
+	if got := gitIn(t, f.folder, "for-each-ref"); got != folderBefore {
+		t.Errorf("the folder's refs changed:\n%s\nwere\n%s", got, folderBefore)
+	}
+	if _, err := f.k.Undo(tk); err != nil {
+		t.Fatalf("Undo: %v", err)
+	}
+	if got := gitIn(t, sib, "for-each-ref"); got != sibBefore {
+		t.Errorf("the sibling's refs changed:\n%s\nwere\n%s", got, sibBefore)
+	}
+	gitIn(t, f.folder, "fsck", "--strict", "--no-progress")
+	gitIn(t, sib, "fsck", "--strict", "--no-progress")
+	st, err := f.k.Status(tk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(gitLines(st), ".git/commondir names") {
+		t.Errorf("after commit and undo the commondir is no longer reported:\n%s", gitLines(st))
+	}
+}

@@ -260,3 +260,27 @@ func FuzzIncludeSections(f *testing.F) {
 		}
 	})
 }
+
+// A worktree's gitdir the task adds, naming a place outside the folder, is
+// refused by name. (Kule never reads nor applies worktrees/, so nothing is
+// harmed without the check: it is refused so that nothing of .git names
+// elsewhere.) The person's own worktrees, in the base, are no finding.
+func TestWorktreeGitdirElsewhereIsRefused(t *testing.T) {
+	w := newTrustWorld(t)
+	write(t, filepath.Join(w.copyGit(), "worktrees", "evil", "gitdir"), filepath.Join(w.sibling, ".git")+"\n")
+	effs, err := w.base.CompareRepos(w.copy)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(effs) != 1 || !effs[0].Outside || !strings.Contains(strings.Join(effs[0].Lines(), "\n"), ".git/worktrees/evil/gitdir names") {
+		t.Fatalf("effects = %+v, want the worktree gitdir refused by name", effs)
+	}
+	// Already in the base (the person's own worktree): no finding.
+	b, err := TakeBase(w.copy)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if effs, err := b.CompareRepos(w.copy); err != nil || len(effs) != 0 {
+		t.Fatalf("with the worktree in the base: effects %+v, %v", effs, err)
+	}
+}
