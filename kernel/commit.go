@@ -66,6 +66,9 @@ type CommitReport struct {
 
 	// Git is the repositories' changes the commit applied (git.go).
 	Git []*gitstate.Effects
+	// GitRefused names what of the copy's .git points elsewhere: those
+	// repositories' git changes were not applied (gitnew.go).
+	GitRefused []string
 }
 
 // UnderneathError names the paths the person (or another task) changed in
@@ -126,6 +129,7 @@ func (k *Kernel) Commit(t *task.Task, opt CommitOptions) (*CommitReport, error) 
 	if err := refuseNewRepos(t, st, chosen); err != nil {
 		return nil, err
 	}
+	rep.GitRefused = gitRefused(st)
 	git := applicableGit(st.Git)
 	if len(chosen) == 0 && len(git) == 0 {
 		return rep, nil

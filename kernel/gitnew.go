@@ -59,3 +59,16 @@ func refuseNewRepos(t *task.Task, st *Status, chosen []effects.Effect) error {
 		"to take the repository with its history, look at it in the copy, then clone it: git clone %s/%s",
 		ErrNewRepository, strings.Join(q, ", "), t.ID, hit[0], t.Paths.Copy, hit[0])
 }
+
+// gitRefused lists, as a person reads them, the repositories whose `.git`
+// points elsewhere (or cannot be read): a commit applies none of their git
+// changes (their files commit as usual).
+func gitRefused(st *Status) []string {
+	var out []string
+	for _, g := range st.Git {
+		if len(g.Untrusted) > 0 {
+			out = append(out, g.Lines()...)
+		}
+	}
+	return out
+}

@@ -234,6 +234,9 @@ func TestCommitAndUndoNeverFollowACommondir(t *testing.T) {
 	if len(rep.Git) != 0 {
 		t.Errorf("the commit applied git changes through a commondir: %+v", rep.Git)
 	}
+	if r := strings.Join(rep.GitRefused, "\n"); !strings.Contains(r, ".git/commondir names") || !strings.Contains(r, "not applied") {
+		t.Errorf("the commit report does not say the git changes were refused: %q", r)
+	}
 	if b, _ := os.ReadFile(filepath.Join(f.folder, "a.txt")); string(b) != "one\ntwo\n" {
 		t.Errorf("a.txt = %q: the files did not commit", b)
 	}

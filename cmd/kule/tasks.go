@@ -400,6 +400,9 @@ func commitCommand() *cobra.Command {
 				fmt.Fprintf(out, "%d stay in the copy (ignored by .gitignore; --include-ignored applies them)\n", ignored)
 			}
 			printHeld(out, t, rep.Judgement, rep.Applied)
+			for _, l := range rep.GitRefused {
+				fmt.Fprintln(out, l)
+			}
 			if remember && rep.Judgement != nil {
 				r, err := k.Remember(t, rep.Judgement, rep.Applied)
 				if err != nil {
