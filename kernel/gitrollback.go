@@ -142,7 +142,9 @@ func resetGitDir(rt *os.Root, src, rel string) (string, error) {
 		return "", err
 	}
 	for _, d := range fents {
-		if d.Name() != "objects" {
+		// A lock file is a git command of the person's at work: the copy
+		// gets the state, not the command's claim on it.
+		if d.Name() != "objects" && !strings.HasSuffix(d.Name(), ".lock") {
 			if err := copyTree(rt, filepath.Join(src, d.Name()), filepath.Join(rel, d.Name())); err != nil {
 				return "", err
 			}
@@ -335,6 +337,9 @@ func rollbackLine(e *gitstate.Effects, done string) string {
 	}
 	if n := len(e.Objects.Loose) + len(e.Objects.Packs); n > 0 {
 		what = append(what, fmt.Sprintf("%d new object %s stay (nothing refers to them; git gc removes them)", n, pluralWord(n, "file", "files")))
+	}
+	if e.Made && strings.HasPrefix(done, "removed") {
+		return where + "removed the repository the task made (the folder has none there)"
 	}
 	line := where + "reset to the folder's"
 	if len(what) > 0 {

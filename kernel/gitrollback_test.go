@@ -259,3 +259,28 @@ func TestCommitAndUndoNeverFollowACommondir(t *testing.T) {
 		t.Errorf("after commit and undo the commondir is no longer reported:\n%s", gitLines(st))
 	}
 }
+
+// A repository the task made inside a directory the folder has: rollback
+// removes its .git (the directory's files are the folder's again).
+func TestRollbackRemovesARepositoryTheTaskMade(t *testing.T) {
+	t.Parallel()
+	f := gitFixture(t)
+	write(t, filepath.Join(f.folder, "docs"), map[string]string{"x.md": "x\n"})
+	gitIn(t, f.folder, "add", ".")
+	gitIn(t, f.folder, "commit", "-q", "-m", "docs")
+	tk := f.newTask()
+	f.sh(tk, "cd docs && git init -q -b main")
+	rep, err := f.k.Rollback(tk)
+	if err != nil {
+		t.Fatalf("Rollback: %v", err)
+	}
+	if got := strings.Join(rep.Git, "\n"); !strings.Contains(got, "git (docs): removed the repository the task made") {
+		t.Errorf("rollback report = %q", got)
+	}
+	if _, err := os.Lstat(filepath.Join(tk.Paths.Copy, "docs", ".git")); err == nil {
+		t.Error("docs/.git is still in the copy")
+	}
+	if st, err := f.k.Status(tk); err != nil || len(st.Git) != 0 || len(st.Effects) != 0 {
+		t.Fatalf("status after rollback: %v", err)
+	}
+}
