@@ -297,24 +297,40 @@ func (b *Base) Compare(copyRoot string) ([]*Effects, error) {
 func (b *Base) CompareRepos(copyRoot string) ([]*Effects, error) {
 	var out []*Effects
 	for _, br := range b.Repos {
-		r, found, err := br.trusted(copyRoot)
+		eff, err := br.compareCopy(copyRoot)
 		if err != nil {
 			return nil, err
 		}
-		if found != nil {
-			out = append(out, found)
-			continue
-		}
-		eff, err := Compare(br.Snapshot, r.GitDir, filepath.Join(copyRoot, filepath.FromSlash(br.Path)))
-		if err != nil {
-			return nil, fmt.Errorf("gitstate: compare %s: %w", br.Path, err)
-		}
-		eff.Repo, eff.Nested = br.Path, br.Nested
 		if !eff.Empty() {
 			out = append(out, eff)
 		}
 	}
 	return out, nil
+}
+
+// compareCopy is the effects of the copy's repository at br: what refuses
+// it (gone, outside, pointing elsewhere, a ref naming an object it does
+// not hold) or what the task changed.
+func (br BaseRepo) compareCopy(copyRoot string) (*Effects, error) {
+	r, found, err := br.trusted(copyRoot)
+	if err != nil || found != nil {
+		return found, err
+	}
+	eff, err := Compare(br.Snapshot, r.GitDir, filepath.Join(copyRoot, filepath.FromSlash(br.Path)))
+	if err != nil {
+		return nil, fmt.Errorf("gitstate: compare %s: %w", br.Path, err)
+	}
+	eff.Repo, eff.Nested = br.Path, br.Nested
+	if len(eff.Refs) > 0 {
+		l, err := openLayout(r.GitDir)
+		if err != nil {
+			return nil, fmt.Errorf("gitstate: compare %s: %w", br.Path, err)
+		}
+		if f := missingTargets(l, eff); len(f) > 0 {
+			return &Effects{Repo: br.Path, Nested: br.Nested, Outside: true, Untrusted: f}, nil
+		}
+	}
+	return eff, nil
 }
 
 // Made lists, as Effects, the repositories of found (what Find or ProbeDirs
@@ -501,7 +517,7 @@ func (b *Base) After(copyRoot string, opts ApplyOptions) (*Base, error) {
 	// keeps its old snapshot, so it stays reported (and a pointer the task
 	// added never becomes part of the base).
 	for _, br := range b.Repos {
-		_, found, err := br.trusted(copyRoot)
+		found, err := br.compareCopy(copyRoot)
 		if err != nil || found == nil || !found.Outside {
 			continue
 		}

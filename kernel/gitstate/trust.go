@@ -2,6 +2,7 @@ package gitstate
 
 import (
 	"bytes"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -9,6 +10,9 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/format/idxfile"
 )
 
 // A task writes its copy's `.git` as it likes, and Kule reads that `.git`
@@ -106,6 +110,34 @@ func linkFindings(rt *os.Root, rel string) []string {
 			out = append(out, fmt.Sprintf("%s is a symbolic link%s", filepath.ToSlash(p), linkTarget(rt, p)))
 		}
 	}
+	if len(out) > 0 {
+		return out
+	}
+	// Below refs/ and in objects/ and objects/pack: a linked ref directory
+	// or object directory would let the task's git see refs and objects
+	// Kule does not copy (a branch in the folder then names an object the
+	// folder lacks).
+	for _, d := range []string{"objects", filepath.Join("objects", "pack")} {
+		p := filepath.Join(rel, d)
+		f, err := rt.Open(p)
+		if err != nil {
+			continue
+		}
+		ents, _ := f.ReadDir(-1)
+		f.Close()
+		for _, e := range ents {
+			if e.Type()&fs.ModeSymlink != 0 {
+				q := filepath.Join(p, e.Name())
+				out = append(out, fmt.Sprintf("%s is a symbolic link%s", filepath.ToSlash(q), linkTarget(rt, q)))
+			}
+		}
+	}
+	_ = fs.WalkDir(rt.FS(), filepath.ToSlash(filepath.Join(rel, "refs")), func(p string, d fs.DirEntry, err error) error {
+		if err == nil && d.Type()&fs.ModeSymlink != 0 {
+			out = append(out, fmt.Sprintf("%s is a symbolic link%s", p, linkTarget(rt, filepath.FromSlash(p))))
+		}
+		return nil
+	})
 	return out
 }
 
@@ -275,6 +307,64 @@ func IncludeSections(b []byte) []string {
 		head, _, _ = strings.Cut(head, `"`)
 		if strings.HasPrefix(strings.ToLower(head), "include") {
 			out = append(out, truncate(string(line[:min(end+1, len(line))]), 80))
+		}
+	}
+	return out
+}
+
+// missingTargets names each ref the task moved to an object its own
+// repository does not hold (no loose object file, in no pack's index):
+// Kule copies only the object files the copy holds, so applying that ref
+// would leave the folder's branch naming an object the folder lacks. A
+// hand-written ref, or one the task's git resolved through a place Kule
+// does not read, does that.
+func missingTargets(l layout, eff *Effects) []string {
+	if !trustPointers {
+		return nil
+	}
+	var idx []*idxfile.MemoryIndex
+	loaded := false
+	has := func(id string) bool {
+		if st, err := os.Lstat(loosePath(l.objects(), id)); err == nil && st.Mode().IsRegular() {
+			return true
+		}
+		if !loaded {
+			loaded = true
+			ents, _ := os.ReadDir(filepath.Join(l.objects(), "pack"))
+			for _, e := range ents {
+				if !e.Type().IsRegular() || !strings.HasSuffix(e.Name(), ".idx") {
+					continue
+				}
+				f, err := os.Open(filepath.Join(l.objects(), "pack", e.Name()))
+				if err != nil {
+					continue
+				}
+				mi := idxfile.NewMemoryIndex()
+				if idxfile.NewDecoder(f).Decode(mi) == nil {
+					idx = append(idx, mi)
+				}
+				f.Close()
+			}
+		}
+		h := plumbing.NewHash(id)
+		for _, mi := range idx {
+			if ok, err := mi.Contains(h); err == nil && ok {
+				return true
+			}
+		}
+		return false
+	}
+	var out []string
+	for _, r := range eff.Refs {
+		id := r.New
+		if id == "" || strings.HasPrefix(id, symPrefix) {
+			continue
+		}
+		if b, err := hex.DecodeString(id); err != nil || len(b) != 20 {
+			continue // refused by Apply's own checks
+		}
+		if !has(id) {
+			out = append(out, fmt.Sprintf("%s names object %s, which the repository does not hold (a ref written by hand, or an object Kule cannot copy)", r.Name, short(id)))
 		}
 	}
 	return out

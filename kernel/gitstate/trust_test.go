@@ -132,6 +132,28 @@ var trustAttacks = map[string]struct {
 		},
 		finding: "sibling-link is a symbolic link",
 	},
+	"an object directory is a link to the sibling's": {
+		setup: func(t *testing.T, w *trustWorld) {
+			id := run(t, w.sibling, "rev-parse", "main")
+			fan := filepath.Join(w.copyGit(), "objects", id[:2])
+			if _, err := os.Lstat(fan); err == nil {
+				t.Skip("the folder has objects in the sibling's commit's directory")
+			}
+			if err := os.Symlink(filepath.Join(w.siblingGit(), "objects", id[:2]), fan); err != nil {
+				t.Fatal(err)
+			}
+			// The task's git now finds the sibling's commit (its tree and
+			// blob lie elsewhere: a dangling branch is enough).
+			write(t, filepath.Join(w.copyGit(), "refs", "heads", "borrowed"), id+"\n")
+		},
+		finding: "is a symbolic link",
+	},
+	"a branch written by hand names an object nobody holds": {
+		setup: func(t *testing.T, w *trustWorld) {
+			write(t, filepath.Join(w.copyGit(), "refs", "heads", "dangling"), strings.Repeat("ab", 20)+"\n")
+		},
+		finding: "refs/heads/dangling names object",
+	},
 	"config includes the sibling's config": {
 		setup: func(t *testing.T, w *trustWorld) {
 			run(t, w.copy, "config", "include.path", filepath.Join(w.sibling, "evil.cfg"))
