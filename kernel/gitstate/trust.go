@@ -278,35 +278,52 @@ func pointerFindings(base *Snapshot, root string, l layout, repo string) []strin
 				out = append(out, fmt.Sprintf("%s%s names %q, outside the folder", where, k, truncate(p, 80)))
 			}
 		case strings.HasSuffix(k, ptrIncludeSuffix):
-			out = append(out, fmt.Sprintf("%s%s includes other config (%s)", where, strings.TrimSuffix(k, ptrIncludeSuffix), truncate(strings.ReplaceAll(v, "\n", "; "), 120)))
+			out = append(out, fmt.Sprintf("%s%s includes other config or moves the working tree (%s)", where, strings.TrimSuffix(k, ptrIncludeSuffix), truncate(strings.ReplaceAll(v, "\n", "; "), 120)))
 		}
 	}
 	return out
 }
 
-// IncludeSections returns the section headers of a git config file that
-// include other files ([include], [includeIf "…"], in any case, in the
-// old [section.sub] form too), each as written. A header git would read
-// as an include is never missed: any section whose name begins with
-// "include" counts.
+// IncludeSections returns what of a git config file names another place:
+// the section headers that include other files ([include], [includeIf
+// "…"], in any case, in the old [section.sub] form too), each as written,
+// and a core.worktree setting ("core.worktree = …"), which moves the
+// repository's working tree elsewhere. A header git would read as an
+// include is never missed: any section whose name begins with "include"
+// counts.
 func IncludeSections(b []byte) []string {
 	var out []string
+	section := ""
 	for _, line := range bytes.Split(b, []byte("\n")) {
 		line = bytes.TrimSpace(line)
-		if len(line) == 0 || line[0] != '[' {
+		if len(line) == 0 {
 			continue
 		}
-		end := bytes.IndexByte(line, ']')
-		if end < 0 {
-			end = len(line)
+		if line[0] == '[' {
+			end := bytes.IndexByte(line, ']')
+			if end < 0 {
+				end = len(line)
+			}
+			name := strings.TrimSpace(string(line[1:end]))
+			head, _, _ := strings.Cut(name, " ")
+			head, _, _ = strings.Cut(head, ".")
+			head, _, _ = strings.Cut(head, "\t")
+			head, _, _ = strings.Cut(head, `"`)
+			section = strings.ToLower(head)
+			if strings.HasPrefix(section, "include") {
+				out = append(out, truncate(string(line[:min(end+1, len(line))]), 80))
+			}
+			if end+1 >= len(line) {
+				continue
+			}
+			line = bytes.TrimSpace(line[end+1:]) // `[core] worktree = x` on one line
 		}
-		name := strings.TrimSpace(string(line[1:end]))
-		head, _, _ := strings.Cut(name, " ")
-		head, _, _ = strings.Cut(head, ".")
-		head, _, _ = strings.Cut(head, "\t")
-		head, _, _ = strings.Cut(head, `"`)
-		if strings.HasPrefix(strings.ToLower(head), "include") {
-			out = append(out, truncate(string(line[:min(end+1, len(line))]), 80))
+		if section != "core" || line[0] == '#' || line[0] == ';' {
+			continue
+		}
+		k, v, _ := strings.Cut(string(line), "=")
+		if strings.EqualFold(strings.TrimSpace(k), "worktree") {
+			out = append(out, "core.worktree = "+truncate(strings.TrimSpace(v), 80))
 		}
 	}
 	return out

@@ -154,6 +154,12 @@ var trustAttacks = map[string]struct {
 		},
 		finding: "refs/heads/dangling names object",
 	},
+	"config moves the working tree to the sibling": {
+		setup: func(t *testing.T, w *trustWorld) {
+			run(t, w.copy, "config", "core.worktree", w.sibling)
+		},
+		finding: "core.worktree = ",
+	},
 	"config includes the sibling's config": {
 		setup: func(t *testing.T, w *trustWorld) {
 			run(t, w.copy, "config", "include.path", filepath.Join(w.sibling, "evil.cfg"))
@@ -259,6 +265,8 @@ func TestIncludeSections(t *testing.T) {
 		"[includeif.gitdir:/x]\npath=z\n":               {"[includeif.gitdir:/x]"},
 		"# [include]\n; [include]\n[includes]\n":        {"[includes]"},
 		"[core]\n\tfsmonitor = x\n[include\n\tpath=z\n": {"[include"},
+		"[core]\n\tWorkTree = /home/me/other\n":         {"core.worktree = /home/me/other"},
+		"[core] worktree=../x\n[user]\nworktree = y\n":  {"core.worktree = ../x"},
 	}
 	for in, want := range cases {
 		if got := IncludeSections([]byte(in)); !cmp.Equal(got, want) {
