@@ -305,10 +305,22 @@ func TestWorktreeGitdirElsewhereIsRefused(t *testing.T) {
 	if len(effs) != 1 || !effs[0].Outside || !strings.Contains(strings.Join(effs[0].Lines(), "\n"), ".git/worktrees/evil/gitdir names") {
 		t.Fatalf("effects = %+v, want the worktree gitdir refused by name", effs)
 	}
-	// Already in the base (the person's own worktree): no finding.
-	b, err := TakeBase(w.copy)
+	// Already in the base (the person's own worktree): no finding, also
+	// once the base went through its stored form.
+	tb, err := TakeBase(w.copy)
 	if err != nil {
 		t.Fatal(err)
+	}
+	raw, err := tb.EncodeBase()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := DecodeBase(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b.snapshot(".").Pointers["worktrees/evil/gitdir"] == "" {
+		t.Fatal("the stored base lost the worktree's gitdir")
 	}
 	if effs, err := b.CompareRepos(w.copy); err != nil || len(effs) != 0 {
 		t.Fatalf("with the worktree in the base: effects %+v, %v", effs, err)
