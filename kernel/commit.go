@@ -70,6 +70,9 @@ type CommitReport struct {
 
 	// Git is the repositories' changes the commit applied (git.go).
 	Git []*gitstate.Effects
+	// GitRefused names what of the copy's .git points elsewhere: those
+	// repositories' git changes were not applied (gitnew.go).
+	GitRefused []string
 }
 
 // UnderneathError names the paths the person (or another task) changed in
@@ -127,6 +130,10 @@ func (k *Kernel) Commit(t *task.Task, opt CommitOptions) (*CommitReport, error) 
 	if err != nil {
 		return nil, err
 	}
+	if err := refuseNewRepos(t, st, chosen); err != nil {
+		return nil, err
+	}
+	rep.GitRefused = gitRefused(st)
 	git, gitSel := k.chooseGit(st, opt, rep)
 	if len(chosen) == 0 && len(git) == 0 {
 		return rep, nil

@@ -259,16 +259,17 @@ func dedupeTops(paths []string) []string {
 }
 
 // Rollback makes the copy match the folder again at every path the task
-// changed, and takes the folder's version as the new base there.
-func (k *Kernel) Rollback(t *task.Task) (int, error) {
+// changed, and takes the folder's version as the new base there; each
+// repository the task changed is reset to the folder's (rollbackGit).
+func (k *Kernel) Rollback(t *task.Task) (*RollbackReport, error) {
 	l, err := k.lock(t)
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
 	defer l.Unlock()
 	st, err := k.status(t)
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
 	var paths []string
 	for _, p := range topPaths(st.Effects) {
@@ -276,17 +277,23 @@ func (k *Kernel) Rollback(t *task.Task) (int, error) {
 			paths = append(paths, string(p))
 		}
 	}
-	if len(paths) == 0 {
-		return 0, nil
+	rep := &RollbackReport{Changes: len(st.Effects)}
+	if len(paths) == 0 && len(st.Git) == 0 {
+		return rep, nil
 	}
-	if err := k.syncCopy(t, paths); err != nil {
-		return 0, fmt.Errorf("rollback: %w (the folder is untouched; run rollback again)", err)
+	if len(paths) > 0 {
+		if err := k.syncCopy(t, paths); err != nil {
+			return nil, fmt.Errorf("rollback: %w (the folder is untouched; run rollback again)", err)
+		}
+		if err := k.resyncBase(t, paths); err != nil {
+			return nil, fmt.Errorf("rollback: %w (the folder is untouched; run rollback again)", err)
+		}
 	}
-	if err := k.resyncBase(t, paths); err != nil {
-		return 0, fmt.Errorf("rollback: %w (the folder is untouched; run rollback again)", err)
+	if rep.Git, err = rollbackGit(t, st.Git); err != nil {
+		return rep, fmt.Errorf("rollback: the files match the folder again, but %w (the folder is untouched; run rollback again)", err)
 	}
 	if _, err := k.maskEnv(t); err != nil {
-		return len(st.Effects), fmt.Errorf("rollback: the copy matches the folder again, but %w — the next command masks them first or does not run", err)
+		return rep, fmt.Errorf("rollback: the copy matches the folder again, but %w — the next command masks them first or does not run", err)
 	}
-	return len(st.Effects), nil
+	return rep, nil
 }

@@ -417,6 +417,9 @@ func commitCommand() *cobra.Command {
 				fmt.Fprintf(out, "%d stay in the copy (ignored by .gitignore; --include-ignored applies them)\n", ignored)
 			}
 			printHeld(out, t, rep.Judgement, rep.Applied)
+			for _, l := range rep.GitRefused {
+				fmt.Fprintln(out, l)
+			}
 			if remember && rep.Judgement != nil {
 				r, err := k.Remember(t, rep.Judgement, rep.Applied)
 				if err != nil {
@@ -447,11 +450,14 @@ func rollbackCommand() *cobra.Command {
 		Short: "Throw away the task's uncommitted changes: the copy matches the folder again",
 		Args:  cobra.ExactArgs(1),
 		RunE: withTask(func(k *kernel.Kernel, t *task.Task, cmd *cobra.Command, args []string) error {
-			n, err := k.Rollback(t)
+			rep, err := k.Rollback(t)
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "rolled back %d changes · the copy matches %s again\n", n, t.Folder)
+			for _, line := range rep.Git {
+				fmt.Fprintln(cmd.OutOrStdout(), line)
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "rolled back %d changes · the copy matches %s again\n", rep.Changes, t.Folder)
 			return nil
 		}),
 	}

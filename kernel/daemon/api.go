@@ -569,13 +569,13 @@ func (d *Daemon) rollbackTask(w http.ResponseWriter, r *http.Request, t *task.Ta
 		fail(w, fmt.Errorf("rollback %s: %w", t.ID, errBusy))
 		return
 	}
-	n, err := d.k.Rollback(t)
+	rep, err := d.k.Rollback(t)
 	if err != nil {
 		fail(w, err)
 		return
 	}
-	d.Bus.Publish("rollback", t.ID, map[string]any{"changes": n})
-	writeJSON(w, 200, map[string]any{"task": t.ID, "changes": n})
+	d.Bus.Publish("rollback", t.ID, map[string]any{"changes": rep.Changes, "git": rep.Git})
+	writeJSON(w, 200, map[string]any{"task": t.ID, "changes": rep.Changes, "git": rep.Git})
 }
 
 func (d *Daemon) undoTask(w http.ResponseWriter, r *http.Request, t *task.Task) {

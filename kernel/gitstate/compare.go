@@ -81,6 +81,9 @@ type Effects struct {
 	// Outside: the copy's .git now names a git directory outside the
 	// folder. Not judged, not applied.
 	Outside bool `json:"outside,omitempty"`
+	// Untrusted names, for an Outside repository, what of its `.git`
+	// points elsewhere (see trust.go).
+	Untrusted []string `json:"untrusted,omitempty"`
 }
 
 // Empty tells whether the task changed nothing in the repository.

@@ -26,6 +26,9 @@ type Repo struct {
 	// copy then shares it with the folder and it cannot be judged by
 	// comparing copy and base.
 	Outside bool `json:"outside,omitempty"`
+	// Untrusted names what of the repository's `.git` points elsewhere or
+	// cannot be read (see trust.go); such a repository is Outside too.
+	Untrusted []string `json:"untrusted,omitempty"`
 }
 
 // Find lists the repositories in the folder root: root's own `.git`
@@ -85,28 +88,49 @@ func Probe(root, dir string) (Repo, bool, error) {
 	case st.IsDir():
 		r.GitDir = dotgit
 	case st.Mode().IsRegular():
+		r.Linked = true
 		b, err := os.ReadFile(dotgit)
 		if err != nil {
 			return Repo{}, false, fmt.Errorf("gitstate: probe %s: %w", dotgit, err)
 		}
 		gd, err := ParseGitFile(b)
 		if err != nil {
-			return Repo{}, false, fmt.Errorf("%w: %s: %v", ErrMalformed, dotgit, err)
+			// A finding, not an error: one bad `.git` file must not stop
+			// status, commit or rollback of everything else.
+			r.Outside = true
+			r.Untrusted = []string{fmt.Sprintf("%s is not a gitdir file git can read (%v)", relGit(r.Path), err)}
+			return r, true, nil
 		}
 		if !filepath.IsAbs(gd) {
 			gd = filepath.Join(dir, gd)
 		}
-		r.GitDir, r.Linked = filepath.Clean(gd), true
+		r.GitDir = filepath.Clean(gd)
 	default:
 		return Repo{}, false, nil // a symlink or special file named .git is not followed
+	}
+	if rr, err := filepath.Rel(root, r.GitDir); trustPointers && (err != nil || rr == ".." || strings.HasPrefix(rr, "../")) {
+		if _, err := os.Stat(filepath.Join(r.GitDir, "HEAD")); err != nil {
+			return Repo{}, false, nil
+		}
+		r.Outside = true
+		return r, true, nil
+	}
+	if f := probeFindings(root, &r); len(f) > 0 {
+		r.Outside, r.Untrusted = true, f
+		return r, true, nil
 	}
 	if _, err := os.Stat(filepath.Join(r.GitDir, "HEAD")); err != nil {
 		return Repo{}, false, nil // a `.git` that holds no repository is plain files
 	}
-	if rr, err := filepath.Rel(root, r.GitDir); err != nil || rr == ".." || strings.HasPrefix(rr, "../") {
-		r.Outside = true
-	}
 	return r, true, nil
+}
+
+// relGit is the `.git` of the repository at path, as a person reads it.
+func relGit(path string) string {
+	if path == "." || path == "" {
+		return ".git"
+	}
+	return path + "/.git"
 }
 
 // ParseGitFile reads a `.git` file ("gitdir: <path>") and returns the path.

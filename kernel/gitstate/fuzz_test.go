@@ -13,6 +13,7 @@ import (
 
 func FuzzDecodeSnapshot(f *testing.F) {
 	f.Add([]byte(`{"format":1,"refs":{"HEAD":"ref: refs/heads/main"},"index":{"count":0,"entries":""},"objects":{"loose":""}}`))
+	f.Add([]byte(`{"format":1,"refs":{"HEAD":"ref: refs/heads/main"},"index":{"count":0,"entries":""},"objects":{"loose":""},"pointers":{"objects/info/alternates":"/x\n","worktrees/w/gitdir":"/f/w/.git\n","config:include":"[include]"}}`))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		s, err := DecodeSnapshot(b)
 		if err != nil {

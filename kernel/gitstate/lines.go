@@ -56,11 +56,14 @@ func (e *Effects) InfoLines() []string {
 	if e.Gone {
 		add("repository removed from the copy (not applied: remove it in the folder yourself)")
 	}
-	if e.Outside {
+	if e.Outside && len(e.Untrusted) == 0 {
 		add(".git now names a git directory outside the folder (not judged, not applied)")
 	}
+	for _, f := range e.Untrusted {
+		add("%s — refused: this repository's git changes are not applied (its files are); remove that from the copy or roll back", f)
+	}
 	if e.Made {
-		add("new repository (not applied: its .git stays in the copy; run git init in the folder and fetch from the copy)")
+		add("new repository (Kule never carries a .git into the folder: a commit that takes its files is refused; remove its .git in the copy to commit them as plain files, or clone it from the copy)")
 	}
 	if n := len(e.Objects.Loose); n > 0 {
 		add("%d new object %s", n, plural(n, "file", "files"))

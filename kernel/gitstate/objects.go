@@ -234,7 +234,15 @@ func copyPack(srcObjects, dstObjects, name string) error {
 	if err := writeNew(dstDir, name+".pack", "tmp_pack_", b, 0o444); err != nil {
 		return err
 	}
-	return writeNew(dstDir, name+".idx", "tmp_idx_", idx, 0o444)
+	if err := writeNew(dstDir, name+".idx", "tmp_idx_", idx, 0o444); err != nil {
+		// A pack without its index is garbage to git; take it back so a
+		// failed commit leaves nothing of itself in the folder.
+		if rerr := os.Remove(filepath.Join(dstDir, name+".pack")); rerr != nil && !errors.Is(rerr, fs.ErrNotExist) {
+			return fmt.Errorf("%w (and %s.pack stays in %s: %v)", err, name, dstDir, rerr)
+		}
+		return err
+	}
+	return nil
 }
 
 // indexPack parses a pack (resolving deltas, checking its trailer) and
@@ -260,8 +268,13 @@ func indexPack(pack []byte) ([]byte, error) {
 	return out.Bytes(), nil
 }
 
+// dropWriteErrors, set only by a test, drops the errors of Write and Chmod
+// as this package once did, to show what checking them prevents.
+var dropWriteErrors = false
+
 // writeNew writes a file that must not exist yet: a temp file in dir,
-// fsync, rename, fsync dir.
+// fsync, rename, fsync dir. On any error the temp file is removed and the
+// name is left as it was.
 func writeNew(dir, name, tmpPrefix string, b []byte, perm os.FileMode) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("gitstate: write %s: %w", name, err)
@@ -272,8 +285,13 @@ func writeNew(dir, name, tmpPrefix string, b []byte, perm os.FileMode) error {
 	}
 	tmp := f.Name()
 	defer os.Remove(tmp)
-	if _, err := f.Write(b); err == nil {
+	// Each step's error is kept: on a full disk Write fails part-way, and
+	// renaming the truncated file into place would plant a corrupt object.
+	if _, err = f.Write(b); err == nil {
 		err = f.Chmod(perm)
+	}
+	if dropWriteErrors {
+		err = nil
 	}
 	if err == nil {
 		err = f.Sync()

@@ -238,10 +238,42 @@ func gitDirIn(root, rel string) (Repo, error) {
 	if !ok {
 		return Repo{}, fmt.Errorf("%w: %s in %s", ErrNotRepository, rel, root)
 	}
+	if len(r.Untrusted) > 0 {
+		return Repo{}, fmt.Errorf("%w: %s in %s: %s", ErrUnsupported, rel, root, strings.Join(r.Untrusted, "; "))
+	}
 	if r.Outside {
 		return Repo{}, fmt.Errorf("%w: %s in %s names a git directory outside", ErrUnsupported, rel, root)
 	}
 	return r, nil
+}
+
+// trusted resolves the copy's repository at br and checks what of its
+// `.git` points elsewhere: it returns the repository, or the Effects that
+// report it (gone, outside, or refused by name) instead of reading it.
+func (br BaseRepo) trusted(copyRoot string) (Repo, *Effects, error) {
+	r, err := gitDirIn(copyRoot, br.Path)
+	if errors.Is(err, ErrNotRepository) {
+		return Repo{}, &Effects{Repo: br.Path, Nested: br.Nested, Gone: true}, nil
+	}
+	if errors.Is(err, ErrUnsupported) {
+		r, _, _ := Probe(copyRoot, filepath.Join(copyRoot, filepath.FromSlash(br.Path)))
+		return Repo{}, &Effects{Repo: br.Path, Nested: br.Nested, Outside: true, Untrusted: r.Untrusted}, nil
+	}
+	if err != nil {
+		return Repo{}, nil, err
+	}
+	l, err := openLayout(r.GitDir)
+	if err != nil {
+		return Repo{}, nil, fmt.Errorf("gitstate: compare %s: %w", br.Path, err)
+	}
+	abs, err := filepath.Abs(copyRoot)
+	if err != nil {
+		return Repo{}, nil, err
+	}
+	if f := pointerFindings(br.Snapshot, abs, l, br.Path); len(f) > 0 {
+		return Repo{}, &Effects{Repo: br.Path, Nested: br.Nested, Outside: true, Untrusted: f}, nil
+	}
+	return r, nil, nil
 }
 
 // Compare compares every repository of the base with the copy and returns
@@ -265,23 +297,10 @@ func (b *Base) Compare(copyRoot string) ([]*Effects, error) {
 func (b *Base) CompareRepos(copyRoot string) ([]*Effects, error) {
 	var out []*Effects
 	for _, br := range b.Repos {
-		r, err := gitDirIn(copyRoot, br.Path)
-		if errors.Is(err, ErrNotRepository) {
-			out = append(out, &Effects{Repo: br.Path, Nested: br.Nested, Gone: true})
-			continue
-		}
-		if errors.Is(err, ErrUnsupported) {
-			out = append(out, &Effects{Repo: br.Path, Nested: br.Nested, Outside: true})
-			continue
-		}
+		eff, err := br.compareCopy(copyRoot)
 		if err != nil {
 			return nil, err
 		}
-		eff, err := Compare(br.Snapshot, r.GitDir, filepath.Join(copyRoot, filepath.FromSlash(br.Path)))
-		if err != nil {
-			return nil, fmt.Errorf("gitstate: compare %s: %w", br.Path, err)
-		}
-		eff.Repo, eff.Nested = br.Path, br.Nested
 		if !eff.Empty() {
 			out = append(out, eff)
 		}
@@ -289,13 +308,38 @@ func (b *Base) CompareRepos(copyRoot string) ([]*Effects, error) {
 	return out, nil
 }
 
+// compareCopy is the effects of the copy's repository at br: what refuses
+// it (gone, outside, pointing elsewhere, a ref naming an object it does
+// not hold) or what the task changed.
+func (br BaseRepo) compareCopy(copyRoot string) (*Effects, error) {
+	r, found, err := br.trusted(copyRoot)
+	if err != nil || found != nil {
+		return found, err
+	}
+	eff, err := Compare(br.Snapshot, r.GitDir, filepath.Join(copyRoot, filepath.FromSlash(br.Path)))
+	if err != nil {
+		return nil, fmt.Errorf("gitstate: compare %s: %w", br.Path, err)
+	}
+	eff.Repo, eff.Nested = br.Path, br.Nested
+	if len(eff.Refs) > 0 {
+		l, err := openLayout(r.GitDir)
+		if err != nil {
+			return nil, fmt.Errorf("gitstate: compare %s: %w", br.Path, err)
+		}
+		if f := missingTargets(l, eff); len(f) > 0 {
+			return &Effects{Repo: br.Path, Nested: br.Nested, Outside: true, Untrusted: f}, nil
+		}
+	}
+	return eff, nil
+}
+
 // Made lists, as Effects, the repositories of found (what Find or ProbeDirs
 // saw in the copy) that the base does not know: the task made them.
 func (b *Base) Made(found []Repo) []*Effects {
 	var out []*Effects
 	for _, r := range found {
-		if b.snapshot(r.Path) == nil && !r.Outside {
-			out = append(out, &Effects{Repo: r.Path, Nested: r.Nested, Made: true})
+		if b.snapshot(r.Path) == nil && (!r.Outside || len(r.Untrusted) > 0) {
+			out = append(out, &Effects{Repo: r.Path, Nested: r.Nested, Made: true, Outside: r.Outside, Untrusted: r.Untrusted})
 		}
 	}
 	return out
@@ -469,9 +513,24 @@ func (b *Base) After(copyRoot string, opts ApplyOptions) (*Base, error) {
 	if err != nil {
 		return nil, err
 	}
+	// A repository whose `.git` now points elsewhere was not applied: it
+	// keeps its old snapshot, so it stays reported (and a pointer the task
+	// added never becomes part of the base).
+	for _, br := range b.Repos {
+		found, err := br.compareCopy(copyRoot)
+		if err != nil || found == nil || !found.Outside {
+			continue
+		}
+		i := slices.IndexFunc(nb.Repos, func(r BaseRepo) bool { return r.Path == br.Path })
+		if i >= 0 {
+			nb.Repos[i] = br
+		} else {
+			nb.Repos = append(nb.Repos, br)
+		}
+	}
 	for i := range nb.Repos {
 		old := b.snapshot(nb.Repos[i].Path)
-		if old == nil {
+		if old == nil || old == nb.Repos[i].Snapshot {
 			continue
 		}
 		if !opts.Hooks {

@@ -51,7 +51,7 @@ func TestBaseAcrossNestedRepositories(t *testing.T) {
 		"git (lib): main " + oldInner + " → " + w.short(inner, "main") + " · fast-forward · 1 commit",
 		"git (lib): index +0 ~1 -0 (x.go)",
 		"git (scratch): nested repository",
-		"git (scratch): new repository (not applied: its .git stays in the copy; run git init in the folder and fetch from the copy)",
+		"git (scratch): new repository (Kule never carries a .git into the folder: a commit that takes its files is refused; remove its .git in the copy to commit them as plain files, or clone it from the copy)",
 	}
 	if diff := cmp.Diff(want, lines); diff != "" {
 		t.Fatalf("lines (-want +got):\n%s", diff)

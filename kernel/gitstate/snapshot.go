@@ -43,6 +43,10 @@ type Snapshot struct {
 	// its index by renaming a new file over it (a new inode), and any write
 	// in place moves its ctime, which no one can set back.
 	IndexStat *FileStat `json:"index_stat,omitempty"`
+	// Pointers holds the files of the repository that name other places
+	// (alternates, worktrees/*/gitdir, config include sections; see
+	// readPointers) as they were: one the task adds or changes is refused.
+	Pointers map[string]string `json:"pointers,omitempty"`
 
 	// lazy holds the index entries still encoded, as a binary base keeps
 	// them: a status whose copy has the same index never needs them
@@ -135,6 +139,7 @@ func take(l layout, known *Snapshot) (*Snapshot, error) {
 	if s.Config, err = hashConfig(l); err != nil {
 		return nil, err
 	}
+	s.Pointers = readPointers(l)
 	return s, nil
 }
 
@@ -172,6 +177,11 @@ func DecodeSnapshot(b []byte) (*Snapshot, error) {
 	for name, h := range s.Config {
 		if (name != "config" && name != "config.worktree") || !validFileHash(h) {
 			return nil, fmt.Errorf("%w: config %q", ErrSnapshot, name)
+		}
+	}
+	for k, v := range s.Pointers {
+		if !validPointerKey(k) || strings.IndexByte(v, 0) >= 0 {
+			return nil, fmt.Errorf("%w: pointer %q", ErrSnapshot, k)
 		}
 	}
 	if s.IndexSum != "" && (len(s.IndexSum) != 64 || !isHex(s.IndexSum) || s.IndexSum != strings.ToLower(s.IndexSum)) {
