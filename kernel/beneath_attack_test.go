@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/kulehq/kule/kernel"
@@ -305,4 +306,47 @@ func TestAllowWriteNeverFollowsALinkInTheCopy(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestLinkAttacksAsNobody runs the attacks above again as the nobody user,
+// as a person without root runs kule (the sandbox through unprivileged user
+// namespaces): the test binary re-runs itself as uid 65534.
+func TestLinkAttacksAsNobody(t *testing.T) {
+	const attacks = "TestUndoNeverRemovesThroughALinkInTheCopy|TestUndoNeverPutsAHookIntoAnotherRepository|TestRollbackNeverWritesThroughALinkInTheCopy|TestEnvMaskingNeverWritesThroughALinkInTheCopy|TestHomeLayerRecordCannotBePointedAtTheKeys|TestHomeLayerRecordCannotRedirectAnApply|TestAllowWriteNeverFollowsALinkInTheCopy"
+	if os.Getenv("KULE_LINKS_NOBODY") == "1" {
+		if os.Getuid() == 0 {
+			t.Fatal("the inner run is root")
+		}
+		return
+	}
+	if os.Getuid() != 0 {
+		t.Skip("already unprivileged: the attacks above ran as this user")
+	}
+	root := t.TempDir()
+	for _, d := range []string{filepath.Dir(root), root} { // t.TempDir makes both 0700
+		must(t, os.Chmod(d, 0o755))
+	}
+	exe, err := os.Executable()
+	must(t, err)
+	b, err := os.ReadFile(exe)
+	must(t, err)
+	bin := filepath.Join(root, "kernel.test")
+	must(t, os.WriteFile(bin, b, 0o755))
+	work := filepath.Join(root, "work")
+	must(t, os.Mkdir(work, 0o755))
+	must(t, os.Chown(work, 65534, 65534))
+	cmd := exec.Command(bin, "-test.run=^(TestLinkAttacksAsNobody|"+attacks+")$", "-test.v")
+	cmd.Env = []string{"KULE_LINKS_NOBODY=1", "TMPDIR=" + work, "HOME=" + work, "PATH=/usr/bin:/bin", "KULE_SECRETS_KEYFILE=1"}
+	cmd.Dir = work
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+	out, err := cmd.CombinedOutput()
+	t.Logf("%s", out)
+	if err != nil || strings.Contains(string(out), "--- FAIL") || strings.Contains(string(out), "--- SKIP") {
+		t.Fatalf("as nobody: %v", err)
+	}
+	for _, name := range strings.Split(attacks, "|") {
+		if !strings.Contains(string(out), "--- PASS: "+name+" ") {
+			t.Errorf("as nobody, %s did not pass", name)
+		}
+	}
 }
