@@ -9,9 +9,9 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 
+	"github.com/kulehq/kule/internal/asnobody"
 	"github.com/kulehq/kule/kernel"
 	"github.com/kulehq/kule/kernel/beneath"
 	"github.com/kulehq/kule/kernel/runner"
@@ -68,20 +68,28 @@ func fileIs(path, want string) bool {
 // the commit back and makes the copy follow: without the guard it removes
 // ~/victim/important recursively.
 func TestUndoNeverRemovesThroughALinkInTheCopy(t *testing.T) {
+	var (
+		f      *fixture
+		tk     *task.Task
+		victim string
+	)
+	victimKept := func() bool { return fileIs(filepath.Join(victim, "important", "data"), "the person's") }
 	guarded(t, func(t *testing.T) (bool, error) {
-		victim := t.TempDir()
+		victim = t.TempDir()
 		write(t, victim, map[string]string{"important/data": "the person's", "important/more/x": "x"})
-		f := newFixture(t, map[string]string{"sub/keep": "k"})
-		tk := f.newTask()
+		f = newFixture(t, map[string]string{"sub/keep": "k"})
+		tk = f.newTask()
 		f.sh(tk, "echo new > sub/important")
 		if _, err := f.k.Commit(tk, kernel.CommitOptions{}); err != nil {
 			t.Fatal(err)
 		}
 		f.sh(tk, "rm -rf sub && ln -s "+victim+" sub")
 		_, err := f.k.Undo(tk)
-		harmed := !fileIs(filepath.Join(victim, "important", "data"), "the person's")
-		if err == nil || harmed {
-			return harmed, err
+		return !victimKept(), err
+	}, func(t *testing.T, err error) {
+		saysLink(t, err, "sub")
+		if !fileIs(filepath.Join(f.folder, "sub", "important"), "new\n") {
+			t.Error("the refused undo changed the folder")
 		}
 		// What the error says to do works: rollback, then undo.
 		if _, err := f.k.Rollback(tk); err != nil {
@@ -93,23 +101,8 @@ func TestUndoNeverRemovesThroughALinkInTheCopy(t *testing.T) {
 		if _, err := os.Lstat(filepath.Join(f.folder, "sub", "important")); !os.IsNotExist(err) || !fileIs(filepath.Join(f.folder, "sub", "keep"), "k") {
 			t.Fatalf("undo after rollback did not take the commit back: %v", err)
 		}
-		return !fileIs(filepath.Join(victim, "important", "data"), "the person's"), err
-	}, func(t *testing.T, err error) {})
-	// The refusal itself, apart from the remedy.
-	t.Run("refusal", func(t *testing.T) {
-		victim := t.TempDir()
-		write(t, victim, map[string]string{"important/data": "the person's"})
-		f := newFixture(t, map[string]string{"sub/keep": "k"})
-		tk := f.newTask()
-		f.sh(tk, "echo new > sub/important")
-		if _, err := f.k.Commit(tk, kernel.CommitOptions{}); err != nil {
-			t.Fatal(err)
-		}
-		f.sh(tk, "rm -rf sub && ln -s "+victim+" sub")
-		_, err := f.k.Undo(tk)
-		saysLink(t, err, "sub")
-		if !fileIs(filepath.Join(f.folder, "sub", "important"), "new\n") {
-			t.Error("the refused undo changed the folder")
+		if !victimKept() {
+			t.Fatal("the rollback or the undo after it reached the victim")
 		}
 	})
 }
@@ -310,43 +303,15 @@ func TestAllowWriteNeverFollowsALinkInTheCopy(t *testing.T) {
 
 // TestLinkAttacksAsNobody runs the attacks above again as the nobody user,
 // as a person without root runs kule (the sandbox through unprivileged user
-// namespaces): the test binary re-runs itself as uid 65534.
+// namespaces), guard off and on.
 func TestLinkAttacksAsNobody(t *testing.T) {
-	const attacks = "TestUndoNeverRemovesThroughALinkInTheCopy|TestUndoNeverPutsAHookIntoAnotherRepository|TestRollbackNeverWritesThroughALinkInTheCopy|TestEnvMaskingNeverWritesThroughALinkInTheCopy|TestHomeLayerRecordCannotBePointedAtTheKeys|TestHomeLayerRecordCannotRedirectAnApply|TestAllowWriteNeverFollowsALinkInTheCopy"
-	if os.Getenv("KULE_LINKS_NOBODY") == "1" {
-		if os.Getuid() == 0 {
-			t.Fatal("the inner run is root")
-		}
+	if asnobody.Inside(t) {
 		return
 	}
-	if os.Getuid() != 0 {
-		t.Skip("already unprivileged: the attacks above ran as this user")
-	}
-	root := t.TempDir()
-	for _, d := range []string{filepath.Dir(root), root} { // t.TempDir makes both 0700
-		must(t, os.Chmod(d, 0o755))
-	}
-	exe, err := os.Executable()
-	must(t, err)
-	b, err := os.ReadFile(exe)
-	must(t, err)
-	bin := filepath.Join(root, "kernel.test")
-	must(t, os.WriteFile(bin, b, 0o755))
-	work := filepath.Join(root, "work")
-	must(t, os.Mkdir(work, 0o755))
-	must(t, os.Chown(work, 65534, 65534))
-	cmd := exec.Command(bin, "-test.run=^(TestLinkAttacksAsNobody|"+attacks+")$", "-test.v")
-	cmd.Env = []string{"KULE_LINKS_NOBODY=1", "TMPDIR=" + work, "HOME=" + work, "PATH=/usr/bin:/bin", "KULE_SECRETS_KEYFILE=1"}
-	cmd.Dir = work
-	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
-	out, err := cmd.CombinedOutput()
-	t.Logf("%s", out)
-	if err != nil || strings.Contains(string(out), "--- FAIL") || strings.Contains(string(out), "--- SKIP") {
-		t.Fatalf("as nobody: %v", err)
-	}
-	for _, name := range strings.Split(attacks, "|") {
-		if !strings.Contains(string(out), "--- PASS: "+name+" ") {
-			t.Errorf("as nobody, %s did not pass", name)
-		}
-	}
+	asnobody.Rerun(t, "TestLinkAttacksAsNobody", []string{
+		"TestUndoNeverRemovesThroughALinkInTheCopy", "TestUndoNeverPutsAHookIntoAnotherRepository",
+		"TestRollbackNeverWritesThroughALinkInTheCopy", "TestEnvMaskingNeverWritesThroughALinkInTheCopy",
+		"TestHomeLayerRecordCannotBePointedAtTheKeys", "TestHomeLayerRecordCannotRedirectAnApply",
+		"TestAllowWriteNeverFollowsALinkInTheCopy",
+	}, "KULE_SECRETS_KEYFILE=1")
 }

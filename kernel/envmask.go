@@ -259,15 +259,5 @@ func readBeneath(root *beneath.Root, rel string, max int64) ([]byte, error) {
 		return nil, err
 	}
 	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	if !st.Mode().IsRegular() {
-		return nil, fmt.Errorf("not a regular file")
-	}
-	if st.Size() > max {
-		return nil, fmt.Errorf("%w (%d bytes)", ErrTooLarge, st.Size())
-	}
-	return io.ReadAll(io.LimitReader(f, max+1))
+	return readRegular(f, max)
 }

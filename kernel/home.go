@@ -2,6 +2,7 @@ package kernel
 
 import (
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 
@@ -14,7 +15,15 @@ import (
 // their home, and its record in the task's directory beside it, which the
 // sandbox never exposes — a command that writes a .kule-home.json of its own
 // into the layer changes nothing Kule trusts.
-func HomeLayer(t *task.Task) homelayer.Layer { return homeLayerOf(t.Paths) }
+// A layer made by an older version, whose record lay inside it, is adopted
+// on the way: its record moves beside it, naming the person's own home.
+func HomeLayer(t *task.Task) homelayer.Layer {
+	l := homeLayerOf(t.Paths)
+	if home, err := os.UserHomeDir(); err == nil && home != "/" {
+		_ = homelayer.Adopt(l, home) // on failure the layer stays unused: no record, no layer
+	}
+	return l
+}
 
 func homeLayerOf(p task.Paths) homelayer.Layer {
 	l := homelayer.Layer{Dir: p.Home, Record: filepath.Join(p.Dir, "home.json")}

@@ -174,7 +174,7 @@ func (k *Kernel) baseEntry(t *task.Task, base clone.Base, cp, tree *beneath.Root
 		e.Target = target
 	}
 	if tree != nil {
-		return e, copyEntry(t.Folder, tree, fi, true)
+		return e, copyEntry(t.Folder, tree, fi, true, true)
 	}
 	if fi.Type == effects.TypeFile {
 		b, err := os.ReadFile(src)
@@ -217,7 +217,7 @@ func (k *Kernel) syncCopy(t *task.Task, paths []string) error {
 		if it.Type == effects.TypeNone {
 			continue
 		}
-		if err := copyEntry(t.Folder, root, it, reflink); err != nil {
+		if err := copyEntry(t.Folder, root, it, reflink, false); err != nil {
 			return taskTreeError(t, "copy", err)
 		}
 		if it.Type != effects.TypeDir {
@@ -229,7 +229,7 @@ func (k *Kernel) syncCopy(t *task.Task, paths []string) error {
 		}
 		for _, c := range w.Items {
 			c.Path = relpath.Join(p, c.Path)
-			if err := copyEntry(t.Folder, root, c, reflink); err != nil {
+			if err := copyEntry(t.Folder, root, c, reflink, false); err != nil {
 				return taskTreeError(t, "copy", err)
 			}
 		}
@@ -247,8 +247,9 @@ func (k *Kernel) syncCopy(t *task.Task, paths []string) error {
 var syncCopyStarts func(*task.Task)
 
 // copyEntry copies the folder's entry it into the tree to (the copy or the
-// base's tree), creating it relative to its parent's descriptor there.
-func copyEntry(from string, to *beneath.Root, it walk.Item, reflink bool) error {
+// base's tree), creating it relative to its parent's descriptor there. With
+// sameFile, a file must still be the one it was walked as (its inode).
+func copyEntry(from string, to *beneath.Root, it walk.Item, reflink, sameFile bool) error {
 	src := filepath.Join(from, it.Path)
 	dfd, name, err := to.Parent(it.Path)
 	if err != nil {
@@ -263,9 +264,13 @@ func copyEntry(from string, to *beneath.Root, it walk.Item, reflink bool) error 
 		_, _, err := clone.CopyLinkAt(src, dfd, name, it.Path)
 		return err
 	case effects.TypeFile:
-		_, err := clone.CopyFileAt(src, dfd, name, shown, walk.Item{Path: it.Path}, reflink, false)
+		want := walk.Item{Path: it.Path}
+		if sameFile {
+			want = it
+		}
+		_, err := clone.CopyFileAt(src, dfd, name, shown, want, reflink, false)
 		if errors.Is(err, clone.ErrNoReflink) {
-			_, err = clone.CopyFileAt(src, dfd, name, shown, walk.Item{Path: it.Path}, false, false)
+			_, err = clone.CopyFileAt(src, dfd, name, shown, want, false, false)
 		}
 		return err
 	}

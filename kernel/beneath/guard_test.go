@@ -18,7 +18,11 @@ import (
 // and hands it to a call that writes, removes, renames, links or changes
 // modes. Such a path follows any link a command planted in the middle of
 // it. The check reads the source (go/ast), follows the joined path through
-// local variables, and knows the task trees by the fields that hold them.
+// local variables, into the functions it is passed to and out of those that
+// find things from it (a repository's directory in the copy), and knows the
+// task trees by the fields that hold them. It does not follow a path kept
+// in a struct field and written later, nor one reached through an
+// interface's method: those it cannot see.
 
 // treeFields are the selectors that hold a task tree's root: task.Paths'
 // Copy, Base, Home and Tmp, runner.Task's Copy, Tmp and Home, and
@@ -166,7 +170,7 @@ func fileWrites(gf goFile, tt taints) ([]finding, bool) {
 		if !ok || fn.Body == nil {
 			continue
 		}
-		c := checker{roots: map[string]bool{}, vals: map[string]bool{}, paths: map[string]bool{}, joined: map[string]bool{}}
+		c := checker{roots: map[string]bool{}, vals: map[string]bool{}, paths: map[string]bool{}, derived: map[string]bool{}, joined: map[string]bool{}}
 		c.declare(fn.Recv)
 		c.declare(fn.Type.Params)
 		if marks := tt[gf.pkg+"."+fn.Name.Name]; marks != nil {
@@ -212,6 +216,15 @@ func fileWrites(gf goFile, tt taints) ([]finding, bool) {
 					for i, l := range n.Lhs {
 						if id, ok := l.(*ast.Ident); ok {
 							c.assign(id.Name, n.Rhs[i])
+						}
+					}
+				} else if len(n.Rhs) == 1 {
+					// r, err := find(root, ...): what a function finds
+					// from a root (a repository's git directory in the
+					// copy) lies beneath it.
+					if call, ok := n.Rhs[0].(*ast.CallExpr); ok && c.fromTree(call) {
+						if id, ok := n.Lhs[0].(*ast.Ident); ok && id.Name != "_" {
+							c.derived[id.Name] = true
 						}
 					}
 				}
@@ -261,10 +274,11 @@ func fileWrites(gf goFile, tt taints) ([]finding, bool) {
 // checker follows, within one function, which names hold a task tree's root
 // and which hold a path joined beneath one.
 type checker struct {
-	roots  map[string]bool // names holding a tree's root
-	vals   map[string]bool // names holding a value whose Dir is a tree's root
-	paths  map[string]bool // names holding a task.Paths
-	joined map[string]bool // names holding a path joined beneath a root
+	roots   map[string]bool // names holding a tree's root
+	vals    map[string]bool // names holding a value whose Dir is a tree's root
+	paths   map[string]bool // names holding a task.Paths
+	derived map[string]bool // names holding what a call found from a root: their fields are paths beneath it
+	joined  map[string]bool // names holding a path joined beneath a root
 }
 
 func (c *checker) declare(fl *ast.FieldList) {
@@ -303,6 +317,20 @@ func (c *checker) assign(name string, v ast.Expr) {
 	case c.isJoined(v):
 		c.joined[name] = true
 	}
+}
+
+// fromTree: a call given a root or a path beneath one (not one of this
+// package's, whose results are descriptors and roots, not paths).
+func (c *checker) fromTree(call *ast.CallExpr) bool {
+	if strings.HasPrefix(exprString(call.Fun), "beneath.") {
+		return false
+	}
+	for _, a := range call.Args {
+		if c.isRoot(a) || c.isJoined(a) {
+			return true
+		}
+	}
+	return false
 }
 
 // isVal: a name or call giving a value whose Dir is a tree's root.
@@ -353,6 +381,9 @@ func (c *checker) isJoined(e ast.Expr) bool {
 		return c.isJoined(e.X)
 	case *ast.Ident:
 		return c.joined[e.Name]
+	case *ast.SelectorExpr:
+		id, ok := e.X.(*ast.Ident)
+		return ok && c.derived[id.Name]
 	case *ast.CallExpr:
 		switch exprString(e.Fun) {
 		case "filepath.Join", "path.Join":
@@ -442,6 +473,7 @@ func TestTheGuardFindsWhatItLooksFor(t *testing.T) {
 		"bad.go:baseTree clone.CopyFile",
 		"bad.go:concat os.Remove",
 		"bad.go:createInCopy os.OpenFile",
+		"bad.go:derivedField os.WriteFile",
 		"bad.go:layerDir os.WriteFile",
 		"bad.go:layout os.MkdirAll",
 		"bad.go:removeThroughVar os.RemoveAll",

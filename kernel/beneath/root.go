@@ -4,12 +4,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"os"
 	"path"
 	"strings"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/kulehq/kule/kernel/atomicfile"
 )
 
 // Root is an open directory that paths are resolved beneath. Its methods
@@ -173,54 +174,7 @@ func (r *Root) WriteFile(rel string, data []byte, perm os.FileMode) error {
 		}
 		return err
 	}
-	tmp, fd, err := createTemp(dfd, name)
-	if err != nil {
-		return &os.PathError{Op: "write", Path: r.Join(rel), Err: err}
-	}
-	f := os.NewFile(uintptr(fd), r.Join(path.Join(path.Dir(clean(rel)), tmp)))
-	ok := false
-	defer func() {
-		if !ok {
-			_ = unix.Unlinkat(dfd, tmp, 0)
-		}
-	}()
-	if err := f.Chmod(perm.Perm()); err != nil {
-		f.Close()
-		return err
-	}
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	if err := unix.Renameat(dfd, tmp, dfd, name); err != nil {
-		return &os.PathError{Op: "rename", Path: r.Join(rel), Err: err}
-	}
-	ok = true
-	if err := unix.Fsync(dfd); err != nil {
-		return &os.PathError{Op: "sync", Path: r.Join(path.Dir(clean(rel))), Err: err}
-	}
-	return nil
-}
-
-// createTemp makes a new file ".<name>.tmp-<random>" in dfd.
-func createTemp(dfd int, name string) (string, int, error) {
-	for i := 0; ; i++ {
-		tmp := fmt.Sprintf(".%s.tmp-%d-%d", name, os.Getpid(), rand.Uint32())
-		fd, err := unix.Openat(dfd, tmp, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
-		if err == nil {
-			return tmp, fd, nil
-		}
-		if !errors.Is(err, unix.EEXIST) || i > 100 {
-			return "", -1, err
-		}
-	}
+	return atomicfile.WriteAt(dfd, name, r.Join(rel), data, perm)
 }
 
 // Remove removes the file, link or empty directory rel (a link itself,

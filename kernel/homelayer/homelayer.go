@@ -205,6 +205,42 @@ func hashOf(b []byte) string {
 	return hex.EncodeToString(s[:])
 }
 
+// legacyRecord is where layers made by older versions kept their record:
+// inside the layer, where the task could rewrite it.
+const legacyRecord = ".kule-home.json"
+
+// Adopt moves the record of a layer made by an older version, which kept it
+// inside the layer as .kule-home.json, to l.Record. Only what each file held
+// is taken from it; the home it names is not trusted (the task could have
+// pointed it at ~/.ssh): home, the person's own, is recorded instead. A
+// layer that has its record, or no old one, is left as it is.
+func Adopt(l Layer, home string) error {
+	if _, err := os.Lstat(l.Record); err == nil || filepath.Dir(l.Record) == filepath.Clean(l.Dir) {
+		return nil
+	}
+	root, err := beneath.Open(l.Dir)
+	if err != nil {
+		return nil // no layer
+	}
+	defer root.Close()
+	b, err := root.ReadFile(legacyRecord)
+	if err != nil {
+		return nil // none: not an older layer
+	}
+	var old snapshot
+	if err := json.Unmarshal(b, &old); err != nil {
+		old = snapshot{}
+	}
+	snap := snapshot{Home: home, Files: old.Files}
+	if snap.Files == nil {
+		snap.Files = map[string]string{}
+	}
+	if err := saveSnapshot(l, &snap); err != nil {
+		return fmt.Errorf("home layer: keep its record beside it: %w", err)
+	}
+	return root.Remove(legacyRecord)
+}
+
 // Change is one thing a task changed in its home.
 type Change struct {
 	Path        string `json:"path"` // relative to the home

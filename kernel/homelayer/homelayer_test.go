@@ -125,3 +125,54 @@ func TestNewFileAtTheTopAndDiscard(t *testing.T) {
 		t.Fatalf("after discard: %v", ch)
 	}
 }
+
+// A layer made by an older version kept its record inside the layer, where
+// the task could point it at ~/.ssh. Adopt moves it beside the layer and
+// records the person's own home, whatever the old record said.
+func TestAdoptMovesAnOldRecordOutAndTrustsNotItsHome(t *testing.T) {
+	t.Parallel()
+	home, layer, _ := setup(t)
+	b, err := os.ReadFile(layer.Record)
+	if err != nil {
+		t.Fatal(err)
+	}
+	forged := strings.Replace(string(b), `"home":"`+home+`"`, `"home":"`+filepath.Join(home, ".ssh")+`"`, 1)
+	if forged == string(b) {
+		t.Fatalf("the record does not hold the home as expected: %s", b)
+	}
+	if err := os.WriteFile(filepath.Join(layer.Dir, ".kule-home.json"), []byte(forged), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(layer.Record); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Changes(layer); err == nil {
+		t.Fatal("a layer without its record was read")
+	}
+	if err := Adopt(layer, home); err != nil {
+		t.Fatal(err)
+	}
+	snap, err := readSnapshot(layer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if snap.Home != home {
+		t.Fatalf("the adopted record names %s, want the person's home %s", snap.Home, home)
+	}
+	if _, err := os.Lstat(filepath.Join(layer.Dir, ".kule-home.json")); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("the old record is still in the layer: %v", err)
+	}
+	if ch, err := Changes(layer); err != nil || len(ch) != 0 {
+		t.Fatalf("after adoption: %v, %v; want no changes", ch, err)
+	}
+	// Once adopted, a new .kule-home.json in the layer is only a file.
+	if err := os.WriteFile(filepath.Join(layer.Dir, ".kule-home.json"), []byte(forged), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := Adopt(layer, home); err != nil {
+		t.Fatal(err)
+	}
+	if snap, _ := readSnapshot(layer); snap.Home != home {
+		t.Fatalf("a second .kule-home.json changed the record: %s", snap.Home)
+	}
+}

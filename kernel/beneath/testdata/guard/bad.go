@@ -69,3 +69,8 @@ func layout(dir, name string) {
 func beside(l homelayer.Layer) {
 	os.Rename(l.Dir, l.Dir+".old") // beside the layer, not beneath it
 }
+
+func derivedField(t *task.Task) {
+	r, _ := findRepo(t.Paths.Copy, "sub")
+	os.WriteFile(filepath.Join(r.GitDir, "hooks", "pre-commit"), nil, 0o755)
+}
