@@ -231,14 +231,21 @@ func Adopt(l Layer, home string) error {
 	if err := json.Unmarshal(b, &old); err != nil {
 		old = snapshot{}
 	}
-	snap := snapshot{Home: home, Files: old.Files}
-	if snap.Files == nil {
-		snap.Files = map[string]string{}
+	snap := snapshot{Home: home, Files: map[string]string{}}
+	for rel, sum := range old.Files {
+		if localPath(rel) {
+			snap.Files[rel] = sum // a name that leaves the home is dropped
+		}
 	}
 	if err := saveSnapshot(l, &snap); err != nil {
 		return fmt.Errorf("home layer: keep its record beside it: %w", err)
 	}
 	return root.Remove(legacyRecord)
+}
+
+// localPath: rel is a clean, slash-separated path inside the home.
+func localPath(rel string) bool {
+	return rel != "" && filepath.IsLocal(rel) && filepath.ToSlash(filepath.Clean(rel)) == rel
 }
 
 // Change is one thing a task changed in its home.
@@ -349,6 +356,9 @@ type kept struct {
 // checking the person's file is still what it was when the layer was made.
 // What it replaces is kept in keptDir, so Undo can put it back.
 func Apply(l Layer, keptDir, rel string) error {
+	if !localPath(rel) {
+		return fmt.Errorf("home: %q is not a path inside your home; nothing was written", rel)
+	}
 	snap, err := readSnapshot(l)
 	if err != nil {
 		return err

@@ -176,3 +176,36 @@ func TestAdoptMovesAnOldRecordOutAndTrustsNotItsHome(t *testing.T) {
 		t.Fatalf("a second .kule-home.json changed the record: %s", snap.Home)
 	}
 }
+
+// FuzzAdopt: whatever an old layer's .kule-home.json holds (the task could
+// write anything there), the adopted record names the person's home.
+func FuzzAdopt(f *testing.F) {
+	for _, s := range []string{`{"home":"/root/.ssh","files":{".zshrc":"00"}}`, `{"home":1}`, `null`, `{"files":{"../../x":"y"}}`, "\x00"} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, old []byte) {
+		dir := t.TempDir()
+		l := Layer{Dir: filepath.Join(dir, "home"), Record: filepath.Join(dir, "home.json")}
+		if err := os.Mkdir(l.Dir, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(l.Dir, ".kule-home.json"), old, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := Adopt(l, "/home/person"); err != nil {
+			t.Fatal(err)
+		}
+		snap, err := readSnapshot(l)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if snap.Home != "/home/person" {
+			t.Fatalf("adopted record names %q", snap.Home)
+		}
+		for rel := range snap.Files {
+			if !localPath(rel) {
+				t.Fatalf("adopted record keeps %q, which leaves the home", rel)
+			}
+		}
+	})
+}
