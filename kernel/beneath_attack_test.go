@@ -315,3 +315,25 @@ func TestLinkAttacksAsNobody(t *testing.T) {
 		"TestAllowWriteNeverFollowsALinkInTheCopy",
 	}, "KULE_SECRETS_KEYFILE=1")
 }
+
+// A link of the person's own, outside the task's trees, is theirs to
+// follow: --allow-write through it opens its target, and the run says so.
+func TestAllowWriteSaysWhatItOpened(t *testing.T) {
+	mine := t.TempDir()
+	must(t, os.Mkdir(filepath.Join(mine, "cache"), 0o755))
+	must(t, os.Symlink(filepath.Join(mine, "cache"), filepath.Join(mine, "link")))
+	f := newFixture(t, map[string]string{"main.go": "package main\n"})
+	tk := f.newTask()
+	out, err := f.sandboxed(tk, kernel.SandboxOptions{AllowWrite: []string{filepath.Join(mine, "link")}}, "echo built > "+filepath.Join(mine, "cache", "app"))
+	if err != nil {
+		t.Fatalf("--allow-write through the person's link: %v\n%s", err, out)
+	}
+	real, err := filepath.EvalSymlinks(filepath.Join(mine, "cache"))
+	must(t, err)
+	if want := "kule: --allow-write " + filepath.Join(mine, "link") + " opens " + real; !strings.Contains(out, want) {
+		t.Errorf("the run does not say what it opened (want %q):\n%s", want, out)
+	}
+	if !fileIs(filepath.Join(mine, "cache", "app"), "built\n") {
+		t.Error("the command could not write the directory it was allowed")
+	}
+}
