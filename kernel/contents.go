@@ -90,6 +90,12 @@ func readNoFollow(path string, max int64) ([]byte, error) {
 		return nil, err
 	}
 	defer f.Close()
+	return readRegular(f, max)
+}
+
+// readRegular reads the open file f whole, if it is a regular file of at
+// most max bytes.
+func readRegular(f *os.File, max int64) ([]byte, error) {
 	st, err := f.Stat()
 	if err != nil {
 		return nil, err

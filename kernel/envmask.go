@@ -3,16 +3,15 @@ package kernel
 import (
 	"bytes"
 	"crypto/sha256"
+	"errors"
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"strings"
-	"time"
 
 	"golang.org/x/sys/unix"
 
-	"github.com/kulehq/kule/kernel/atomicfile"
+	"github.com/kulehq/kule/kernel/beneath"
 	"github.com/kulehq/kule/kernel/dotenv"
 	"github.com/kulehq/kule/kernel/effects"
 	"github.com/kulehq/kule/kernel/manifest"
@@ -86,12 +85,12 @@ func (ev *envVault) unmask(rel string, b []byte) ([]byte, error) {
 // readCopy reads a file of the copy (never through a link) as a commit
 // applies it: unmasked.
 func (ev *envVault) readCopy(rel string) ([]byte, error) {
-	f, err := os.OpenFile(filepath.Join(ev.t.Paths.Copy, rel), os.O_RDONLY|unix.O_NOFOLLOW, 0)
+	root, err := beneath.Open(ev.t.Paths.Copy)
 	if err != nil {
 		return nil, err
 	}
-	defer f.Close()
-	b, err := io.ReadAll(f)
+	defer root.Close()
+	b, err := root.ReadFile(rel)
 	if err != nil {
 		return nil, err
 	}
@@ -144,12 +143,20 @@ func (k *Kernel) maskEnv(t *task.Task) ([]string, error) {
 	var jobs []job
 	dirty := false
 	ev := k.envVault(t)
+	// The copy is opened beneath its root: where a command replaced a
+	// directory by a link (config -> ~/projects/sibling), config/.env is
+	// not the copy's and is neither read nor rewritten.
+	root, err := beneath.Open(t.Paths.Copy)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrMaskFailed, err)
+	}
+	defer root.Close()
 	for _, rel := range cands {
-		it, err := walk.Lstat(t.Paths.Copy, rel)
+		it, err := lstatBeneath(root, rel)
 		if err != nil || it.Type != effects.TypeFile {
-			continue // gone or replaced in the copy: nothing to mask there
+			continue // gone, replaced, or behind a link in the copy: nothing of the folder's to mask there
 		}
-		b, err := readNoFollow(filepath.Join(t.Paths.Copy, rel), maxSettingsFile)
+		b, err := readBeneath(root, rel, maxSettingsFile)
 		if err != nil {
 			return nil, fmt.Errorf("%w: read %s: %v", ErrMaskFailed, effects.Quote(rel), err)
 		}
@@ -186,13 +193,15 @@ func (k *Kernel) maskEnv(t *task.Task) ([]string, error) {
 	base := baseOf(t)
 	var changed []string
 	for _, j := range jobs {
-		abs := filepath.Join(t.Paths.Copy, j.rel)
-		if err := atomicfile.Write(abs, j.masked, os.FileMode(j.it.Mode&0o777)); err != nil {
+		if err := root.WriteFile(j.rel, j.masked, os.FileMode(j.it.Mode&0o777)); err != nil {
+			if errors.Is(err, beneath.ErrLink) {
+				return changed, fmt.Errorf("%w: %s: a command put a symbolic link on its way, so nothing was written and nothing outside the copy was touched — remove the link in the copy or run `kule rollback %s`: %v", ErrMaskFailed, effects.Quote(j.rel), t.ID, err)
+			}
 			return changed, fmt.Errorf("%w: %s: %v", ErrMaskFailed, effects.Quote(j.rel), err)
 		}
 		// Keep the time: a build that watches .env does not run again.
-		mt := time.Unix(0, j.it.MTime)
-		_ = os.Chtimes(abs, mt, mt)
+		mt := unix.NsecToTimespec(j.it.MTime)
+		_ = root.Utimes(j.rel, mt, mt)
 		changed = append(changed, j.rel)
 		// Where the copy now means what the base holds, the stat cache
 		// takes the masked file: it is no effect, and status skips it.
@@ -204,7 +213,7 @@ func (k *Kernel) maskEnv(t *task.Task) ([]string, error) {
 		if err != nil || !baseHolds(base, e, real) {
 			continue
 		}
-		if it, err := walk.Lstat(t.Paths.Copy, j.rel); err == nil && it.Type == effects.TypeFile {
+		if it, err := lstatBeneath(root, j.rel); err == nil && it.Type == effects.TypeFile {
 			e.Item = it
 		}
 	}
@@ -228,4 +237,27 @@ func baseHolds(base interface {
 	defer r.Close()
 	old, err := io.ReadAll(r)
 	return err == nil && bytes.Equal(old, b)
+}
+
+// lstatBeneath describes rel in the copy without following a link on the
+// way; a missing rel is an Item of no type, as walk.Lstat gives.
+func lstatBeneath(root *beneath.Root, rel string) (walk.Item, error) {
+	st, err := root.Lstat(rel)
+	if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ENOTDIR) {
+		return walk.Item{Path: rel}, nil
+	}
+	if err != nil {
+		return walk.Item{}, err
+	}
+	return walk.FromStat(rel, &st), nil
+}
+
+// readBeneath reads the regular file rel of root, up to max bytes.
+func readBeneath(root *beneath.Root, rel string, max int64) ([]byte, error) {
+	f, err := root.Open(rel)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return readRegular(f, max)
 }

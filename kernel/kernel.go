@@ -187,7 +187,7 @@ func (k *Kernel) NewTask(folder string) (*NewReport, error) {
 	// The task's own home: writes to ~ wait for review instead of landing.
 	if realHome, err := os.UserHomeDir(); err == nil && realHome != "/" {
 		if err := os.Remove(paths.Home); err == nil {
-			if err := homelayer.Build(paths.Home, realHome); err != nil {
+			if err := homelayer.Build(homeLayerOf(paths), realHome); err != nil {
 				return nil, fmt.Errorf("new: home layer: %w", err)
 			}
 		}

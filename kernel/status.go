@@ -124,7 +124,7 @@ func (k *Kernel) status(t *task.Task) (*Status, error) {
 		return nil, fmt.Errorf("status %s: git: %w", t.ID, err)
 	}
 	gitstate.DescribeConfig(t.Folder, t.Paths.Copy, git)
-	home, _ := homelayer.Changes(t.Paths.Home) // a task made before home layers has none
+	home, _ := homelayer.Changes(HomeLayer(t)) // a task made before home layers has none
 	return &Status{Task: t, Effects: res.Effects, Problems: res.Problems, Git: git, gitBase: gb, Home: home, manifest: m, ignore: ign}, nil
 }
 
@@ -180,7 +180,7 @@ func (k *Kernel) Exec(ctx context.Context, t *task.Task, opt ExecOptions) (int, 
 	// A fresh copy has new inodes and change times: git trusts size and
 	// mtime alone there, set through the environment, never the copy's config.
 	spec.Env = gitstate.CommandEnv(spec.Env)
-	if _, err := homelayer.Changes(t.Paths.Home); err == nil {
+	if _, err := homelayer.Changes(HomeLayer(t)); err == nil {
 		spec.Env = withEnv(spec.Env, "HOME", t.Paths.Home)
 		spec.Env = withEnv(spec.Env, "XDG_CONFIG_HOME", filepath.Join(t.Paths.Home, ".config"))
 	}

@@ -9,7 +9,10 @@ import (
 	"path/filepath"
 	"sort"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/kulehq/kule/kernel/apply"
+	"github.com/kulehq/kule/kernel/beneath"
 	"github.com/kulehq/kule/kernel/checkpoint"
 	"github.com/kulehq/kule/kernel/clone"
 	"github.com/kulehq/kule/kernel/crashpoint"
@@ -91,19 +94,33 @@ func (k *Kernel) appendHistoryOnce(t *task.Task, jid string, d journalData) erro
 
 // resyncBase makes the base's record of each path (and everything below it)
 // what the folder holds now, with the copy's metadata where the copy holds
-// the same: the next status then skips them unread.
+// the same: the next status then skips them unread. The base's tree (a
+// reflink backend's) and the copy are opened beneath their roots: a link on
+// the way is never followed.
 func (k *Kernel) resyncBase(t *task.Task, paths []string) error {
 	m, err := manifest.Load(manifestPath(t.Paths))
 	if err != nil {
 		return err
 	}
 	base := baseOf(t)
+	cp, err := beneath.Open(t.Paths.Copy)
+	if err != nil {
+		return taskTreeError(t, "copy", err)
+	}
+	defer cp.Close()
+	var tree *beneath.Root
+	if t.Backend == clone.Reflink {
+		if tree, err = beneath.Open(baseTree(base)); err != nil {
+			return taskTreeError(t, "base", err)
+		}
+		defer tree.Close()
+	}
 	paths = dedupeTops(paths)
 	for _, p := range paths {
 		m.Remove(p)
-		if t.Backend == clone.Reflink {
-			if err := os.RemoveAll(filepath.Join(base.Dir, "tree", p)); err != nil {
-				return err
+		if tree != nil {
+			if err := tree.RemoveAll(p); err != nil {
+				return taskTreeError(t, "base", err)
 			}
 		}
 		it, err := walk.Lstat(t.Folder, p)
@@ -125,9 +142,9 @@ func (k *Kernel) resyncBase(t *task.Task, paths []string) error {
 			}
 		}
 		for _, fi := range items {
-			e, err := k.baseEntry(t, base, fi)
+			e, err := k.baseEntry(t, base, cp, tree, fi)
 			if err != nil {
-				return err
+				return taskTreeError(t, "base", err)
 			}
 			m.Set(e)
 		}
@@ -135,40 +152,31 @@ func (k *Kernel) resyncBase(t *task.Task, paths []string) error {
 	return manifest.Save(manifestPath(t.Paths), m)
 }
 
-func (k *Kernel) baseEntry(t *task.Task, base clone.Base, fi walk.Item) (manifest.Entry, error) {
+// baseTree is where a reflink backend's base keeps its clone of the folder.
+func baseTree(b clone.Base) string { return filepath.Join(b.Dir, "tree") }
+
+// baseEntry records fi (read from the folder) in the base: cloned into
+// tree (nil unless the backend is reflink), or hashed and packed. The
+// copy's metadata is read beneath cp.
+func (k *Kernel) baseEntry(t *task.Task, base clone.Base, cp, tree *beneath.Root, fi walk.Item) (manifest.Entry, error) {
 	e := manifest.Entry{Item: fi, Folder: manifest.StatOf(fi), Len: -1}
-	if ci, err := walk.Lstat(t.Paths.Copy, fi.Path); err == nil && ci.Type == fi.Type {
-		e.Item = ci
+	if st, err := cp.Lstat(fi.Path); err == nil && walk.FromStat(fi.Path, &st).Type == fi.Type {
+		e.Item = walk.FromStat(fi.Path, &st)
 	} else {
 		e.Item.Ino, e.Item.CTime = 0, 0 // never matches the stat cache: compared by content
 	}
 	src := filepath.Join(t.Folder, fi.Path)
-	switch fi.Type {
-	case effects.TypeLink:
+	if fi.Type == effects.TypeLink {
 		target, err := os.Readlink(src)
 		if err != nil {
 			return e, err
 		}
 		e.Target = target
-		if t.Backend == clone.Reflink {
-			if _, _, err := clone.CopyLink(src, filepath.Join(base.Dir, "tree", fi.Path), fi.Path); err != nil {
-				return e, err
-			}
-		}
-	case effects.TypeDir:
-		if t.Backend == clone.Reflink {
-			if err := clone.MakeDir(filepath.Join(base.Dir, "tree", fi.Path), fi); err != nil {
-				return e, err
-			}
-		}
-	case effects.TypeFile:
-		if t.Backend == clone.Reflink {
-			_, err := clone.CopyFile(src, filepath.Join(base.Dir, "tree", fi.Path), fi, true, false)
-			if errors.Is(err, clone.ErrNoReflink) {
-				_, err = clone.CopyFile(src, filepath.Join(base.Dir, "tree", fi.Path), fi, false, false)
-			}
-			return e, err
-		}
+	}
+	if tree != nil {
+		return e, copyEntry(t.Folder, tree, fi, true, true)
+	}
+	if fi.Type == effects.TypeFile {
 		b, err := os.ReadFile(src)
 		if err != nil {
 			return e, err
@@ -185,13 +193,22 @@ func (k *Kernel) baseEntry(t *task.Task, base clone.Base, fi walk.Item) (manifes
 	return e, nil
 }
 
-// syncCopy makes the copy hold what the folder holds at each path.
+// syncCopy makes the copy hold what the folder holds at each path. The copy
+// is opened beneath its root: where a command put a link on the way to a
+// path, nothing is removed or written through it (a *beneath.LinkError).
 func (k *Kernel) syncCopy(t *task.Task, paths []string) error {
+	if syncCopyStarts != nil {
+		syncCopyStarts(t)
+	}
 	reflink := t.Backend == clone.Reflink
+	root, err := beneath.Open(t.Paths.Copy)
+	if err != nil {
+		return taskTreeError(t, "copy", err)
+	}
+	defer root.Close()
 	for _, p := range dedupeTops(paths) {
-		dst := filepath.Join(t.Paths.Copy, p)
-		if err := os.RemoveAll(dst); err != nil {
-			return err
+		if err := root.RemoveAll(p); err != nil {
+			return taskTreeError(t, "copy", err)
 		}
 		it, err := walk.Lstat(t.Folder, p)
 		if err != nil {
@@ -200,8 +217,8 @@ func (k *Kernel) syncCopy(t *task.Task, paths []string) error {
 		if it.Type == effects.TypeNone {
 			continue
 		}
-		if err := copyEntry(t.Folder, t.Paths.Copy, it, reflink); err != nil {
-			return err
+		if err := copyEntry(t.Folder, root, it, reflink, false); err != nil {
+			return taskTreeError(t, "copy", err)
 		}
 		if it.Type != effects.TypeDir {
 			continue
@@ -212,36 +229,105 @@ func (k *Kernel) syncCopy(t *task.Task, paths []string) error {
 		}
 		for _, c := range w.Items {
 			c.Path = relpath.Join(p, c.Path)
-			if err := copyEntry(t.Folder, t.Paths.Copy, c, reflink); err != nil {
-				return err
+			if err := copyEntry(t.Folder, root, c, reflink, false); err != nil {
+				return taskTreeError(t, "copy", err)
 			}
 		}
 		for i := len(w.Items) - 1; i >= 0; i-- {
 			if c := w.Items[i]; c.Type == effects.TypeDir {
-				_ = clone.FinishDir(filepath.Join(dst, c.Path), c)
+				_ = finishDir(root, relpath.Join(p, c.Path), c)
 			}
 		}
-		_ = clone.FinishDir(dst, it)
+		_ = finishDir(root, p, it)
 	}
 	return nil
 }
 
-func copyEntry(from, to string, it walk.Item, reflink bool) error {
-	src, dst := filepath.Join(from, it.Path), filepath.Join(to, it.Path)
+// syncCopyStarts, set only by tests, runs as syncCopy starts.
+var syncCopyStarts func(*task.Task)
+
+// copyEntry copies the folder's entry it into the tree to (the copy or the
+// base's tree), creating it relative to its parent's descriptor there. With
+// sameFile, a file must still be the one it was walked as (its inode).
+func copyEntry(from string, to *beneath.Root, it walk.Item, reflink, sameFile bool) error {
+	src := filepath.Join(from, it.Path)
+	dfd, name, err := to.Parent(it.Path)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(dfd)
+	shown := to.Join(it.Path)
 	switch it.Type {
 	case effects.TypeDir:
-		return clone.MakeDir(dst, it)
+		return clone.MakeDirAt(dfd, name, it)
 	case effects.TypeLink:
-		_, _, err := clone.CopyLink(src, dst, it.Path)
+		_, _, err := clone.CopyLinkAt(src, dfd, name, it.Path)
 		return err
 	case effects.TypeFile:
-		_, err := clone.CopyFile(src, dst, walk.Item{Path: it.Path}, reflink, false)
+		want := walk.Item{Path: it.Path}
+		if sameFile {
+			want = it
+		}
+		_, err := clone.CopyFileAt(src, dfd, name, shown, want, reflink, false)
 		if errors.Is(err, clone.ErrNoReflink) {
-			_, err = clone.CopyFile(src, dst, walk.Item{Path: it.Path}, false, false)
+			_, err = clone.CopyFileAt(src, dfd, name, shown, want, false, false)
 		}
 		return err
 	}
 	return nil
+}
+
+// finishDir sets a copied directory's mode and times, beneath root.
+func finishDir(root *beneath.Root, rel string, it walk.Item) error {
+	dfd, name, err := root.Parent(rel)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(dfd)
+	return clone.FinishDirAt(dfd, name, it)
+}
+
+// copyReachable checks, before an undo changes the folder, that the copy
+// can follow it back at every path: no link a command made stands on the way
+// to one. Found after the folder changed, the undo could not finish.
+func copyReachable(t *task.Task, items []checkpoint.Item) error {
+	root, err := beneath.Open(t.Paths.Copy)
+	if err != nil {
+		return taskTreeError(t, "copy", err)
+	}
+	defer root.Close()
+	paths := make([]string, len(items))
+	for i, it := range items {
+		paths[i] = it.Path
+	}
+	// As syncCopy does: the top of each changed tree is replaced whole, so
+	// only the way to it must hold no link (a link the commit itself made
+	// at the top is removed, not followed).
+	for _, p := range dedupeTops(paths) {
+		dfd, _, err := root.Parent(p)
+		if err == nil {
+			unix.Close(dfd)
+			continue
+		}
+		if errors.Is(err, beneath.ErrLink) {
+			return taskTreeError(t, "copy", err)
+		}
+	}
+	return nil
+}
+
+// taskTreeError says, for a link met in the task's copy or base, where it
+// is, that nothing was written through it, and what to do.
+func taskTreeError(t *task.Task, tree string, err error) error {
+	var le *beneath.LinkError
+	if !errors.As(err, &le) {
+		return err
+	}
+	where := effects.Quote(le.Path)
+	if le.Link != "" && le.Link != le.Path {
+		where = fmt.Sprintf("%s, on the way to %s,", effects.Quote(le.Link), effects.Quote(le.Path))
+	}
+	return fmt.Errorf("the task's %s: %s is a symbolic link a command put there; Kule writes nothing through a link, so nothing outside the %s was touched — remove the link in the copy or run `kule rollback %s`, then try again (%w)", tree, where, tree, t.ID, err)
 }
 
 // dedupeTops drops paths that lie below another path of the list.

@@ -69,6 +69,9 @@ func (k *Kernel) Undo(t *task.Task) (*UndoReport, error) {
 	if bad := holdsAfter(t.Folder, rec.Items); len(bad) > 0 {
 		return nil, &UndoBlockedError{Checkpoint: rec.ID, Paths: bad}
 	}
+	if err := copyReachable(t, rec.Items); err != nil {
+		return nil, fmt.Errorf("undo: %w (the folder was not changed; checkpoint %d is kept)", err, rec.ID)
+	}
 	gops, err := undoGitOps(t, rec.ID) // the repositories go back with the files: see git.go
 	if err != nil {
 		return nil, fmt.Errorf("undo: %w (nothing was changed)", err)

@@ -23,7 +23,7 @@ func homeCommand() *cobra.Command {
 		Args:  cobra.RangeArgs(1, 3),
 		RunE: withTask(func(k *kernel.Kernel, t *task.Task, cmd *cobra.Command, args []string) error {
 			out := cmd.OutOrStdout()
-			layer := t.Paths.Home
+			layer := kernel.HomeLayer(t)
 			verb := ""
 			if len(args) > 1 {
 				verb = args[1]
@@ -91,7 +91,7 @@ func homeCommand() *cobra.Command {
 				if !all {
 					return fmt.Errorf("home: discard throws away every change the task made in its home; say --all")
 				}
-				if err := homelayer.Discard(layer); err != nil {
+				if err := k.DiscardHome(t); err != nil {
 					return err
 				}
 				fmt.Fprintln(out, "discarded the task's home changes; your home was never touched")

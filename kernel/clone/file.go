@@ -43,6 +43,17 @@ type FileResult struct {
 // files anyway), which for 100,000 small files was a fifth of a copy's
 // system calls.
 func CopyFile(src, dst string, want walk.Item, reflink, keepContent bool) (FileResult, error) {
+	return copyFile(src, unix.AT_FDCWD, dst, dst, want, reflink, keepContent)
+}
+
+// CopyFileAt is CopyFile writing the new file name in the open directory
+// dirfd (a directory of a task's tree opened beneath its root, so no link
+// on the way is followed); shown is its path for messages.
+func CopyFileAt(src string, dirfd int, name, shown string, want walk.Item, reflink, keepContent bool) (FileResult, error) {
+	return copyFile(src, dirfd, name, shown, want, reflink, keepContent)
+}
+
+func copyFile(src string, dirfd int, name, dst string, want walk.Item, reflink, keepContent bool) (FileResult, error) {
 	var res FileResult
 	in, err := unix.Open(src, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	if err != nil {
@@ -56,7 +67,7 @@ func CopyFile(src, dst string, want walk.Item, reflink, keepContent bool) (FileR
 	if st.Mode&unix.S_IFMT != unix.S_IFREG || (want.Ino != 0 && st.Ino != want.Ino) {
 		return res, fmt.Errorf("%s: %w", src, ErrChanged)
 	}
-	out, err := unix.Open(dst, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
+	out, err := unix.Openat(dirfd, name, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
 	if err != nil {
 		return res, &os.PathError{Op: "open", Path: dst, Err: err}
 	}
@@ -64,7 +75,7 @@ func CopyFile(src, dst string, want walk.Item, reflink, keepContent bool) (FileR
 	defer func() {
 		unix.Close(out)
 		if !ok {
-			os.Remove(dst)
+			_ = unix.Unlinkat(dirfd, name, 0)
 		}
 	}()
 	if reflink {
@@ -183,23 +194,28 @@ func futimens(fd int, atime, mtime unix.Timespec) error {
 // CopyLink recreates the symbolic link src at dst with the same target and
 // times; it never follows it. It returns the target and dst's metadata.
 func CopyLink(src, dst string, rel string) (string, walk.Item, error) {
+	return CopyLinkAt(src, unix.AT_FDCWD, dst, rel)
+}
+
+// CopyLinkAt is CopyLink making the link name in the open directory dirfd.
+func CopyLinkAt(src string, dirfd int, name, rel string) (string, walk.Item, error) {
 	target, err := os.Readlink(src)
 	if err != nil {
 		return "", walk.Item{}, err
 	}
-	if err := os.Symlink(target, dst); err != nil {
-		return "", walk.Item{}, err
+	if err := unix.Symlinkat(target, dirfd, name); err != nil {
+		return "", walk.Item{}, &os.PathError{Op: "symlink", Path: rel, Err: err}
 	}
 	var st unix.Stat_t
 	if err := unix.Lstat(src, &st); err == nil {
-		if os.Geteuid() == 0 {
-			_ = unix.Lchown(dst, int(st.Uid), int(st.Gid))
+		if isRoot {
+			_ = unix.Fchownat(dirfd, name, int(st.Uid), int(st.Gid), unix.AT_SYMLINK_NOFOLLOW)
 		}
-		_ = unix.UtimesNanoAt(unix.AT_FDCWD, dst, []unix.Timespec{st.Atim, st.Mtim}, unix.AT_SYMLINK_NOFOLLOW)
+		_ = unix.UtimesNanoAt(dirfd, name, []unix.Timespec{st.Atim, st.Mtim}, unix.AT_SYMLINK_NOFOLLOW)
 	}
 	var ost unix.Stat_t
-	if err := unix.Lstat(dst, &ost); err != nil {
-		return "", walk.Item{}, err
+	if err := unix.Fstatat(dirfd, name, &ost, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+		return "", walk.Item{}, &os.PathError{Op: "lstat", Path: rel, Err: err}
 	}
 	return target, walk.FromStat(rel, &ost), nil
 }
@@ -207,21 +223,33 @@ func CopyLink(src, dst string, rel string) (string, walk.Item, error) {
 // MakeDir creates dst with src's mode and ownership. Its times are set by
 // FinishDir once everything below it is in place (adding entries changes a
 // directory's mtime).
-func MakeDir(dst string, it walk.Item) error {
-	if err := os.Mkdir(dst, 0o700); err != nil && !errors.Is(err, os.ErrExist) {
-		return err
+func MakeDir(dst string, it walk.Item) error { return MakeDirAt(unix.AT_FDCWD, dst, it) }
+
+// MakeDirAt is MakeDir making name in the open directory dirfd.
+func MakeDirAt(dirfd int, name string, it walk.Item) error {
+	if err := unix.Mkdirat(dirfd, name, 0o700); err != nil && !errors.Is(err, unix.EEXIST) {
+		return &os.PathError{Op: "mkdir", Path: it.Path, Err: err}
 	}
 	if isRoot {
-		_ = os.Lchown(dst, int(it.UID), int(it.GID))
+		_ = unix.Fchownat(dirfd, name, int(it.UID), int(it.GID), unix.AT_SYMLINK_NOFOLLOW)
 	}
 	return nil
 }
 
 // FinishDir sets a copied directory's mode and times to the source's.
-func FinishDir(dst string, it walk.Item) error {
-	if err := unix.Chmod(dst, it.Mode&0o7777); err != nil {
-		return err
+func FinishDir(dst string, it walk.Item) error { return FinishDirAt(unix.AT_FDCWD, dst, it) }
+
+// FinishDirAt is FinishDir for the directory name in the open directory
+// dirfd; a link there is not followed (it fails).
+func FinishDirAt(dirfd int, name string, it walk.Item) error {
+	fd, err := unix.Openat(dirfd, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return &os.PathError{Op: "open", Path: it.Path, Err: err}
+	}
+	defer unix.Close(fd)
+	if err := unix.Fchmod(fd, it.Mode&0o7777); err != nil {
+		return &os.PathError{Op: "chmod", Path: it.Path, Err: err}
 	}
 	mt := unix.NsecToTimespec(it.MTime)
-	return unix.UtimesNanoAt(unix.AT_FDCWD, dst, []unix.Timespec{mt, mt}, unix.AT_SYMLINK_NOFOLLOW)
+	return futimens(fd, mt, mt)
 }

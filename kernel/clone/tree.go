@@ -14,6 +14,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/kulehq/kule/kernel/beneath"
 	"github.com/kulehq/kule/kernel/effects"
 	"github.com/kulehq/kule/kernel/manifest"
 	"github.com/kulehq/kule/kernel/relpath"
@@ -330,7 +331,12 @@ func (p *packWriter) close() error {
 // AppendPack adds content to an existing base pack (after a commit) and
 // returns where it went.
 func AppendPack(baseDir string, b []byte) (off, n int64, err error) {
-	f, err := os.OpenFile(filepath.Join(baseDir, PackName), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+	root, err := beneath.Open(baseDir)
+	if err != nil {
+		return 0, 0, err
+	}
+	defer root.Close()
+	f, err := root.OpenFile(PackName, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
 	if err != nil {
 		return 0, 0, err
 	}

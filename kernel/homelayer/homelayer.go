@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/kulehq/kule/kernel/atomicfile"
+	"github.com/kulehq/kule/kernel/beneath"
 )
 
 // Errors a caller can test for.
@@ -32,10 +33,18 @@ var (
 )
 
 const (
-	smallFile    = 1 << 20  // top-level files up to this size are copied
-	configLimit  = 64 << 20 // ~/.config is copied while under this
-	snapshotFile = ".kule-home.json"
+	smallFile   = 1 << 20  // top-level files up to this size are copied
+	configLimit = 64 << 20 // ~/.config is copied while under this
 )
+
+// Layer is a task's home layer: the directory its commands see as their
+// home, and the record of it, which must lie outside anything a task can
+// write (the task's own directory beside the layer, which the sandbox never
+// exposes).
+type Layer struct {
+	Dir    string // the layer; written by the task's commands
+	Record string // what Kule remembers of it: the home it came from, what each file held
+}
 
 // Hidden are the home entries that never enter a layer: credentials and what
 // no review should offer (shell histories, completion dumps).
@@ -78,11 +87,17 @@ type snapshot struct {
 	Files map[string]string `json:"files"` // rel → sha256 hex
 }
 
-// Build makes the layer at layer (an empty or missing directory) from home.
-func Build(layer, home string) error {
-	if err := os.MkdirAll(layer, 0o700); err != nil {
+// Build makes the layer at l.Dir (an empty or missing directory) from home,
+// and writes its record.
+func Build(l Layer, home string) error {
+	if err := os.MkdirAll(l.Dir, 0o700); err != nil {
 		return err
 	}
+	root, err := beneath.Open(l.Dir)
+	if err != nil {
+		return fmt.Errorf("home layer: %w", err)
+	}
+	defer root.Close()
 	snap := snapshot{Home: home, Files: map[string]string{}}
 	ents, err := os.ReadDir(home)
 	if err != nil {
@@ -90,31 +105,30 @@ func Build(layer, home string) error {
 	}
 	for _, e := range ents {
 		name := e.Name()
-		if hidden(name) || name == snapshotFile {
+		if hidden(name) {
 			continue
 		}
-		src, dst := filepath.Join(home, name), filepath.Join(layer, name)
+		src := filepath.Join(home, name)
 		info, err := os.Lstat(src)
 		if err != nil {
 			continue
 		}
 		switch {
 		case name == ".config" && info.IsDir() && treeSize(src) < configLimit:
-			if err := copyTree(src, dst, ".config", snap.Files); err != nil {
+			if err := copyTree(src, root, ".config", snap.Files); err != nil {
 				return err
 			}
 		case info.Mode().IsRegular() && info.Size() <= smallFile:
-			if err := copyFile(src, dst, info.Mode().Perm(), name, snap.Files); err != nil {
+			if err := copyFile(src, root, name, info.Mode().Perm(), snap.Files); err != nil {
 				return err
 			}
 		default:
-			if err := os.Symlink(src, dst); err != nil {
+			if err := root.Symlink(src, name); err != nil {
 				return err
 			}
 		}
 	}
-	b, _ := json.Marshal(snap)
-	return os.WriteFile(filepath.Join(layer, snapshotFile), b, 0o600)
+	return saveSnapshot(l, &snap)
 }
 
 func treeSize(dir string) int64 {
@@ -130,7 +144,7 @@ func treeSize(dir string) int64 {
 	return n
 }
 
-func copyTree(src, dst, relRoot string, files map[string]string) error {
+func copyTree(src string, root *beneath.Root, relRoot string, files map[string]string) error {
 	return filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return nil
@@ -143,33 +157,43 @@ func copyTree(src, dst, relRoot string, files map[string]string) error {
 			}
 			return nil
 		}
-		target := filepath.Join(dst, r)
 		info, err := os.Lstat(p)
 		if err != nil {
 			return nil
 		}
 		switch {
 		case d.IsDir():
-			return os.MkdirAll(target, info.Mode().Perm()|0o700)
+			if err := root.MkdirAll(rel, 0o700); err != nil {
+				return err
+			}
+			return root.Chmod(rel, info.Mode().Perm()|0o700)
 		case info.Mode()&fs.ModeSymlink != 0:
 			l, err := os.Readlink(p)
 			if err != nil {
 				return nil
 			}
-			return os.Symlink(l, target)
+			return root.Symlink(l, rel)
 		case info.Mode().IsRegular():
-			return copyFile(p, target, info.Mode().Perm(), rel, files)
+			return copyFile(p, root, rel, info.Mode().Perm(), files)
 		}
 		return nil
 	})
 }
 
-func copyFile(src, dst string, perm fs.FileMode, rel string, files map[string]string) error {
+func copyFile(src string, root *beneath.Root, rel string, perm fs.FileMode, files map[string]string) error {
 	b, err := os.ReadFile(src)
 	if err != nil {
 		return nil // unreadable: left out, not fatal
 	}
-	if err := os.WriteFile(dst, b, perm|0o600); err != nil {
+	f, err := root.OpenFile(rel, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm|0o600)
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(b); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
 		return err
 	}
 	files[rel] = hashOf(b)
@@ -181,6 +205,49 @@ func hashOf(b []byte) string {
 	return hex.EncodeToString(s[:])
 }
 
+// legacyRecord is where layers made by older versions kept their record:
+// inside the layer, where the task could rewrite it.
+const legacyRecord = ".kule-home.json"
+
+// Adopt moves the record of a layer made by an older version, which kept it
+// inside the layer as .kule-home.json, to l.Record. Only what each file held
+// is taken from it; the home it names is not trusted (the task could have
+// pointed it at ~/.ssh): home, the person's own, is recorded instead. A
+// layer that has its record, or no old one, is left as it is.
+func Adopt(l Layer, home string) error {
+	if _, err := os.Lstat(l.Record); err == nil || filepath.Dir(l.Record) == filepath.Clean(l.Dir) {
+		return nil
+	}
+	root, err := beneath.Open(l.Dir)
+	if err != nil {
+		return nil // no layer
+	}
+	defer root.Close()
+	b, err := root.ReadFile(legacyRecord)
+	if err != nil {
+		return nil // none: not an older layer
+	}
+	var old snapshot
+	if err := json.Unmarshal(b, &old); err != nil {
+		old = snapshot{}
+	}
+	snap := snapshot{Home: home, Files: map[string]string{}}
+	for rel, sum := range old.Files {
+		if localPath(rel) {
+			snap.Files[rel] = sum // a name that leaves the home is dropped
+		}
+	}
+	if err := saveSnapshot(l, &snap); err != nil {
+		return fmt.Errorf("home layer: keep its record beside it: %w", err)
+	}
+	return root.Remove(legacyRecord)
+}
+
+// localPath: rel is a clean, slash-separated path inside the home.
+func localPath(rel string) bool {
+	return rel != "" && filepath.IsLocal(rel) && filepath.ToSlash(filepath.Clean(rel)) == rel
+}
+
 // Change is one thing a task changed in its home.
 type Change struct {
 	Path        string `json:"path"` // relative to the home
@@ -189,24 +256,29 @@ type Change struct {
 }
 
 // Changes lists what the task changed in its layer.
-func Changes(layer string) ([]Change, error) {
-	snap, err := readSnapshot(layer)
+func Changes(l Layer) ([]Change, error) {
+	snap, err := readSnapshot(l)
 	if err != nil {
 		return nil, err
 	}
+	root, err := beneath.Open(l.Dir)
+	if err != nil {
+		return nil, fmt.Errorf("home layer: %w", err)
+	}
+	defer root.Close()
 	var out []Change
 	seen := map[string]bool{}
-	err = filepath.WalkDir(layer, func(p string, d fs.DirEntry, err error) error {
+	err = filepath.WalkDir(l.Dir, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return nil
 		}
-		rel, _ := filepath.Rel(layer, p)
+		rel, _ := filepath.Rel(l.Dir, p)
 		rel = filepath.ToSlash(rel)
-		if rel == "." || rel == snapshotFile {
+		if rel == "." {
 			return nil
 		}
 		if d.Type()&fs.ModeSymlink != 0 && !strings.Contains(rel, "/") {
-			if target, _ := os.Readlink(p); target == filepath.Join(snap.Home, rel) {
+			if target, _ := root.Readlink(rel); target == filepath.Join(snap.Home, rel) {
 				return nil // the link to the person's own entry
 			}
 		}
@@ -214,7 +286,7 @@ func Changes(layer string) ([]Change, error) {
 			return nil
 		}
 		seen[rel] = true
-		b, err := os.ReadFile(p)
+		b, err := root.ReadFile(rel)
 		if err != nil {
 			return nil
 		}
@@ -236,14 +308,14 @@ func Changes(layer string) ([]Change, error) {
 	return out, err
 }
 
-func readSnapshot(layer string) (*snapshot, error) {
-	b, err := os.ReadFile(filepath.Join(layer, snapshotFile))
+func readSnapshot(l Layer) (*snapshot, error) {
+	b, err := os.ReadFile(l.Record)
 	if err != nil {
 		return nil, fmt.Errorf("home layer: %w (the task has no home layer yet)", err)
 	}
 	var s snapshot
 	if err := json.Unmarshal(b, &s); err != nil {
-		return nil, fmt.Errorf("home layer: %s is damaged: %w", snapshotFile, err)
+		return nil, fmt.Errorf("home layer: %s is damaged: %w", l.Record, err)
 	}
 	if s.Files == nil {
 		s.Files = map[string]string{}
@@ -251,14 +323,24 @@ func readSnapshot(layer string) (*snapshot, error) {
 	return &s, nil
 }
 
+// readLayer reads the task's version of rel, beneath the layer's root.
+func readLayer(l Layer, rel string) ([]byte, error) {
+	root, err := beneath.Open(l.Dir)
+	if err != nil {
+		return nil, err
+	}
+	defer root.Close()
+	return root.ReadFile(rel)
+}
+
 // Diff returns the person's version and the task's version of a path.
-func Diff(layer, rel string) (mine, task []byte, err error) {
-	snap, err := readSnapshot(layer)
+func Diff(l Layer, rel string) (mine, task []byte, err error) {
+	snap, err := readSnapshot(l)
 	if err != nil {
 		return nil, nil, err
 	}
 	mine, _ = os.ReadFile(filepath.Join(snap.Home, rel))
-	task, _ = os.ReadFile(filepath.Join(layer, rel))
+	task, _ = readLayer(l, rel)
 	return mine, task, nil
 }
 
@@ -273,12 +355,15 @@ type kept struct {
 // Apply puts the task's version of rel into the person's home, after
 // checking the person's file is still what it was when the layer was made.
 // What it replaces is kept in keptDir, so Undo can put it back.
-func Apply(layer, keptDir, rel string) error {
-	snap, err := readSnapshot(layer)
+func Apply(l Layer, keptDir, rel string) error {
+	if !localPath(rel) {
+		return fmt.Errorf("home: %q is not a path inside your home; nothing was written", rel)
+	}
+	snap, err := readSnapshot(l)
 	if err != nil {
 		return err
 	}
-	changes, err := Changes(layer)
+	changes, err := Changes(l)
 	if err != nil {
 		return err
 	}
@@ -311,7 +396,7 @@ func Apply(layer, keptDir, rel string) error {
 		err = os.Remove(mine)
 	} else {
 		var b []byte
-		if b, err = os.ReadFile(filepath.Join(layer, rel)); err == nil {
+		if b, err = readLayer(l, rel); err == nil {
 			perm := fs.FileMode(0o644)
 			if info, err := os.Stat(mine); err == nil {
 				perm = info.Mode().Perm()
@@ -331,14 +416,14 @@ func Apply(layer, keptDir, rel string) error {
 		b, _ := os.ReadFile(mine)
 		snap.Files[rel] = hashOf(b)
 	}
-	if err := saveSnapshot(layer, snap); err != nil {
+	if err := saveSnapshot(l, snap); err != nil {
 		return err
 	}
 	return appendKept(keptDir, k)
 }
 
 // Undo takes the last apply back.
-func Undo(layer, keptDir string) (string, error) {
+func Undo(l Layer, keptDir string) (string, error) {
 	log := filepath.Join(keptDir, "applied.jsonl")
 	b, err := os.ReadFile(log)
 	if err != nil || len(strings.TrimSpace(string(b))) == 0 {
@@ -349,7 +434,7 @@ func Undo(layer, keptDir string) (string, error) {
 	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &k); err != nil {
 		return "", fmt.Errorf("home: %s is damaged: %w", log, err)
 	}
-	snap, err := readSnapshot(layer)
+	snap, err := readSnapshot(l)
 	if err != nil {
 		return "", err
 	}
@@ -373,7 +458,7 @@ func Undo(layer, keptDir string) (string, error) {
 		}
 		delete(snap.Files, k.Path)
 	}
-	if err := saveSnapshot(layer, snap); err != nil {
+	if err := saveSnapshot(l, snap); err != nil {
 		return "", err
 	}
 	rest := strings.Join(lines[:len(lines)-1], "\n")
@@ -384,25 +469,27 @@ func Undo(layer, keptDir string) (string, error) {
 }
 
 // Discard throws the task's home changes away by making the layer anew.
-func Discard(layer string) error {
-	snap, err := readSnapshot(layer)
+func Discard(l Layer) error {
+	snap, err := readSnapshot(l)
 	if err != nil {
 		return err
 	}
-	tmp := layer + ".discarding"
-	if err := os.Rename(layer, tmp); err != nil {
+	tmp := l.Dir + ".discarding"
+	if err := os.Rename(l.Dir, tmp); err != nil {
 		return err
 	}
-	if err := Build(layer, snap.Home); err != nil {
-		_ = os.Rename(tmp, layer)
+	if err := Build(l, snap.Home); err != nil {
+		_ = os.RemoveAll(l.Dir)
+		_ = os.Rename(tmp, l.Dir)
+		_ = saveSnapshot(l, snap)
 		return err
 	}
 	return os.RemoveAll(tmp)
 }
 
-func saveSnapshot(layer string, s *snapshot) error {
+func saveSnapshot(l Layer, s *snapshot) error {
 	b, _ := json.Marshal(s)
-	return atomicfile.Write(filepath.Join(layer, snapshotFile), b, 0o600)
+	return atomicfile.Write(l.Record, b, 0o600)
 }
 
 func appendKept(dir string, k kept) error {

