@@ -39,6 +39,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -60,7 +61,7 @@ var (
 	ErrNoBundlePath   = errors.New("proxy: hosts are intercepted but no CA bundle path is given")
 	ErrNoSystemRoots  = errors.New("proxy: no system certificate bundle found")
 	ErrNotIntercepted = errors.New("proxy: host is not intercepted")
-	ErrPrivateAddress = errors.New("proxy: host resolves to a loopback or private address")
+	ErrPrivateAddress = errors.New("proxy: host resolves to a loopback, private or other non-public address")
 	ErrBadSecret      = errors.New("proxy: secret is incomplete")
 )
 
@@ -114,8 +115,14 @@ type Config struct {
 	// processes on the host's loopback from using the task's proxy.
 	Token string
 
-	Listen      string        // default 127.0.0.1:0
-	off         guard         // checks a test takes away to show what each stops; never set otherwise
+	Listen string // default 127.0.0.1:0
+	off    guard  // checks a test takes away to show what each stops; never set otherwise
+
+	// Test hooks: resolver resolves names for the default dialer (nil: the
+	// system's); dialing is called with each address the default dialer is
+	// about to connect to, after the checks, and its error stops the dial.
+	resolver    *net.Resolver
+	dialing     func(address string) error
 	IdleTimeout time.Duration // keep-alive idle limit; default 2 minutes
 }
 
@@ -495,18 +502,38 @@ func (p *Proxy) dial(host string, port int) (net.Conn, error) {
 		return p.cfg.Dial(ctx, "tcp", addr)
 	}
 	literal := net.ParseIP(host) != nil
-	d := net.Dialer{Control: func(_, address string, _ syscall.RawConn) error {
-		if literal {
-			return nil
+	d := net.Dialer{Resolver: p.cfg.resolver, Control: func(_, address string, _ syscall.RawConn) error {
+		if !literal {
+			if err := p.globalOnly(host, address); err != nil {
+				return err
+			}
 		}
-		h, _, _ := net.SplitHostPort(address)
-		ip := net.ParseIP(h)
-		if ip == nil || ip.IsLoopback() || ip.IsPrivate() || ip.IsLinkLocalUnicast() || ip.IsUnspecified() || ip.IsMulticast() {
-			return fmt.Errorf("%w: %s is %s", ErrPrivateAddress, host, h)
+		if p.cfg.dialing != nil {
+			return p.cfg.dialing(address)
 		}
 		return nil
 	}}
 	return d.DialContext(ctx, "tcp", addr)
+}
+
+// globalOnly refuses to connect a host name to an address that is not
+// globally reachable (see nonGlobal): a name on the internet must not lead
+// into the machine or the networks around it.
+func (p *Proxy) globalOnly(host, address string) error {
+	h, _, _ := net.SplitHostPort(address)
+	ip, err := netip.ParseAddr(h)
+	if err != nil {
+		return fmt.Errorf("%w: %s is %s", ErrPrivateAddress, host, h)
+	}
+	if !p.on(guardNonGlobal) {
+		if a := net.IP(ip.AsSlice()); !(a.IsLoopback() || a.IsPrivate() || a.IsLinkLocalUnicast() || a.IsUnspecified() || a.IsMulticast()) {
+			return nil // the narrower check the proxy had before: CGNAT and the rest pass
+		}
+	}
+	if nonGlobal(ip) {
+		return fmt.Errorf("%w: %s is %s, which is not a public internet address (loopback, private, carrier-grade NAT, link-local or reserved); nothing was sent to it", ErrPrivateAddress, host, h)
+	}
+	return nil
 }
 
 func (p *Proxy) intercepted(host string) bool {
