@@ -776,9 +776,9 @@ func (p *Proxy) intercept(c net.Conn, br *bufio.Reader, bw *bufio.Writer, up net
 			writeError(cbw, http.StatusMisdirectedRequest, herr)
 			break
 		}
-		if reason := p.registryRefusal(host, req.Method, target); reason != "" {
+		if reason := p.registryRefusal(host, req, target); reason != "" {
 			e.Refusals = append(e.Refusals, req.Method+" "+clip(target)+" ("+reason+")")
-			writeError(cbw, http.StatusForbidden, reason+": "+req.Method+" "+clip(target)+" to "+host+" is refused; registries are read-only to commands")
+			writeError(cbw, http.StatusForbidden, reason+": "+req.Method+" "+clip(target)+" to "+host+" is refused; registries are read-only to commands and answer only requests for packages by name")
 			break
 		}
 		h := req.Header
@@ -856,29 +856,6 @@ func sameHost(hp, scheme, host string, port int) bool {
 	}
 	h, pt, err := splitHostPort(hp, def)
 	return err == nil && h == host && pt == port
-}
-
-// registryRefusal says why a request to a registry is refused, "" if it is not.
-func (p *Proxy) registryRefusal(host, method, target string) string {
-	r, ok := p.registry[host]
-	if !ok {
-		return ""
-	}
-	switch method {
-	case http.MethodGet, http.MethodHead, http.MethodOptions:
-		return ""
-	case http.MethodPost:
-		path := target
-		if i := strings.IndexByte(path, '?'); i >= 0 {
-			path = path[:i]
-		}
-		for _, pre := range r.ReadOnlyPosts {
-			if strings.HasPrefix(path, pre) {
-				return ""
-			}
-		}
-	}
-	return "publish"
 }
 
 // exchange relays one request and its response. It returns whether the client
@@ -1050,9 +1027,9 @@ func (p *Proxy) forward(c net.Conn, bw *bufio.Writer, req *framing.Request, fw *
 		writeError(bw, http.StatusMisdirectedRequest, herr)
 		return false, fw
 	}
-	if reason := p.registryRefusal(host, req.Method, target); reason != "" {
+	if reason := p.registryRefusal(host, req, target); reason != "" {
 		fw.e.Refusals = append(fw.e.Refusals, req.Method+" "+clip(target)+" ("+reason+")")
-		writeError(bw, http.StatusForbidden, reason+": "+req.Method+" "+clip(target)+" to "+host+" is refused; registries are read-only to commands")
+		writeError(bw, http.StatusForbidden, reason+": "+req.Method+" "+clip(target)+" to "+host+" is refused; registries are read-only to commands and answer only requests for packages by name")
 		return false, fw
 	}
 	if len(p.secrets[host]) > 0 {
