@@ -1,0 +1,264 @@
+package limits
+
+import (
+	"bufio"
+	"context"
+	"io"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// pyRun starts a python3 program that waits for a line on its standard
+// input before it does anything (so the supervisor has the process before
+// it forks or allocates), and returns it with its output as lines.
+func pyRun(t *testing.T, prog string) (*exec.Cmd, io.WriteCloser, *bufio.Scanner) {
+	t.Helper()
+	py, err := exec.LookPath("python3")
+	if err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("python3 is needed on CI: %v", err)
+		}
+		t.Skip("python3 is not installed")
+	}
+	cmd := exec.Command(py, "-c", prog)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	reaped := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(reaped) }()
+	t.Cleanup(func() {
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		<-reaped
+	})
+	return cmd, in, bufio.NewScanner(out)
+}
+
+// line waits for the program's next line that starts with prefix; "" when
+// its output ended first.
+func line(sc *bufio.Scanner, prefix string) string {
+	for sc.Scan() {
+		if strings.HasPrefix(sc.Text(), prefix) {
+			return sc.Text()
+		}
+	}
+	return ""
+}
+
+// ticksAfter waits until the supervisor has begun and finished n more
+// looks at the run after now, or it stopped; bounded so a broken run ends.
+func ticksAfter(t *testing.T, s *Supervisor, n int) {
+	t.Helper()
+	looks := func() int {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		return s.looks
+	}
+	// The look under way now may have read the processes before now.
+	want := looks() + n + 1
+	deadline := time.Now().Add(30 * time.Second)
+	for looks() < want {
+		select {
+		case <-s.done:
+			return
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the supervisor did not look at the run within 30 s")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func reasonNow(s *Supervisor) Reason {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.reason
+}
+
+// Memory written to a memfd and never mapped is in no process's PSS: 96 MiB
+// of it under a 48 MiB limit. Counted, the run is stopped; with the memfd
+// count taken away it holds the memory unseen.
+func TestMemfdWritesCountForMemory(t *testing.T) {
+	t.Parallel()
+	const prog = `
+import os, sys, time
+sys.stdin.readline()
+fd = os.memfd_create("hoard")
+chunk = b"\1" * (1 << 20)
+for _ in range(96):
+    os.write(fd, chunk)
+print("ready", flush=True)
+time.sleep(600)
+`
+	for _, counted := range []bool{false, true} {
+		cmd, in, out := pyRun(t, prog)
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		s := Start(ctx, Limits{Memory: 48 << 20}, Watch{Root: cmd.Process.Pid, noMemfd: !counted})
+		io.WriteString(in, "go\n")
+		if line(out, "ready") == "" {
+			cancel()
+			if counted && reasonNow(s) == ReasonMemory {
+				continue // stopped while still writing
+			}
+			t.Fatalf("the program ended before it filled its memfd")
+		}
+		if counted {
+			if r := s.Wait(); r != ReasonMemory {
+				t.Fatalf("96 MiB in a memfd under a 48 MiB limit: stopped by %q, want memory", r)
+			}
+			if err := s.Err(); err == nil || !strings.Contains(err.Error(), "memory") {
+				t.Fatalf("the stop says %v", err)
+			}
+		} else {
+			ticksAfter(t, s, 5)
+			if r := reasonNow(s); r != ReasonNone {
+				t.Fatalf("with the memfd count taken away the run should hold its memfd unseen; it was stopped by %q", r)
+			}
+			if u := s.Usage(); u.Memory > 48<<20 {
+				t.Fatalf("with the memfd count taken away the run was measured at %d bytes", u.Memory)
+			}
+			s.End()
+			s.Wait()
+		}
+		cancel()
+	}
+}
+
+// memfdBytes counts a memfd once, however many processes hold it, and
+// counts one that is mapped and closed.
+func TestMemfdCountedOnceAndWhenOnlyMapped(t *testing.T) {
+	t.Parallel()
+	if os.Geteuid() != 0 {
+		t.Skip("map_files needs a privileged supervisor; unprivileged, a mapped memfd counts through PSS")
+	}
+	const prog = `
+import os, sys, mmap, time
+sys.stdin.readline()
+fd = os.memfd_create("mapped")
+os.ftruncate(fd, 32 << 20)
+os.write(fd, b"\1" * (32 << 20))
+m = mmap.mmap(fd, 4096)
+os.close(fd)
+print("ready", flush=True)
+time.sleep(600)
+`
+	cmd, in, out := pyRun(t, prog)
+	io.WriteString(in, "go\n")
+	if line(out, "ready") == "" {
+		t.Fatal("the program ended early")
+	}
+	if n := memfdBytes([]int{cmd.Process.Pid, cmd.Process.Pid}); n < 32<<20 || n > 33<<20 {
+		t.Fatalf("a 32 MiB memfd, mapped by one page and closed, held by the same process twice: counted %d bytes", n)
+	}
+}
+
+// A fork bomb: the program forks until the kernel refuses. Under a pids
+// limit of 100 the run's cgroup refuses the forks past it; where there is
+// no cgroup the count stops the run; with both taken away all 300
+// processes are made.
+func TestPidsLimit(t *testing.T) {
+	t.Parallel()
+	const prog = `
+import os, sys, signal
+sys.stdin.readline()
+n = 0
+try:
+    for _ in range(300):
+        pid = os.fork()
+        if pid == 0:
+            signal.pause()
+            os._exit(0)
+        n += 1
+except OSError as e:
+    print("refused %d %d" % (n, e.errno), flush=True)
+print("made %d" % n, flush=True)
+signal.pause()
+`
+	made := func(out *bufio.Scanner) int {
+		l := line(out, "")
+		for strings.HasPrefix(l, "refused ") {
+			t.Logf("the program: %s", l)
+			l = line(out, "")
+		}
+		if !strings.HasPrefix(l, "made ") {
+			return -1
+		}
+		n, _ := strconv.Atoi(strings.TrimPrefix(l, "made "))
+		return n
+	}
+	t.Run("cgroup", func(t *testing.T) {
+		t.Parallel()
+		cmd, in, out := pyRun(t, prog)
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		s := Start(ctx, Limits{Pids: 100}, Watch{Root: cmd.Process.Pid})
+		defer func() { s.End(); s.Wait() }()
+		if !s.Usage().PidsCgroup {
+			if os.Geteuid() == 0 && os.Getenv("CI") != "" {
+				t.Fatalf("as root on CI the run must get a cgroup of its own for its pids limit")
+			}
+			t.Skip("no cgroup with the pids controller is delegated here; the count holds the limit (see count)")
+		}
+		io.WriteString(in, "go\n")
+		n := made(out)
+		if n < 0 || n >= 100 {
+			t.Fatalf("under a pids limit of 100 the program made %d processes", n)
+		}
+		ticksAfter(t, s, 2)
+		if u := s.Usage(); u.ForksRefused == 0 || u.Threads > 100 {
+			t.Fatalf("usage: %+v; want refused forks and at most 100 (made %d, pids.current %s)", u, n, readFile(s.group.dir+"/pids.current"))
+		}
+	})
+	t.Run("count", func(t *testing.T) {
+		t.Parallel()
+		cmd, in, out := pyRun(t, prog)
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		s := Start(ctx, Limits{Pids: 100}, Watch{Root: cmd.Process.Pid, noCgroup: true})
+		io.WriteString(in, "go\n")
+		if r := s.Wait(); r != ReasonPids {
+			t.Fatalf("without a cgroup, the count must stop the fork bomb; stopped by %q", r)
+		}
+		if err := s.Err(); err == nil || !strings.Contains(err.Error(), "pids") || !strings.Contains(err.Error(), "--pids") {
+			t.Fatalf("the stop says %v", err)
+		}
+		_ = out
+	})
+	t.Run("taken away", func(t *testing.T) {
+		t.Parallel()
+		cmd, in, out := pyRun(t, prog)
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		s := Start(ctx, Limits{Pids: 100}, Watch{Root: cmd.Process.Pid, noCgroup: true, noPidsCount: true})
+		io.WriteString(in, "go\n")
+		if n := made(out); n != 300 {
+			t.Fatalf("with the limit taken away the program should make all 300 processes; it made %d", n)
+		}
+		ticksAfter(t, s, 2)
+		if r := reasonNow(s); r != ReasonNone {
+			t.Fatalf("with the limit taken away the run was stopped by %q", r)
+		}
+		s.End()
+		s.Wait()
+	})
+}
+
+func readFile(p string) string {
+	b, _ := os.ReadFile(p)
+	return strings.TrimSpace(string(b))
+}
