@@ -201,6 +201,9 @@ func (s *Supervisor) Add(pid int) {
 	if s.lim.Disk > 0 {
 		_ = SetFileSizeLimit(pid, s.lim.Disk)
 	}
+	if s.group != nil {
+		_ = s.group.joinTree(pid) // a failure leaves it to the count
+	}
 }
 
 // pids is Root's tree and every added tree.

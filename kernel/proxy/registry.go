@@ -33,7 +33,9 @@ func (p *Proxy) registryRefusal(host string, req *framing.Request, target string
 				return "method override (" + name + ")"
 			}
 		}
-		if q, err := url.ParseQuery(query); err != nil || q.Has("_method") {
+		// ParseQuery decodes what it can (a %5F in a key too) and reports
+		// the first part it could not; the raw text is looked at as well.
+		if q, _ := url.ParseQuery(query); q.Has("_method") || strings.Contains(strings.ToLower(query), "_method=") {
 			return "method override (_method)"
 		}
 	}

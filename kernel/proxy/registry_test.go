@@ -46,6 +46,8 @@ func TestRegistryWaysOut(t *testing.T) {
 			[]string{"-H", "X-Method-Override: DELETE", "-H", "Content-Type: application/json", "-d", "{}", reg + "/-/audit/quick"}},
 		{"_method in the query", guardMethodOverride,
 			[]string{reg + "/left-pad?_method=PUT"}},
+		{"_method percent-encoded in the query", guardMethodOverride,
+			[]string{reg + "/left-pad?%5Fmethod=PUT"}},
 		{"_method in a form body to a read-only endpoint", guardMethodOverride,
 			[]string{"-d", "_method=PUT&name=left-pad", reg + "/-/audit/quick"}},
 	}
