@@ -19,52 +19,91 @@ import (
 // when neither the task nor the home sets one.
 const DefaultPids = 1024
 
-// pidsGroup is a cgroup of the run's own whose pids.max caps the processes
-// and threads it holds: a fork past it fails in the kernel (EAGAIN), so a
+// runGroup is the run's own cgroups: one whose pids.max caps the processes
+// and threads it holds (a fork past it fails in the kernel, EAGAIN, so a
 // fork bomb stops at the limit instead of filling the machine's process
-// table before anyone looks.
-type pidsGroup struct {
-	dir string // the cgroup's directory
+// table before anyone looks), and one whose memory statistics say what the
+// run really holds (anonymous memory and shared memory: memfds, tmpfs and
+// /dev/shm files, mapped or not, charged to the run that wrote them). On
+// cgroup v2 they are one directory; on v1 one in each hierarchy.
+type runGroup struct {
+	pidsDir string   // "" when pids.max does not hold the limit
+	memDir  string   // "" when the memory is not measured by a cgroup
+	dirs    []string // every directory made, each once
+	v2mem   bool     // memDir is a cgroup v2 directory
 }
 
 // cgroupRoot is where cgroup file systems are mounted; a variable so a test
 // can point it elsewhere.
 var cgroupRoot = "/sys/fs/cgroup"
 
-// newPidsGroup makes a cgroup for one run beneath the one this process is
-// in, with pids.max = max: on cgroup v2 where the pids controller is
-// delegated to this process's cgroup, else on cgroup v1's pids hierarchy.
-// It fails where the system delegates neither (an unprivileged user
-// without a delegated subtree, no pids controller); the supervisor's count
-// then stops the run instead.
-func newPidsGroup(max int) (*pidsGroup, error) {
-	var tried []string
-	for _, parent := range pidsParents() {
+// newRunGroup makes the run's cgroups beneath the ones this process is in:
+// with pids.max = pids when pids > 0, and for memory when memory is set. It
+// uses cgroup v2 where the controller is delegated to this process's
+// cgroup, else cgroup v1's hierarchy for it. A controller the system
+// delegates in neither is left out (an unprivileged user without a
+// delegated subtree); the supervisor's sums then stand in. nil when there is
+// none.
+func newRunGroup(pids int, memory bool) *runGroup {
+	g := &runGroup{}
+	made := map[string]string{} // parent → the run's directory in it
+	dirFor := func(parent string) (string, bool) {
+		if d, ok := made[parent]; ok {
+			return d, true
+		}
 		var b [6]byte
 		_, _ = rand.Read(b[:])
 		dir := filepath.Join(parent, "kule-run-"+strconv.Itoa(os.Getpid())+"-"+hex.EncodeToString(b[:]))
-		if err := os.Mkdir(dir, 0o755); err != nil {
-			tried = append(tried, err.Error())
-			continue
+		if os.Mkdir(dir, 0o755) != nil {
+			return "", false
 		}
-		g := &pidsGroup{dir: dir}
-		if err := os.WriteFile(filepath.Join(dir, "pids.max"), []byte(strconv.Itoa(max)), 0); err != nil {
-			tried = append(tried, err.Error())
-			os.Remove(dir)
-			continue
+		made[parent] = dir
+		g.dirs = append(g.dirs, dir)
+		return dir, true
+	}
+	if pids > 0 {
+		for _, par := range controllerParents("pids") {
+			if dir, ok := dirFor(par.dir); ok && os.WriteFile(filepath.Join(dir, "pids.max"), []byte(strconv.Itoa(pids)), 0) == nil {
+				g.pidsDir = dir
+				break
+			}
 		}
-		return g, nil
 	}
-	if len(tried) == 0 {
-		return nil, errors.New("limits: no cgroup with the pids controller is delegated to this process")
+	if memory {
+		for _, par := range controllerParents("memory") {
+			if dir, ok := dirFor(par.dir); ok {
+				if _, err := os.Stat(filepath.Join(dir, "memory.stat")); err == nil {
+					g.memDir, g.v2mem = dir, par.v2
+					break
+				}
+			}
+		}
 	}
-	return nil, fmt.Errorf("limits: no cgroup for the run's processes: %s", strings.Join(tried, "; "))
+	// A directory made for a controller that then failed holds nothing.
+	keep := g.dirs[:0]
+	for _, d := range g.dirs {
+		if d == g.pidsDir || d == g.memDir {
+			keep = append(keep, d)
+		} else {
+			os.Remove(d)
+		}
+	}
+	g.dirs = keep
+	if len(g.dirs) == 0 {
+		return nil
+	}
+	return g
 }
 
-// pidsParents lists the cgroups a run's group may be made in, best first:
-// this process's own cgroup v2 when pids is delegated to its children, then
-// its cgroup in v1's pids hierarchy.
-func pidsParents() []string {
+type cgroupParent struct {
+	dir string
+	v2  bool
+}
+
+// controllerParents lists the cgroups a run's group for controller may be
+// made in, best first: this process's own cgroup v2 when the controller is
+// delegated to its children, then its cgroup in v1's hierarchy for it.
+func controllerParents(controller string) []cgroupParent {
 	f, err := os.Open("/proc/self/cgroup")
 	if err != nil {
 		return nil
@@ -80,26 +119,26 @@ func pidsParents() []string {
 		switch {
 		case parts[0] == "0" && parts[1] == "":
 			v2 = parts[2]
-		case hasWord(parts[1], "pids"):
+		case hasWord(parts[1], controller):
 			v1 = parts[2]
 		}
 	}
-	var out []string
+	var out []cgroupParent
 	if v2 != "" {
 		for _, mnt := range []string{cgroupRoot, filepath.Join(cgroupRoot, "unified")} {
 			if !isCgroup2(mnt) {
 				continue
 			}
 			dir := filepath.Join(mnt, filepath.Clean("/"+v2))
-			if sub, err := os.ReadFile(filepath.Join(dir, "cgroup.subtree_control")); err == nil && hasWord(string(sub), "pids") {
-				out = append(out, dir)
+			if sub, err := os.ReadFile(filepath.Join(dir, "cgroup.subtree_control")); err == nil && hasWord(string(sub), controller) {
+				out = append(out, cgroupParent{dir, true})
 			}
 		}
 	}
 	if v1 != "" {
-		dir := filepath.Join(cgroupRoot, "pids", filepath.Clean("/"+v1))
+		dir := filepath.Join(cgroupRoot, controller, filepath.Clean("/"+v1))
 		if _, err := os.Stat(filepath.Join(dir, "tasks")); err == nil {
-			out = append(out, dir)
+			out = append(out, cgroupParent{dir, false})
 		}
 	}
 	return out
@@ -119,17 +158,19 @@ func hasWord(list, w string) bool {
 	return false
 }
 
-// join moves the processes into the group (each with all its threads).
-// A process that is gone meanwhile is passed over.
-func (g *pidsGroup) join(pids []int) error {
-	in := g.members()
-	for _, p := range pids {
-		if in[p] {
-			continue
-		}
-		err := os.WriteFile(filepath.Join(g.dir, "cgroup.procs"), []byte(strconv.Itoa(p)), 0)
-		if err != nil && !errors.Is(err, unix.ESRCH) && alive(p) {
-			return fmt.Errorf("limits: moving process %d into the run's cgroup: %w", p, err)
+// join moves the processes into each of the run's cgroups (each process
+// with all its threads). A process that is gone meanwhile is passed over.
+func (g *runGroup) join(pids []int) error {
+	for _, dir := range g.dirs {
+		in := members(dir)
+		for _, p := range pids {
+			if in[p] {
+				continue
+			}
+			err := os.WriteFile(filepath.Join(dir, "cgroup.procs"), []byte(strconv.Itoa(p)), 0)
+			if err != nil && !errors.Is(err, unix.ESRCH) && alive(p) {
+				return fmt.Errorf("limits: moving process %d into the run's cgroup: %w", p, err)
+			}
 		}
 	}
 	return nil
@@ -140,15 +181,17 @@ func (g *pidsGroup) join(pids []int) error {
 // pass ran (the run's first process may have started its command before
 // the supervisor saw it) is caught by the next, and a process inside forks
 // only within the limit, so the passes end.
-func (g *pidsGroup) joinTree(root int) error {
+func (g *runGroup) joinTree(root int) error {
 	for pass := 0; pass < 1000; pass++ {
 		tree := Tree(root)
-		in := g.members()
 		outside := false
-		for _, p := range tree {
-			if !in[p] {
-				outside = true
-				break
+		for _, dir := range g.dirs {
+			in := members(dir)
+			for _, p := range tree {
+				if !in[p] {
+					outside = true
+					break
+				}
 			}
 		}
 		if !outside {
@@ -161,9 +204,9 @@ func (g *pidsGroup) joinTree(root int) error {
 	return errors.New("limits: the run's processes kept forking outside its cgroup")
 }
 
-// members is the set of processes in the group.
-func (g *pidsGroup) members() map[int]bool {
-	b, err := os.ReadFile(filepath.Join(g.dir, "cgroup.procs"))
+// members is the set of processes in the cgroup at dir.
+func members(dir string) map[int]bool {
+	b, err := os.ReadFile(filepath.Join(dir, "cgroup.procs"))
 	if err != nil {
 		return nil
 	}
@@ -177,8 +220,11 @@ func (g *pidsGroup) members() map[int]bool {
 }
 
 // refused is how many forks the kernel refused at pids.max so far.
-func (g *pidsGroup) refused() int {
-	b, err := os.ReadFile(filepath.Join(g.dir, "pids.events"))
+func (g *runGroup) refused() int {
+	if g.pidsDir == "" {
+		return 0
+	}
+	b, err := os.ReadFile(filepath.Join(g.pidsDir, "pids.events"))
 	if err != nil {
 		return 0
 	}
@@ -191,18 +237,46 @@ func (g *pidsGroup) refused() int {
 	return 0
 }
 
-// remove deletes the group once its processes are gone, waiting a little
-// for the last of them to be reaped; a group still busy then is left (it
-// holds no process of a finished run, and the next boot clears it).
-func (g *pidsGroup) remove() {
-	for i := 0; i < 100; i++ {
-		if err := os.Remove(g.dir); err == nil || errors.Is(err, os.ErrNotExist) {
-			return
+// memory is what the run's processes hold by its memory cgroup's count:
+// anonymous memory and shared memory (memfds, tmpfs and /dev/shm files,
+// SysV segments), mapped or not. ok is false without a memory cgroup.
+func (g *runGroup) memory() (n int64, ok bool) {
+	if g.memDir == "" {
+		return 0, false
+	}
+	b, err := os.ReadFile(filepath.Join(g.memDir, "memory.stat"))
+	if err != nil {
+		return 0, false
+	}
+	want := map[string]bool{"rss": true, "shmem": true} // v1
+	if g.v2mem {
+		want = map[string]bool{"anon": true, "shmem": true}
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		k, v, _ := strings.Cut(line, " ")
+		if want[k] {
+			x, _ := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+			n += x
 		}
-		for p := range g.members() {
-			_ = unix.Kill(p, unix.SIGKILL)
+	}
+	return n, true
+}
+
+// remove deletes the run's cgroups once their processes are gone, killing
+// any left and waiting a little for them to be reaped; a cgroup still busy
+// then is left (it holds no process of a finished run, and the next boot
+// clears it).
+func (g *runGroup) remove() {
+	for _, dir := range g.dirs {
+		for i := 0; i < 100; i++ {
+			if err := os.Remove(dir); err == nil || errors.Is(err, os.ErrNotExist) {
+				break
+			}
+			for p := range members(dir) {
+				_ = unix.Kill(p, unix.SIGKILL)
+			}
+			time.Sleep(20 * time.Millisecond)
 		}
-		time.Sleep(20 * time.Millisecond)
 	}
 }
 

@@ -1,9 +1,12 @@
 // Package limits bounds what one run may take: processor (slowed, not
 // stopped, by pausing and resuming its processes in turn — no privileges
-// needed), memory (the proportional set size of all its processes; over it
-// they are killed), disk (what its folders grew by, measured every second,
-// and no single file past it through RLIMIT_FSIZE), wall time (one run's,
-// and all of a task's runs' together, kept with the task), and idle time.
+// needed), memory (the proportional set size of all its processes plus the
+// memfds they hold, or the run's memory cgroup's count where that is
+// larger; over it they are killed), processes and threads (pids.max of a
+// cgroup of the run's own, else counted and stopped), disk (what its
+// folders grew by, measured every second, and no single file past it
+// through RLIMIT_FSIZE), wall time (one run's, and all of a task's runs'
+// together, kept with the task), and idle time.
 // Whether the GPU's devices are in the sandbox is a field here too; the
 // sandbox applies it.
 package limits
@@ -156,7 +159,7 @@ type Watch struct {
 
 	// Counts a test takes away to show the step-around each stops; never
 	// set otherwise.
-	noCgroup, noPidsCount, noMemfd bool
+	noCgroup, noPidsCount, noMemfd, noMemCgroup bool
 }
 
 // Usage is what the run took so far.
@@ -167,6 +170,8 @@ type Usage struct {
 	Processes  int
 	Threads    int  // processes and their threads: what the pids limit counts
 	PidsCgroup bool // the pids limit is held by a cgroup of the run's own
+	// MemoryCgroup: the run's memory is also read from a cgroup of its own.
+	MemoryCgroup bool
 	// ForksRefused is how many forks the run's cgroup refused at its limit.
 	ForksRefused int
 	Throttled    time.Duration // time the run spent paused to hold its CPU share
@@ -187,7 +192,7 @@ type Supervisor struct {
 	ended  sync.Once
 	onTick func(time.Time) // keeps the task's time, when there is a file for it
 	extra  []int           // more roots (an agent's terminals), watched with Root's tree
-	group  *pidsGroup      // the run's cgroup holding pids.max; nil: the count alone
+	group  *runGroup       // the run's cgroups (pids.max, memory); nil: the sums alone
 	looks  int             // how many times the loop has measured the run (under mu)
 }
 
@@ -243,17 +248,18 @@ func Start(ctx context.Context, lim Limits, w Watch) *Supervisor {
 	if lim.Disk > 0 {
 		_ = SetFileSizeLimit(w.Root, lim.Disk)
 	}
-	if lim.Pids > 0 && !w.noCgroup {
-		if g, err := newPidsGroup(lim.Pids); err == nil {
+	if !w.noCgroup && (lim.Pids > 0 || lim.Memory > 0 && !w.noMemCgroup) {
+		if g := newRunGroup(lim.Pids, lim.Memory > 0 && !w.noMemCgroup); g != nil {
 			if g.joinTree(w.Root) == nil {
 				s.group = g
-				s.usage.PidsCgroup = true
+				s.usage.PidsCgroup = g.pidsDir != ""
+				s.usage.MemoryCgroup = g.memDir != ""
 			} else {
 				g.remove()
 			}
 		}
 	}
-	if lim.Pids > 0 && s.group == nil && s.w.Tick > 100*time.Millisecond {
+	if lim.Pids > 0 && (s.group == nil || s.group.pidsDir == "") && s.w.Tick > 100*time.Millisecond {
 		// The count alone holds the limit: look often, a fork bomb
 		// grows fast.
 		s.w.Tick = 100 * time.Millisecond
@@ -385,13 +391,13 @@ func (s *Supervisor) loop(ctx context.Context) {
 			return
 		}
 
+		if s.group != nil {
+			// A process the tree gained before it was in the group
+			// (forked before the run's first process was moved) is
+			// moved now; its children are born inside.
+			_ = s.group.join(pids)
+		}
 		if s.lim.Pids > 0 {
-			if s.group != nil {
-				// A process the tree gained before it was in the group
-				// (forked before the run's first process was moved) is
-				// moved now; its children are born inside.
-				_ = s.group.join(pids)
-			}
 			n := len(pids)
 			if !s.w.noPidsCount {
 				n = threads(pids)
@@ -414,6 +420,13 @@ func (s *Supervisor) loop(ctx context.Context) {
 			m := pss(pids)
 			if !s.w.noMemfd {
 				m += memfdBytes(pids)
+			}
+			// The cgroup's count sees what the sums cannot (a file in
+			// /dev/shm no process holds); the larger of the two holds.
+			if s.group != nil {
+				if cg, ok := s.group.memory(); ok {
+					m = max(m, cg)
+				}
 			}
 			s.mu.Lock()
 			s.usage.Memory = m

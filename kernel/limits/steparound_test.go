@@ -90,12 +90,15 @@ func reasonNow(s *Supervisor) Reason {
 	return s.reason
 }
 
-// Memory written to a memfd and never mapped is in no process's PSS: 96 MiB
-// of it under a 48 MiB limit. Counted, the run is stopped; with the memfd
-// count taken away it holds the memory unseen.
-func TestMemfdWritesCountForMemory(t *testing.T) {
+// Memory written to a memfd and never mapped is in no process's PSS, and a
+// file written to /dev/shm and closed is in no process at all: 96 MiB of
+// either under a 48 MiB limit. The memfd is caught by the supervisor's sum
+// of memfds and by the run's memory cgroup, each alone; the /dev/shm file
+// by the cgroup. With the counts that see it taken away the run holds the
+// memory unseen.
+func TestHiddenMemoryCounts(t *testing.T) {
 	t.Parallel()
-	const prog = `
+	const memfd = `
 import os, sys, time
 sys.stdin.readline()
 fd = os.memfd_create("hoard")
@@ -105,37 +108,70 @@ for _ in range(96):
 print("ready", flush=True)
 time.sleep(600)
 `
-	for _, counted := range []bool{false, true} {
-		cmd, in, out := pyRun(t, prog)
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-		s := Start(ctx, Limits{Memory: 48 << 20}, Watch{Root: cmd.Process.Pid, noMemfd: !counted})
-		io.WriteString(in, "go\n")
-		if line(out, "ready") == "" {
-			cancel()
-			if counted && reasonNow(s) == ReasonMemory {
-				continue // stopped while still writing
+	shmFile := "/dev/shm/kule-limits-test-" + strconv.Itoa(os.Getpid())
+	t.Cleanup(func() { os.Remove(shmFile) })
+	shm := `
+import os, sys, time
+sys.stdin.readline()
+with open(sys.argv[1], "wb") as f:
+    for _ in range(96):
+        f.write(b"\1" * (1 << 20))
+print("ready", flush=True)
+time.sleep(600)
+`
+	cases := []struct {
+		name        string
+		prog, arg   string
+		w           Watch
+		stopped     bool
+		needsCgroup bool
+	}{
+		{"memfd, counted by the sum of memfds", memfd, "", Watch{noMemCgroup: true}, true, false},
+		{"memfd, counted by the cgroup", memfd, "", Watch{noMemfd: true}, true, true},
+		{"memfd, both taken away", memfd, "", Watch{noMemfd: true, noMemCgroup: true}, false, false},
+		{"/dev/shm file, counted by the cgroup", shm, shmFile + "-a", Watch{}, true, true},
+		{"/dev/shm file, cgroup taken away", shm, shmFile + "-b", Watch{noMemCgroup: true}, false, false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if tc.arg != "" {
+				t.Cleanup(func() { os.Remove(tc.arg) })
 			}
-			t.Fatalf("the program ended before it filled its memfd")
-		}
-		if counted {
-			if r := s.Wait(); r != ReasonMemory {
-				t.Fatalf("96 MiB in a memfd under a 48 MiB limit: stopped by %q, want memory", r)
+			prog := tc.prog
+			if tc.arg != "" {
+				prog = "import sys; sys.argv = ['', " + strconv.Quote(tc.arg) + "]\n" + prog
 			}
-			if err := s.Err(); err == nil || !strings.Contains(err.Error(), "memory") {
-				t.Fatalf("the stop says %v", err)
+			cmd, in, out := pyRun(t, prog)
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			defer cancel()
+			w := tc.w
+			w.Root = cmd.Process.Pid
+			s := Start(ctx, Limits{Memory: 48 << 20}, w)
+			defer func() { s.End(); s.Wait() }()
+			if tc.needsCgroup && !s.Usage().MemoryCgroup {
+				if os.Geteuid() == 0 && os.Getenv("CI") != "" {
+					t.Fatalf("as root on CI the run must get a memory cgroup of its own")
+				}
+				t.Skip("no memory cgroup is delegated here")
 			}
-		} else {
+			io.WriteString(in, "go\n")
+			if line(out, "ready") == "" && !tc.stopped {
+				t.Fatalf("the program ended before it filled its memory")
+			}
+			if tc.stopped {
+				if r := s.Wait(); r != ReasonMemory {
+					t.Fatalf("96 MiB hidden under a 48 MiB limit: stopped by %q, want memory", r)
+				}
+				if err := s.Err(); err == nil || !strings.Contains(err.Error(), "memory") {
+					t.Fatalf("the stop says %v", err)
+				}
+				return
+			}
 			ticksAfter(t, s, 5)
 			if r := reasonNow(s); r != ReasonNone {
-				t.Fatalf("with the memfd count taken away the run should hold its memfd unseen; it was stopped by %q", r)
+				t.Fatalf("with the counts taken away the run should hold its memory unseen; it was stopped by %q", r)
 			}
-			if u := s.Usage(); u.Memory > 48<<20 {
-				t.Fatalf("with the memfd count taken away the run was measured at %d bytes", u.Memory)
-			}
-			s.End()
-			s.Wait()
-		}
-		cancel()
+		})
 	}
 }
 
@@ -221,7 +257,7 @@ signal.pause()
 		}
 		ticksAfter(t, s, 2)
 		if u := s.Usage(); u.ForksRefused == 0 || u.Threads > 100 {
-			t.Fatalf("usage: %+v; want refused forks and at most 100 (made %d, pids.current %s)", u, n, readFile(s.group.dir+"/pids.current"))
+			t.Fatalf("usage: %+v; want refused forks and at most 100 (made %d, pids.current %s)", u, n, readFile(s.group.pidsDir+"/pids.current"))
 		}
 	})
 	t.Run("count", func(t *testing.T) {
