@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -297,4 +298,53 @@ signal.pause()
 func readFile(p string) string {
 	b, _ := os.ReadFile(p)
 	return strings.TrimSpace(string(b))
+}
+
+// TestUnprivilegedLimits runs the step-around tests again as nobody, where
+// no cgroup can be made: the supervisor's counts alone must stop the fork
+// bomb and the memfd. (CI runs as root; this is its unprivileged half.)
+func TestUnprivilegedLimits(t *testing.T) {
+	if os.Getenv("KULE_UNPRIV_LIMITS") == "1" {
+		t.Skip("this is the inner run")
+	}
+	if os.Geteuid() != 0 {
+		t.Skip("already unprivileged: the other tests cover this user")
+	}
+	root := t.TempDir()
+	for d := root; d != "/" && d != os.TempDir(); d = filepath.Dir(d) {
+		os.Chmod(d, 0o755)
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(exe)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(root, "limits.test")
+	if err := os.WriteFile(bin, b, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	work := filepath.Join(root, "work")
+	if err := os.Mkdir(work, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chown(work, 65534, 65534); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin, "-test.run=^(TestPidsLimit|TestHiddenMemoryCounts|TestMemoryHogIsKilledAtItsLimit)$", "-test.v")
+	cmd.Env = []string{"KULE_UNPRIV_LIMITS=1", "PATH=/usr/local/bin:/usr/bin:/bin", "HOME=" + work, "TMPDIR=" + work}
+	cmd.Dir = work
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+	out, err := cmd.CombinedOutput()
+	t.Logf("%s", out)
+	if err != nil {
+		t.Fatalf("as nobody: %v", err)
+	}
+	for _, want := range []string{"--- PASS: TestPidsLimit/count", "--- PASS: TestPidsLimit/taken_away", "--- PASS: TestHiddenMemoryCounts/memfd,_counted_by_the_sum_of_memfds", "--- SKIP: TestPidsLimit/cgroup"} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("as nobody the run lacks %q", want)
+		}
+	}
 }
