@@ -8,11 +8,15 @@ import (
 	"compress/flate"
 	"compress/gzip"
 	"compress/zlib"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"mime"
 	"net/http"
+	"net/url"
 	"strings"
 )
 
@@ -30,6 +34,7 @@ const (
 	guardNonGlobal                        // names resolving to non-global addresses are refused
 	guardRegistryShape                    // registry requests must have the shape of what a registry serves
 	guardMethodOverride                   // method-override headers and fields are refused at registries
+	guardEncodedForms                     // the value's base64, hex, URL and JSON forms are blanked too
 )
 
 // on reports whether the check g is in force.
@@ -494,4 +499,50 @@ func (p *Proxy) blankResponse(resp *http.Response, vals [][]byte) string {
 		io.Closer
 	}{body, raw}
 	return ""
+}
+
+// minEncodedForm is the shortest encoded form blanked: shorter ones would
+// star out ordinary text.
+const minEncodedForm = 12
+
+// encodedForms are the forms in which an answer commonly repeats a value
+// it was sent: base64 (standard and URL alphabets, at each of the three
+// alignments a value can have inside a longer encoded string — the
+// Authorization: Basic header the proxy itself makes holds the value as
+// base64 of user:value), hex in either case, percent-encoding, and JSON
+// string escaping. For base64 only the characters that come from the
+// value's bytes alone are kept, so the form is found whatever surrounds it.
+func encodedForms(v []byte) [][]byte {
+	var out [][]byte
+	seen := map[string]bool{string(v): true}
+	add := func(f string) {
+		if len(f) >= minEncodedForm && !seen[f] {
+			seen[f] = true
+			out = append(out, []byte(f))
+		}
+	}
+	for k := 0; k < 3; k++ {
+		buf := append(make([]byte, k), v...)
+		n := len(buf) / 3 // whole groups
+		first := 0
+		if k > 0 {
+			first = 1 // the group holding the prefix
+		}
+		if n <= first {
+			continue
+		}
+		for _, enc := range []*base64.Encoding{base64.StdEncoding, base64.URLEncoding} {
+			s := enc.EncodeToString(buf[:n*3])
+			add(s[first*4:])
+		}
+	}
+	add(hex.EncodeToString(v))
+	add(strings.ToUpper(hex.EncodeToString(v)))
+	add(url.QueryEscape(string(v)))
+	add(url.PathEscape(string(v)))
+	if b, err := json.Marshal(string(v)); err == nil {
+		add(string(b[1 : len(b)-1]))
+	}
+	add(strings.ReplaceAll(string(v), "/", `\/`))
+	return out
 }

@@ -7,12 +7,15 @@ import (
 	"bytes"
 	"compress/gzip"
 	"crypto/tls"
+	"encoding/base64"
+	"encoding/hex"
 	"io"
 	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -193,6 +196,13 @@ func TestResponseBlankingAttacks(t *testing.T) {
 		{"key in a zip member", guardNested, 0, nil, func(t *testing.T, s string) []byte {
 			return withBody("HTTP/1.1 200 OK\r\nContent-Type: application/octet-stream\r\n", zipOf(t, "k.txt", []byte("auth="+s+"\n")))
 		}, true},
+		{"base64 of the key at each alignment, as an echo of headers gives it", guardEncodedForms, 0, nil, func(t *testing.T, s string) []byte {
+			enc := base64.StdEncoding.EncodeToString
+			return withBody("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n", []byte(`{"a":"`+enc([]byte(s))+`","b":"`+enc([]byte("Bearer "+s))+`","c":"`+base64.URLEncoding.EncodeToString([]byte("u:"+s))+`"}`))
+		}, false},
+		{"hex of the key", guardEncodedForms, 0, nil, func(t *testing.T, s string) []byte {
+			return withBody("HTTP/1.1 200 OK\r\n", []byte("sig="+hex.EncodeToString([]byte(s))+"\n"))
+		}, false},
 		{"key in a .gz inside a .tar.gz", guardNested, 0, nil, func(t *testing.T, s string) []byte {
 			return withBody("HTTP/1.1 200 OK\r\nContent-Type: application/octet-stream\r\n", gz(t, tarOf(t, "k.gz", gz(t, []byte("auth="+s+"\n")))))
 		}, true},
@@ -216,6 +226,7 @@ func TestResponseBlankingAttacks(t *testing.T) {
 				out, err := cmd.CombinedOutput()
 				saved, _ := os.ReadFile(body)
 				seen := string(out) + "\n" + string(unpackAll(saved))
+				seen += "\n" + decodedTokens(seen) // what a person decoding what they see reads
 				// In any case: a header name reaches the client recased.
 				leaked := strings.Contains(strings.ToLower(seen), strings.ToLower(secretValue))
 				if !guardOn {
@@ -264,4 +275,67 @@ func gzFuzz(b []byte) []byte {
 	zw.Write(b)
 	zw.Close()
 	return buf.Bytes()
+}
+
+var (
+	tokenRe = regexp.MustCompile(`[A-Za-z0-9+/_=-]{8,}`)
+	hexRe   = regexp.MustCompile(`[0-9a-fA-F]{16,}`)
+)
+
+// decodedTokens decodes every run of base64 or hex characters in s (at each
+// of its offsets, for base64 inside a longer string) and returns what they
+// decode to.
+func decodedTokens(s string) string {
+	var out strings.Builder
+	for _, tok := range hexRe.FindAllString(s, -1) {
+		for off := 0; off < 2; off++ {
+			t := tok[off:]
+			if b, err := hex.DecodeString(t[:len(t)/2*2]); err == nil {
+				out.Write(b)
+				out.WriteByte('\n')
+			}
+		}
+	}
+	for _, tok := range tokenRe.FindAllString(s, -1) {
+		for off := 0; off < 4 && off < len(tok); off++ {
+			t := strings.TrimRight(tok[off:], "=")
+			t = t[:len(t)/4*4]
+			for _, enc := range []*base64.Encoding{base64.RawStdEncoding, base64.RawURLEncoding} {
+				if b, err := enc.DecodeString(t); err == nil {
+					out.Write(b)
+					out.WriteByte('\n')
+				}
+			}
+		}
+	}
+	return out.String()
+}
+
+// FuzzEncodedForms: whatever surrounds the value, its base64 (either
+// alphabet) and hex hold one of the forms that are blanked, so blanking
+// them leaves nothing that decodes to the value.
+func FuzzEncodedForms(f *testing.F) {
+	f.Add([]byte("sk_test_REALVALUE_4242424242"), []byte("Bearer "), []byte(""))
+	f.Add([]byte("ghp_0123456789abcdefghij"), []byte("u:"), []byte("x"))
+	f.Fuzz(func(t *testing.T, v, pre, post []byte) {
+		if len(v) < 24 || len(pre) > 64 || len(post) > 64 {
+			return
+		}
+		vals := append([][]byte{v}, encodedForms(v)...)
+		whole := append(append(append([]byte{}, pre...), v...), post...)
+		for _, enc := range []string{
+			base64.StdEncoding.EncodeToString(whole),
+			base64.URLEncoding.EncodeToString(whole),
+			hex.EncodeToString(whole),
+		} {
+			b := []byte(enc)
+			blank(b, vals)
+			if bytes.Equal(b, []byte(enc)) {
+				t.Fatalf("no form of %q found in %q", v, enc)
+			}
+			if strings.Contains(decodedTokens(string(b)), string(v)) {
+				t.Fatalf("%q still decodes to the value after blanking", b)
+			}
+		}
+	})
 }

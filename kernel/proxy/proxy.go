@@ -801,7 +801,7 @@ func (p *Proxy) intercept(c net.Conn, br *bufio.Reader, bw *bufio.Writer, up net
 			h = h.Del("Accept-Encoding")
 			h = append(h, framing.Field{Name: "Accept-Encoding", Value: "identity"})
 		}
-		keep, err := p.exchange(cbw, ubr, ubw, func() { upTLS.Close() }, req, target, h, blankValues(secrets))
+		keep, err := p.exchange(cbw, ubr, ubw, func() { upTLS.Close() }, req, target, h, p.blankValues(secrets))
 		if err != nil {
 			e.Error = err.Error()
 		}
@@ -818,10 +818,16 @@ func clip(s string) string {
 	return s
 }
 
-func blankValues(secrets []*Secret) [][]byte {
+// blankValues are the byte strings blanked in the answers of a secret's
+// host: each value, and the forms in which a server that echoes what it
+// was sent commonly repeats it (see encodedForms).
+func (p *Proxy) blankValues(secrets []*Secret) [][]byte {
 	var vs [][]byte
 	for _, s := range secrets {
 		vs = append(vs, []byte(s.Value))
+		if p.on(guardEncodedForms) {
+			vs = append(vs, encodedForms([]byte(s.Value))...)
+		}
 	}
 	return vs
 }
