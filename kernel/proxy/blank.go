@@ -472,6 +472,11 @@ func (t *trailerBlanker) Read(b []byte) (int, error) {
 // withhold the response instead when the proxy cannot be sure.
 func (p *Proxy) blankResponse(resp *http.Response, vals [][]byte) string {
 	p.blankHeaders(resp, vals)
+	if resp.Body == http.NoBody {
+		// HEAD, 204, 304, an empty body: nothing to decode (its
+		// Content-Encoding names a body that is not sent).
+		return ""
+	}
 	raw := resp.Body
 	var body io.Reader = raw
 	if codings := p.contentCodings(resp.Header); len(codings) > 0 {

@@ -339,3 +339,18 @@ func FuzzEncodedForms(f *testing.F) {
 		}
 	})
 }
+
+// TestBlankingLeavesEmptyAnswersAlone: a HEAD or a 304 whose headers name a
+// gzip body that is not sent passes, with its headers blanked.
+func TestBlankingLeavesEmptyAnswersAlone(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t)
+	serveRaw(t, w, apiHost, func(s string) []byte {
+		return []byte("HTTP/1.1 304 Not Modified\r\nContent-Encoding: gzip\r\nX-Echo: " + s + "\r\n\r\n")
+	})
+	w.start(t)
+	out, err := runTool(t, w, w.dir, "curl", "-sS", "-i", "-H", "Authorization: Bearer "+w.placeholder(), "https://"+apiHost+"/etag")
+	if err != nil || !strings.Contains(out, " 304 ") || strings.Contains(out, secretValue) || !strings.Contains(out, "X-Echo: "+strings.Repeat("*", len(secretValue))) {
+		t.Fatalf("curl: %v\n%s", err, out)
+	}
+}
