@@ -314,7 +314,12 @@ func threads(pids []int) int {
 // holds any amount of memory under its limit. A memfd that is also mapped
 // is counted here in full and in PSS for its touched pages: the sum errs
 // toward stopping.
-func memfdBytes(pids []int) int64 {
+//
+// withMaps also reads each process's maps for memfds it mapped and closed:
+// only a privileged supervisor can stat those (map_files), and a run with
+// a memory cgroup has them counted there, so the read (a large file for a
+// big process, every look) is skipped otherwise.
+func memfdBytes(pids []int, withMaps bool) int64 {
 	type key struct{ dev, ino uint64 }
 	seen := map[key]bool{}
 	var total int64
@@ -342,6 +347,9 @@ func memfdBytes(pids []int) int64 {
 		// Mapped and closed: only the maps show it; map_files lets a
 		// privileged supervisor stat it (an unprivileged one cannot, and
 		// then counts its mapped pages through PSS alone).
+		if !withMaps {
+			continue
+		}
 		if b, err := os.ReadFile(base + "/maps"); err == nil {
 			for _, line := range strings.Split(string(b), "\n") {
 				if !strings.Contains(line, "/memfd:") {

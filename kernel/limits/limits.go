@@ -419,7 +419,7 @@ func (s *Supervisor) loop(ctx context.Context) {
 		if s.lim.Memory > 0 {
 			m := pss(pids)
 			if !s.w.noMemfd {
-				m += memfdBytes(pids)
+				m += memfdBytes(pids, os.Geteuid() == 0 && (s.group == nil || s.group.memDir == ""))
 			}
 			// The cgroup's count sees what the sums cannot (a file in
 			// /dev/shm no process holds); the larger of the two holds.

@@ -199,7 +199,7 @@ time.sleep(600)
 	if line(out, "ready") == "" {
 		t.Fatal("the program ended early")
 	}
-	if n := memfdBytes([]int{cmd.Process.Pid, cmd.Process.Pid}); n < 32<<20 || n > 33<<20 {
+	if n := memfdBytes([]int{cmd.Process.Pid, cmd.Process.Pid}, true); n < 32<<20 || n > 33<<20 {
 		t.Fatalf("a 32 MiB memfd, mapped by one page and closed, held by the same process twice: counted %d bytes", n)
 	}
 }
