@@ -115,15 +115,16 @@ type Config struct {
 	// processes on the host's loopback from using the task's proxy.
 	Token string
 
-	Listen string // default 127.0.0.1:0
-	off    guard  // checks a test takes away to show what each stops; never set otherwise
+	Listen      string        // default 127.0.0.1:0
+	IdleTimeout time.Duration // keep-alive idle limit; default 2 minutes
 
-	// Test hooks: resolver resolves names for the default dialer (nil: the
+	// Test hooks, never set otherwise: off takes checks away to show what
+	// each stops; resolver resolves names for the default dialer (nil: the
 	// system's); dialing is called with each address the default dialer is
 	// about to connect to, after the checks, and its error stops the dial.
-	resolver    *net.Resolver
-	dialing     func(address string) error
-	IdleTimeout time.Duration // keep-alive idle limit; default 2 minutes
+	off      guard
+	resolver *net.Resolver
+	dialing  func(address string) error
 }
 
 // Proxy is one task's running proxy.
