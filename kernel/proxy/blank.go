@@ -35,6 +35,7 @@ const (
 	guardRegistryShape                    // registry requests must have the shape of what a registry serves
 	guardMethodOverride                   // method-override headers and fields are refused at registries
 	guardEncodedForms                     // the value's base64, hex, URL and JSON forms are blanked too
+	guardRanges                           // Range is dropped from requests to a secret's host
 )
 
 // on reports whether the check g is in force.
