@@ -124,9 +124,18 @@ func (k *Kernel) VerifyHistory(t *task.Task) error {
 }
 
 // LimitsFor is what a task's runs may take: the task's own fields over the
-// home's [limits] settings.
+// home's [limits] settings, with the defaults every run has (a process
+// count of limits.DefaultPids) where neither sets one.
 func LimitsFor(t *task.Task, home limits.Limits) limits.Limits {
-	return t.Limits.Over(home)
+	return t.Limits.Over(home).Resolved()
+}
+
+// DiskPaths are the folders a task's runs grow, measured for its disk
+// limit: the copy, its tmp, its home layer and its caches (what package
+// managers and build tools keep for the task, which grows as much as the
+// copy does).
+func DiskPaths(t *task.Task) []string {
+	return []string{t.Paths.Copy, t.Paths.Tmp, t.Paths.Home, filepath.Join(t.Paths.Dir, "cache")}
 }
 
 // NewReport is what making a task learned.

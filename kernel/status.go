@@ -188,13 +188,13 @@ func (k *Kernel) Exec(ctx context.Context, t *task.Task, opt ExecOptions) (int, 
 	if lim.Disk > 0 && t.DiskBase == 0 {
 		// Measured once, at the first run with a disk limit (a walk of
 		// the whole copy is not worth paying when the task is made).
-		t.DiskBase = limits.DiskUsage(t.Paths.Copy, t.Paths.Tmp, t.Paths.Home)
+		t.DiskBase = limits.DiskUsage(DiskPaths(t)...)
 		if err := k.Store.Save(t); err != nil {
 			return -1, nil, err
 		}
 	}
 	// Every run is supervised: its time is the task's (--task-time).
-	sup, err := limits.Supervise(ctx, lim, limits.Task{Dir: t.Paths.Dir, DiskPaths: []string{t.Paths.Copy, t.Paths.Tmp, t.Paths.Home}, DiskBase: t.DiskBase}, nil)
+	sup, err := limits.Supervise(ctx, lim, limits.Task{Dir: t.Paths.Dir, DiskPaths: DiskPaths(t), DiskBase: t.DiskBase}, nil)
 	if err != nil {
 		return -1, nil, fmt.Errorf("exec: %w", err)
 	}

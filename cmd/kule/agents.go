@@ -402,6 +402,7 @@ func runCommand() *cobra.Command {
 	var name string
 	var ask, fresh bool
 	var sf sandboxFlags
+	var pids int
 	c := &cobra.Command{
 		Use:   "run TASK --agent NAME [--ask] PROMPT",
 		Short: "Run an agent on the task's copy over ACP; every tool call is a step with what it changed",
@@ -417,24 +418,28 @@ Nothing reaches the folder until kule commit.`,
 			if name == "" {
 				return errors.New("run: name the agent with --agent (kule agents lists them)")
 			}
-			return runAgent(cmd, k, t, name, strings.Join(args[1:], " "), ask, fresh, &sf)
+			if pids < 0 {
+				return fmt.Errorf("run: --pids %d is below zero (nothing was started)", pids)
+			}
+			return runAgent(cmd, k, t, name, strings.Join(args[1:], " "), ask, fresh, &sf, pids)
 		}),
 	}
 	sf.add(c)
+	c.Flags().IntVar(&pids, "pids", 0, "processes and threads this run may hold at once (over the task's and home's limit)")
 	c.Flags().StringVar(&name, "agent", "", "the agent to run (kule agents lists them)")
 	c.Flags().BoolVar(&ask, "ask", false, "put each permission question to you instead of answering allow once")
 	c.Flags().BoolVar(&fresh, "new-session", false, "start a new conversation even if the task has one")
 	return c
 }
 
-func runAgent(cmd *cobra.Command, k *kernel.Kernel, t *task.Task, name, prompt string, ask, fresh bool, sf *sandboxFlags) error {
+func runAgent(cmd *cobra.Command, k *kernel.Kernel, t *task.Task, name, prompt string, ask, fresh bool, sf *sandboxFlags, pids int) error {
 	out, errw := cmd.OutOrStdout(), cmd.ErrOrStderr()
 	set, _, err := loadAgents()
 	if err != nil {
 		return err
 	}
 	pr := &printer{w: out}
-	o := agentrun.Options{Agents: set, Agent: name, Prompt: prompt, Fresh: fresh, OnEvent: pr.event, Sandbox: sf.options(), Stderr: errw}
+	o := agentrun.Options{Agents: set, Agent: name, Prompt: prompt, Fresh: fresh, OnEvent: pr.event, Sandbox: sf.options(), Stderr: errw, Pids: pids}
 	if ask {
 		o.Ask = terminalAsk(pr, os.Stdin, errw)
 		if da := daemonPermissionAsk(k.Store.Root, t, name); da != nil {

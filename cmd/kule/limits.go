@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"strconv"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -17,14 +18,18 @@ func limitsCommand() *cobra.Command {
 	var memory, disk string
 	var runTime, idle, taskTime time.Duration
 	var gpu string
+	var pids int
 	c := &cobra.Command{
 		Use:   "limits [TASK]",
-		Short: "Show or set what a run may take: --cpu 2 --memory 4G --disk 10G --time 30m --task-time 4h --idle 10m --gpu off",
+		Short: "Show or set what a run may take: --cpu 2 --memory 4G --disk 10G --time 30m --task-time 4h --idle 10m --pids 1024 --gpu off",
 		Long: `Without TASK the limits hold for every task; with TASK for that task only (its
 fields win over the home's). 0 removes a limit. Over its CPU share a run is
 slowed, not stopped; over memory, disk, time, task-time (all of the task's
-runs together) or idle it is stopped and says why. --gpu off leaves
-/dev/dri and NVIDIA's devices out of the sandbox.`,
+runs together) or idle it is stopped and says why. --pids bounds the
+processes and threads a run holds at once (1024 unless set; 0 goes back to
+that default): where Kule can make the run a cgroup of its own a fork past
+it fails, elsewhere the run is stopped. --gpu off leaves /dev/dri and
+NVIDIA's devices out of the sandbox.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			k, err := openKernel()
@@ -70,6 +75,12 @@ runs together) or idle it is stopped and says why. --gpu off leaves
 			}
 			if f.Changed("task-time") {
 				target.TaskTime, changed = taskTime, true
+			}
+			if f.Changed("pids") {
+				if pids < 0 {
+					return fmt.Errorf("limits: --pids %d is below zero (0 is the default of %d)", pids, limits.DefaultPids)
+				}
+				target.Pids, changed = pids, true
 			}
 			if f.Changed("gpu") {
 				if gpu != limits.GPUOn && gpu != limits.GPUOff {
@@ -118,6 +129,7 @@ runs together) or idle it is stopped and says why. --gpu off leaves
 	c.Flags().DurationVar(&runTime, "time", 0, "one run's wall time (e.g. 30m)")
 	c.Flags().DurationVar(&taskTime, "task-time", 0, "all of the task's runs together (e.g. 4h)")
 	c.Flags().DurationVar(&idle, "idle", 0, "stop a run with no activity for this long (e.g. 10m)")
+	c.Flags().IntVar(&pids, "pids", 0, fmt.Sprintf("processes and threads a run may hold at once (0: the default, %d)", limits.DefaultPids))
 	c.Flags().StringVar(&gpu, "gpu", "", "on or off: off leaves /dev/dri and NVIDIA's devices out of the sandbox")
 	return c
 }
@@ -133,8 +145,12 @@ func printLimits(w io.Writer, where string, l limits.Limits, sandboxNoGPU bool) 
 	if l.NoGPU(sandboxNoGPU) {
 		gpu = "off"
 	}
-	fmt.Fprintf(w, "limits for %s: cpu %s · memory %s · disk %s · time %s · task-time %s · idle %s · gpu %s\n", where,
+	pids := fmt.Sprintf("%d (default)", limits.DefaultPids)
+	if l.Pids > 0 {
+		pids = strconv.Itoa(l.Pids)
+	}
+	fmt.Fprintf(w, "limits for %s: cpu %s · memory %s · disk %s · time %s · task-time %s · idle %s · pids %s · gpu %s\n", where,
 		show(l.CPU > 0, fmt.Sprintf("%g cores", l.CPU)), show(l.Memory > 0, limits.Bytes(l.Memory)),
 		show(l.Disk > 0, limits.Bytes(l.Disk)), show(l.Time > 0, l.Time.String()), show(l.TaskTime > 0, l.TaskTime.String()),
-		show(l.Idle > 0, l.Idle.String()), gpu)
+		show(l.Idle > 0, l.Idle.String()), pids, gpu)
 }

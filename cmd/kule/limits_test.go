@@ -54,8 +54,8 @@ func loadTask(t *testing.T, home, id string) *task.Task {
 
 func TestLimitsCommandSetsEveryField(t *testing.T) {
 	home, id := newTaskCLI(t)
-	out := mustKule(t, "limits", "--cpu", "2", "--memory", "4G", "--disk", "10G", "--time", "30m", "--task-time", "4h", "--idle", "10m", "--gpu", "off")
-	want := "limits for every task: cpu 2 cores · memory 4.0 GiB · disk 10.0 GiB · time 30m0s · task-time 4h0m0s · idle 10m0s · gpu off"
+	out := mustKule(t, "limits", "--cpu", "2", "--memory", "4G", "--disk", "10G", "--time", "30m", "--task-time", "4h", "--idle", "10m", "--pids", "2048", "--gpu", "off")
+	want := "limits for every task: cpu 2 cores · memory 4.0 GiB · disk 10.0 GiB · time 30m0s · task-time 4h0m0s · idle 10m0s · pids 2048 · gpu off"
 	if !strings.Contains(out, want) {
 		t.Fatalf("kule limits printed\n%s\nwant %s", out, want)
 	}
@@ -63,19 +63,19 @@ func TestLimitsCommandSetsEveryField(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg.Limits != (limits.Limits{CPU: 2, Memory: 4 << 30, Disk: 10 << 30, Time: 30 * time.Minute, TaskTime: 4 * time.Hour, Idle: 10 * time.Minute, GPU: "off"}) {
+	if cfg.Limits != (limits.Limits{CPU: 2, Memory: 4 << 30, Disk: 10 << 30, Time: 30 * time.Minute, TaskTime: 4 * time.Hour, Idle: 10 * time.Minute, GPU: "off", Pids: 2048}) {
 		t.Fatalf("config.toml holds %+v", cfg.Limits)
 	}
 	// The task's own fields win; the rest are the home's.
 	out = mustKule(t, "limits", id, "--task-time", "1h", "--gpu", "on")
-	if !strings.Contains(out, "limits for task "+id+": cpu none · memory none · disk none · time none · task-time 1h0m0s · idle none · gpu on") ||
-		!strings.Contains(out, "(in force): cpu 2 cores · memory 4.0 GiB · disk 10.0 GiB · time 30m0s · task-time 1h0m0s · idle 10m0s · gpu on") {
+	if !strings.Contains(out, "limits for task "+id+": cpu none · memory none · disk none · time none · task-time 1h0m0s · idle none · pids 1024 (default) · gpu on") ||
+		!strings.Contains(out, "(in force): cpu 2 cores · memory 4.0 GiB · disk 10.0 GiB · time 30m0s · task-time 1h0m0s · idle 10m0s · pids 2048 · gpu on") {
 		t.Fatalf("kule limits %s printed\n%s", id, out)
 	}
 	if tk := loadTask(t, home, id); tk.Limits.TaskTime != time.Hour || tk.Limits.GPU != "on" {
 		t.Fatalf("task.json holds %+v", tk.Limits)
 	}
-	for _, bad := range [][]string{{"--gpu", "maybe"}, {"--task-time", "-1h"}, {"--cpu", "-1"}} {
+	for _, bad := range [][]string{{"--gpu", "maybe"}, {"--task-time", "-1h"}, {"--cpu", "-1"}, {"--pids", "-5"}} {
 		if out, err := kule(t, append([]string{"limits", id}, bad...)...); err == nil {
 			t.Errorf("kule limits %v was accepted:\n%s", bad, out)
 		}
@@ -275,5 +275,65 @@ func TestRunRefusedOnceTheBudgetIsSpent(t *testing.T) {
 	}
 	if _, err := os.Stat(marker); err == nil {
 		t.Fatal("the agent started")
+	}
+}
+
+// The step-arounds of a run's limits, through kule exec in the sandbox: a
+// fork bomb under --pids, memory held in a memfd never mapped, and disk
+// filled through the task's cache (where package managers write). Each is
+// stopped; kernel/limits' tests show each getting through with its count
+// taken away.
+func TestLimitStepAroundsStopExec(t *testing.T) {
+	if _, err := exec.LookPath("python3"); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatal("python3 is needed on CI")
+		}
+		t.Skip("python3 is not installed")
+	}
+	_, id := newTaskCLI(t)
+	const bomb = `
+import os, time
+n = 0
+try:
+    for _ in range(200):
+        if os.fork() == 0:
+            time.sleep(60)
+            os._exit(0)
+        n += 1
+except OSError as e:
+    print("refused after %d: errno %d" % (n, e.errno))
+print("made %d" % n, flush=True)
+`
+	out, _ := kuleCLI(t, "exec", id, "--pids", "64", "--", "python3", "-c", bomb)
+	var made int
+	if _, err := fmt.Sscanf(out[strings.Index(out, "made "):], "made %d", &made); err != nil {
+		t.Fatalf("the fork bomb printed no count:\n%s", out)
+	}
+	if made >= 64 || !strings.Contains(out, "refused after") && !strings.Contains(out, "stopped by a limit: pids") {
+		t.Fatalf("under --pids 64 the fork bomb made %d processes:\n%s", made, out)
+	}
+	// The same program under a limit above what it makes: all 200.
+	out, _ = kuleCLI(t, "exec", id, "--pids", "1000", "--", "python3", "-c", bomb)
+	if !strings.Contains(out, "made 200") {
+		t.Fatalf("under --pids 1000 the program should make its 200 processes:\n%s", out)
+	}
+
+	mustKule(t, "limits", id, "--memory", "64M")
+	out, err := kuleCLI(t, "exec", id, "--", "python3", "-c", `
+import os, time
+fd = os.memfd_create("hoard")
+for _ in range(200):
+    os.write(fd, b"\1" * (1 << 20))
+print("filled", flush=True)
+time.sleep(60)
+`)
+	if err == nil || !strings.Contains(out, "stopped by a limit: memory") {
+		t.Fatalf("200 MiB in a memfd under --memory 64M was not stopped: %v\n%s", err, out)
+	}
+	mustKule(t, "limits", id, "--memory", "0", "--disk", "4M")
+	out, err = kuleCLI(t, "exec", id, "--", "sh", "-c",
+		`mkdir -p "$XDG_CACHE_HOME" && for i in $(seq 24); do head -c 1048576 /dev/zero > "$XDG_CACHE_HOME/f$i" || exit 3; done; echo written; sleep 60`)
+	if err == nil || !strings.Contains(out, "stopped by a limit: disk") {
+		t.Fatalf("24 MiB into the task's cache under --disk 4M was not stopped: %v\n%s", err, out)
 	}
 }

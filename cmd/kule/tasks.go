@@ -108,6 +108,7 @@ func printProblems(w io.Writer, ps []walk.Problem) {
 
 func execCommand() *cobra.Command {
 	var sf sandboxFlags
+	var pids int
 	c := &cobra.Command{
 		Use:   "exec TASK -- COMMAND [ARGS...]",
 		Short: "Run a command in the task's copy, then list what it changed",
@@ -134,6 +135,12 @@ and lists what it changed. Nothing reaches the folder until kule commit.`,
 				return err
 			}
 			opt := kernel.ExecOptions{Args: argv, Subdir: subdirOf(t.Folder), Limits: kernel.LimitsFor(t, cfg.Limits)}
+			switch {
+			case pids < 0:
+				return fmt.Errorf("exec: --pids %d is below zero (nothing was run)", pids)
+			case pids > 0:
+				opt.Limits.Pids = pids
+			}
 			opt.Spec.Stdin, opt.Spec.Stdout, opt.Spec.Stderr = os.Stdin, os.Stdout, os.Stderr
 			r, err := sf.runnerFor(t, &opt.Spec)
 			if err != nil {
@@ -157,6 +164,7 @@ and lists what it changed. Nothing reaches the folder until kule commit.`,
 		}),
 	}
 	sf.add(c)
+	c.Flags().IntVar(&pids, "pids", 0, "processes and threads this run may hold at once (over the task's and home's limit)")
 	return c
 }
 

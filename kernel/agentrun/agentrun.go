@@ -52,6 +52,9 @@ type Options struct {
 	Fresh  bool // start a new conversation even if the task has one
 	// Trial, set by Try, is run instead of the named profile.
 	Trial *agents.Profile
+	// Pids, when above zero, is this run's process limit (kule run --pids),
+	// over the task's and the home's.
+	Pids int
 
 	// Ask puts a permission question to the person; nil answers allow_once.
 	Ask acp.AskFunc

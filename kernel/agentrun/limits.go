@@ -42,6 +42,9 @@ func (r *Run) startLimits(ctx context.Context, spec *runner.Spec) error {
 		return err
 	}
 	lim := kernel.LimitsFor(t, cfg.Limits)
+	if r.o.Pids > 0 {
+		lim.Pids = r.o.Pids
+	}
 	st, err := budget.Stand(k.Store.Root, t.Paths.Dir, time.Now())
 	if err != nil {
 		return fmt.Errorf("run: %w (nothing was started)", err)
@@ -51,13 +54,13 @@ func (r *Run) startLimits(ctx context.Context, spec *runner.Spec) error {
 	}
 	if lim.Disk > 0 && t.DiskBase == 0 {
 		// Measured once, at the first run with a disk limit (as kule exec).
-		t.DiskBase = limits.DiskUsage(t.Paths.Copy, t.Paths.Tmp, t.Paths.Home)
+		t.DiskBase = limits.DiskUsage(kernel.DiskPaths(t)...)
 		if err := k.Store.Save(t); err != nil {
 			return fmt.Errorf("run: %w", err)
 		}
 	}
 	w := &limitsWatch{lim: lim, clock: limits.NewClock()}
-	w.sup, err = limits.Supervise(ctx, lim, limits.Task{Dir: t.Paths.Dir, DiskPaths: []string{t.Paths.Copy, t.Paths.Tmp, t.Paths.Home}, DiskBase: t.DiskBase}, w.clock.Last)
+	w.sup, err = limits.Supervise(ctx, lim, limits.Task{Dir: t.Paths.Dir, DiskPaths: kernel.DiskPaths(t), DiskBase: t.DiskBase}, w.clock.Last)
 	if err != nil {
 		return fmt.Errorf("run: %w", err)
 	}

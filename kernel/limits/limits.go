@@ -1,9 +1,12 @@
 // Package limits bounds what one run may take: processor (slowed, not
 // stopped, by pausing and resuming its processes in turn — no privileges
-// needed), memory (the proportional set size of all its processes; over it
-// they are killed), disk (what its folders grew by, measured every second,
-// and no single file past it through RLIMIT_FSIZE), wall time (one run's,
-// and all of a task's runs' together, kept with the task), and idle time.
+// needed), memory (the proportional set size of all its processes plus the
+// memfds they hold, or the run's memory cgroup's count where that is
+// larger; over it they are killed), processes and threads (pids.max of a
+// cgroup of the run's own, else counted and stopped), disk (what its
+// folders grew by, measured every second, and no single file past it
+// through RLIMIT_FSIZE), wall time (one run's, and all of a task's runs'
+// together, kept with the task), and idle time.
 // Whether the GPU's devices are in the sandbox is a field here too; the
 // sandbox applies it.
 package limits
@@ -38,6 +41,9 @@ type Limits struct {
 	// GPU is GPUOn or GPUOff; empty takes the home's setting (on unless
 	// the home says off).
 	GPU string `json:"gpu,omitempty" toml:"gpu,omitempty"`
+	// Pids bounds the processes and threads a run holds at once; zero is
+	// DefaultPids wherever limits are put together for a run (Resolved).
+	Pids int `json:"pids,omitempty" toml:"pids,omitempty"`
 }
 
 // GPU settings.
@@ -71,7 +77,19 @@ func (l Limits) Over(home Limits) Limits {
 	if l.GPU != "" {
 		out.GPU = l.GPU
 	}
+	if l.Pids != 0 {
+		out.Pids = l.Pids
+	}
 	return out
+}
+
+// Resolved is l with the defaults a run always has filled in: the process
+// count (DefaultPids) when nothing set one.
+func (l Limits) Resolved() Limits {
+	if l.Pids <= 0 {
+		l.Pids = DefaultPids
+	}
+	return l
 }
 
 // NoGPU says whether the GPU's devices are left out of the sandbox: GPUOff
@@ -102,6 +120,8 @@ const (
 	ReasonIdle   Reason = "idle"
 	// ReasonTaskTime: all of the task's runs together took their time.
 	ReasonTaskTime Reason = "task-time"
+	// ReasonPids: the run held more processes and threads than its limit.
+	ReasonPids Reason = "pids"
 )
 
 // Errors a caller can test for.
@@ -136,18 +156,28 @@ type Watch struct {
 	// process starts); its wall time and the task's time count from there.
 	// When zero, the time Start is called.
 	Began time.Time
+
+	// Counts a test takes away to show the step-around each stops; never
+	// set otherwise.
+	noCgroup, noPidsCount, noMemfd, noMemCgroup bool
 }
 
 // Usage is what the run took so far.
 type Usage struct {
 	CPUSeconds float64
-	Memory     int64 // PSS of the run's processes now
+	Memory     int64 // PSS of the run's processes now, with the memfds they hold
 	Disk       int64 // growth since the task was made
 	Processes  int
-	Throttled  time.Duration // time the run spent paused to hold its CPU share
-	Wall       time.Duration // this run's wall time so far
-	TaskTime   time.Duration // all of the task's runs, this one included
-	Idle       time.Duration // since the run last did something (what Limits.Idle judges)
+	Threads    int  // processes and their threads: what the pids limit counts
+	PidsCgroup bool // the pids limit is held by a cgroup of the run's own
+	// MemoryCgroup: the run's memory is also read from a cgroup of its own.
+	MemoryCgroup bool
+	// ForksRefused is how many forks the run's cgroup refused at its limit.
+	ForksRefused int
+	Throttled    time.Duration // time the run spent paused to hold its CPU share
+	Wall         time.Duration // this run's wall time so far
+	TaskTime     time.Duration // all of the task's runs, this one included
+	Idle         time.Duration // since the run last did something (what Limits.Idle judges)
 }
 
 // Supervisor watches one run.
@@ -162,6 +192,8 @@ type Supervisor struct {
 	ended  sync.Once
 	onTick func(time.Time) // keeps the task's time, when there is a file for it
 	extra  []int           // more roots (an agent's terminals), watched with Root's tree
+	group  *runGroup       // the run's cgroups (pids.max, memory); nil: the sums alone
+	looks  int             // how many times the loop has measured the run (under mu)
 }
 
 // Add watches the tree rooted at pid too, as part of the run (a command an
@@ -173,6 +205,9 @@ func (s *Supervisor) Add(pid int) {
 	s.mu.Unlock()
 	if s.lim.Disk > 0 {
 		_ = SetFileSizeLimit(pid, s.lim.Disk)
+	}
+	if s.group != nil {
+		_ = s.group.joinTree(pid) // a failure leaves it to the count
 	}
 }
 
@@ -212,6 +247,22 @@ func Start(ctx context.Context, lim Limits, w Watch) *Supervisor {
 	s := &Supervisor{lim: lim, w: w, done: make(chan struct{}), finish: make(chan struct{})}
 	if lim.Disk > 0 {
 		_ = SetFileSizeLimit(w.Root, lim.Disk)
+	}
+	if !w.noCgroup && (lim.Pids > 0 || lim.Memory > 0 && !w.noMemCgroup) {
+		if g := newRunGroup(lim.Pids, lim.Memory > 0 && !w.noMemCgroup); g != nil {
+			if g.joinTree(w.Root) == nil {
+				s.group = g
+				s.usage.PidsCgroup = g.pidsDir != ""
+				s.usage.MemoryCgroup = g.memDir != ""
+			} else {
+				g.remove()
+			}
+		}
+	}
+	if lim.Pids > 0 && (s.group == nil || s.group.pidsDir == "") && s.w.Tick > 100*time.Millisecond {
+		// The count alone holds the limit: look often, a fork bomb
+		// grows fast.
+		s.w.Tick = 100 * time.Millisecond
 	}
 	go s.loop(ctx)
 	return s
@@ -259,6 +310,8 @@ func (s *Supervisor) Err() error {
 		return fmt.Errorf("%w: idle: nothing happened for %s", ErrStopped, s.lim.Idle)
 	case ReasonTaskTime:
 		return fmt.Errorf("%w: task-time: the task's runs have taken %s together, their limit (raise it with kule limits TASK --task-time)", ErrStopped, s.lim.TaskTime)
+	case ReasonPids:
+		return fmt.Errorf("%w: pids: the run held %d processes and threads, over its limit of %d (its processes were killed; raise it with kule limits --pids)", ErrStopped, s.usage.Threads, s.lim.Pids)
 	}
 	return nil
 }
@@ -275,6 +328,9 @@ func (s *Supervisor) stop(r Reason, pids []int) {
 
 func (s *Supervisor) loop(ctx context.Context) {
 	defer close(s.done)
+	if s.group != nil {
+		defer s.group.remove()
+	}
 	start := s.w.Began
 	var before time.Duration // the task's runs before this one
 	if s.w.TaskTimeFile != "" {
@@ -335,8 +391,43 @@ func (s *Supervisor) loop(ctx context.Context) {
 			return
 		}
 
+		if s.group != nil {
+			// A process the tree gained before it was in the group
+			// (forked before the run's first process was moved) is
+			// moved now; its children are born inside.
+			_ = s.group.join(pids)
+		}
+		if s.lim.Pids > 0 {
+			n := len(pids)
+			if !s.w.noPidsCount {
+				n = threads(pids)
+			}
+			s.mu.Lock()
+			s.usage.Threads = n
+			if s.group != nil {
+				s.usage.ForksRefused = s.group.refused()
+			}
+			s.mu.Unlock()
+			if !s.w.noPidsCount && n > s.lim.Pids {
+				s.stop(ReasonPids, pids)
+				return
+			}
+		}
+		s.mu.Lock()
+		s.looks++
+		s.mu.Unlock()
 		if s.lim.Memory > 0 {
 			m := pss(pids)
+			if !s.w.noMemfd {
+				m += memfdBytes(pids, os.Geteuid() == 0 && (s.group == nil || s.group.memDir == ""))
+			}
+			// The cgroup's count sees what the sums cannot (a file in
+			// /dev/shm no process holds); the larger of the two holds.
+			if s.group != nil {
+				if cg, ok := s.group.memory(); ok {
+					m = max(m, cg)
+				}
+			}
 			s.mu.Lock()
 			s.usage.Memory = m
 			s.mu.Unlock()

@@ -266,7 +266,7 @@ func TestPrivateAddressRefused(t *testing.T) {
 	if resp.StatusCode != http.StatusBadGateway {
 		t.Fatalf("CONNECT localhost:22: status %d, want 502", resp.StatusCode)
 	}
-	if e := p.Entries(); len(e) != 1 || !strings.Contains(e[0].Error, "loopback or private") {
+	if e := p.Entries(); len(e) != 1 || !strings.Contains(e[0].Error, "not a public internet address") {
 		t.Fatalf("log: %+v", e)
 	}
 	if s := p.Summary(); len(s) != 1 || !strings.HasPrefix(s[0], "net: localhost:22 · tunneled (all) · failed: connect: ") {

@@ -160,7 +160,7 @@ func TestRegistryPublishRefused(t *testing.T) {
 		"publish PUT":      {[]string{"-X", "PUT", "-d", "{}", "https://" + registryHost + "/left-pad"}, "403", false},
 		"unpublish DELETE": {[]string{"-X", "DELETE", "https://" + registryHost + "/left-pad/-rev/1"}, "403", false},
 		"upload POST":      {[]string{"-F", "content=@/dev/null", "https://" + registryHost + "/legacy/"}, "403", false},
-		"read-only POST":   {[]string{"-d", "{}", "https://" + registryHost + "/-/audit/quick"}, "200", true},
+		"read-only POST":   {[]string{"-H", "Content-Type: application/json", "-d", "{}", "https://" + registryHost + "/-/audit/quick"}, "200", true},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {

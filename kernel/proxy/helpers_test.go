@@ -114,7 +114,8 @@ type world struct {
 	apiPort int
 	servers []*http.Server
 	gitRepo string
-	begin   bool // start with Begin: the authority is made in the background
+	begin   bool  // start with Begin: the authority is made in the background
+	off     guard // checks taken away, to show the attack each stops
 }
 
 // echo answers with what it received, so the answer carries whatever the
@@ -188,6 +189,7 @@ func (w *world) start(t testing.TB) {
 		Registries:     []Registry{{Host: registryHost, ReadOnlyPosts: []string{"/-/audit"}}},
 		BundlePath:     w.bundle,
 		Token:          testToken,
+		off:            w.off,
 		UpstreamRoots:  w.root.pool,
 		SystemRootsPEM: w.root.pem, // the test's internet root stands in for the system's
 		Dial: func(ctx context.Context, network, addr string) (net.Conn, error) {

@@ -127,45 +127,119 @@ func blankString(s string, values [][]byte) string {
 // blank overwrites every occurrence of each value in b with '*', in place.
 // It looks for the value's rarest-looking byte (a digit or punctuation
 // before a letter): bytes.Index looks for the first byte, and in text a
-// secret's first letter recurs every few bytes, each a false start.
-func blank(b []byte, values [][]byte) {
-	for _, v := range values {
-		if len(v) == 0 {
-			continue
-		}
-		k := anchor(v)
-		for off := 0; off+len(v) <= len(b); {
-			i := bytes.IndexByte(b[off+k:len(b)-len(v)+k+1], v[k])
+// secret's first letter recurs every few bytes, each a false start. Values
+// that share such a byte (a secret and its encoded forms mostly share a
+// digit) are looked for in one pass.
+func blank(b []byte, values [][]byte) { blankGroups(b, anchorGroups(values)) }
+
+// blankGroups is blank with the anchors chosen (anchorGroups).
+func blankGroups(b []byte, groups []anchorGroup) {
+	for _, g := range groups {
+		for off := 0; off < len(b); {
+			i := bytes.IndexByte(b[off:], g.c)
 			if i < 0 {
 				break
 			}
-			j := off + i // where the value would start
-			if !bytes.Equal(b[j:j+len(v)], v) {
-				off = j + 1
-				continue
+			at := off + i
+			for _, m := range g.members {
+				j := at - m.k // where the value would start
+				if j < 0 || j+len(m.v) > len(b) || !bytes.Equal(b[j:j+len(m.v)], m.v) {
+					continue
+				}
+				for n := j; n < j+len(m.v); n++ {
+					b[n] = '*'
+				}
 			}
-			for n := j; n < j+len(v); n++ {
-				b[n] = '*'
-			}
-			off = j + len(v)
+			off = at + 1
 		}
 	}
+}
+
+// anchorGroup is the values looked for by one byte: each has c at index k.
+type anchorGroup struct {
+	c       byte
+	members []anchored
+}
+
+type anchored struct {
+	v []byte
+	k int
+}
+
+// anchorGroups assigns each value an anchor byte, sharing one byte among as
+// many values as it can among bytes no commoner than a digit (or the
+// value's own rarest, when it has neither punctuation nor digits).
+func anchorGroups(values [][]byte) []anchorGroup {
+	var left [][]byte
+	for _, v := range values {
+		if len(v) > 0 {
+			left = append(left, v)
+		}
+	}
+	var out []anchorGroup
+	for len(left) > 0 {
+		if len(left) == 1 {
+			v := left[0]
+			k := anchor(v)
+			return append(out, anchorGroup{c: v[k], members: []anchored{{v, k}}})
+		}
+		// The byte that most of the values left hold among their rare ones.
+		var count [256]int
+		for _, v := range left {
+			var seen [256]bool
+			limit := max(rank(v[anchor(v)]), 1)
+			for _, c := range v {
+				if rank(c) <= limit && !seen[c] {
+					seen[c] = true
+					count[c]++
+				}
+			}
+		}
+		best := 0
+		for c := 1; c < 256; c++ {
+			if count[c] > count[best] || count[c] == count[best] && rank(byte(c)) < rank(byte(best)) {
+				best = c
+			}
+		}
+		g := anchorGroup{c: byte(best)}
+		rest := left[:0:0]
+		for _, v := range left {
+			limit := max(rank(v[anchor(v)]), 1)
+			if k := bytes.IndexByte(v, byte(best)); k >= 0 && rank(byte(best)) <= limit {
+				g.members = append(g.members, anchored{v, k})
+			} else {
+				rest = append(rest, v)
+			}
+		}
+		if len(g.members) == 0 { // cannot happen: best is held by some value
+			v := left[0]
+			k := anchor(v)
+			g = anchorGroup{c: v[k], members: []anchored{{v, k}}}
+			rest = left[1:]
+		}
+		out = append(out, g)
+		left = rest
+	}
+	return out
+}
+
+// rank orders bytes by how likely they are in ordinary text: punctuation
+// 0, digits 1, capitals 2, anything else 3.
+func rank(c byte) int {
+	switch {
+	case c >= 'a' && c <= 'z' || c == ' ' || c == '\n' || c == '\t' || c >= 0x80:
+		return 3
+	case c >= 'A' && c <= 'Z':
+		return 2
+	case c >= '0' && c <= '9':
+		return 1
+	}
+	return 0
 }
 
 // anchor is the index of the byte of v least likely to occur in ordinary
 // text: punctuation, then digits, then capitals, then anything else.
 func anchor(v []byte) int {
-	rank := func(c byte) int {
-		switch {
-		case c >= 'a' && c <= 'z' || c == ' ' || c == '\n' || c == '\t' || c >= 0x80:
-			return 3
-		case c >= 'A' && c <= 'Z':
-			return 2
-		case c >= '0' && c <= '9':
-			return 1
-		}
-		return 0
-	}
 	best := 0
 	for i := range v {
 		if rank(v[i]) < rank(v[best]) {
@@ -185,6 +259,7 @@ func anchor(v []byte) int {
 type blanker struct {
 	r        io.Reader
 	values   [][]byte
+	groups   []anchorGroup // values by anchor, chosen once
 	keep     int
 	buf      []byte
 	off, cut int
@@ -199,7 +274,7 @@ func newBlanker(r io.Reader, values [][]byte) io.Reader {
 	for _, v := range values {
 		m = max(m, len(v))
 	}
-	return &blanker{r: r, values: values, keep: m - 1, buf: make([]byte, 0, max(128<<10, 4*m))}
+	return &blanker{r: r, values: values, groups: anchorGroups(values), keep: m - 1, buf: make([]byte, 0, max(128<<10, 4*m))}
 }
 
 // heldBack is the length of the longest tail of buf (at most keep bytes)
@@ -232,7 +307,7 @@ func (b *blanker) Read(p []byte) (int, error) {
 			b.err = err
 		}
 		// A value can start in the held-back tail: scan from the start.
-		blank(b.buf[scanFrom:], b.values)
+		blankGroups(b.buf[scanFrom:], b.groups)
 		// Hold back only a tail that could start a value: a streamed
 		// answer that pauses is not kept waiting for bytes no secret needs.
 		b.cut = len(b.buf) - b.heldBack()

@@ -27,7 +27,6 @@ package proxy
 
 import (
 	"bufio"
-	"compress/gzip"
 	"context"
 	"crypto/rand"
 	"crypto/subtle"
@@ -40,6 +39,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -61,7 +61,7 @@ var (
 	ErrNoBundlePath   = errors.New("proxy: hosts are intercepted but no CA bundle path is given")
 	ErrNoSystemRoots  = errors.New("proxy: no system certificate bundle found")
 	ErrNotIntercepted = errors.New("proxy: host is not intercepted")
-	ErrPrivateAddress = errors.New("proxy: host resolves to a loopback or private address")
+	ErrPrivateAddress = errors.New("proxy: host resolves to a loopback, private or other non-public address")
 	ErrBadSecret      = errors.New("proxy: secret is incomplete")
 )
 
@@ -117,6 +117,14 @@ type Config struct {
 
 	Listen      string        // default 127.0.0.1:0
 	IdleTimeout time.Duration // keep-alive idle limit; default 2 minutes
+
+	// Test hooks, never set otherwise: off takes checks away to show what
+	// each stops; resolver resolves names for the default dialer (nil: the
+	// system's); dialing is called with each address the default dialer is
+	// about to connect to, after the checks, and its error stops the dial.
+	off      guard
+	resolver *net.Resolver
+	dialing  func(address string) error
 }
 
 // Proxy is one task's running proxy.
@@ -495,18 +503,38 @@ func (p *Proxy) dial(host string, port int) (net.Conn, error) {
 		return p.cfg.Dial(ctx, "tcp", addr)
 	}
 	literal := net.ParseIP(host) != nil
-	d := net.Dialer{Control: func(_, address string, _ syscall.RawConn) error {
-		if literal {
-			return nil
+	d := net.Dialer{Resolver: p.cfg.resolver, Control: func(_, address string, _ syscall.RawConn) error {
+		if !literal {
+			if err := p.globalOnly(host, address); err != nil {
+				return err
+			}
 		}
-		h, _, _ := net.SplitHostPort(address)
-		ip := net.ParseIP(h)
-		if ip == nil || ip.IsLoopback() || ip.IsPrivate() || ip.IsLinkLocalUnicast() || ip.IsUnspecified() || ip.IsMulticast() {
-			return fmt.Errorf("%w: %s is %s", ErrPrivateAddress, host, h)
+		if p.cfg.dialing != nil {
+			return p.cfg.dialing(address)
 		}
 		return nil
 	}}
 	return d.DialContext(ctx, "tcp", addr)
+}
+
+// globalOnly refuses to connect a host name to an address that is not
+// globally reachable (see nonGlobal): a name on the internet must not lead
+// into the machine or the networks around it.
+func (p *Proxy) globalOnly(host, address string) error {
+	h, _, _ := net.SplitHostPort(address)
+	ip, err := netip.ParseAddr(h)
+	if err != nil {
+		return fmt.Errorf("%w: %s is %s", ErrPrivateAddress, host, h)
+	}
+	if !p.on(guardNonGlobal) {
+		if a := net.IP(ip.AsSlice()); !(a.IsLoopback() || a.IsPrivate() || a.IsLinkLocalUnicast() || a.IsUnspecified() || a.IsMulticast()) {
+			return nil // the narrower check the proxy had before: CGNAT and the rest pass
+		}
+	}
+	if nonGlobal(ip) {
+		return fmt.Errorf("%w: %s is %s, which is not a public internet address (loopback, private, carrier-grade NAT, link-local or reserved); nothing was sent to it", ErrPrivateAddress, host, h)
+	}
+	return nil
 }
 
 func (p *Proxy) intercepted(host string) bool {
@@ -749,9 +777,9 @@ func (p *Proxy) intercept(c net.Conn, br *bufio.Reader, bw *bufio.Writer, up net
 			writeError(cbw, http.StatusMisdirectedRequest, herr)
 			break
 		}
-		if reason := p.registryRefusal(host, req.Method, target); reason != "" {
+		if reason := p.registryRefusal(host, req, target); reason != "" {
 			e.Refusals = append(e.Refusals, req.Method+" "+clip(target)+" ("+reason+")")
-			writeError(cbw, http.StatusForbidden, reason+": "+req.Method+" "+clip(target)+" to "+host+" is refused; registries are read-only to commands")
+			writeError(cbw, http.StatusForbidden, reason+": "+req.Method+" "+clip(target)+" to "+host+" is refused; registries are read-only to commands and answer only requests for packages by name")
 			break
 		}
 		h := req.Header
@@ -773,8 +801,15 @@ func (p *Proxy) intercept(c net.Conn, br *bufio.Reader, bw *bufio.Writer, up net
 			}
 			h = h.Del("Accept-Encoding")
 			h = append(h, framing.Field{Name: "Accept-Encoding", Value: "identity"})
+			if p.on(guardRanges) {
+				// A range of an answer can hold part of the value,
+				// shorter than anything the blanker can match; ranges
+				// put together give it whole. The whole answer is asked
+				// for, and blanked.
+				h = h.Del("Range").Del("If-Range")
+			}
 		}
-		keep, err := p.exchange(cbw, ubr, ubw, func() { upTLS.Close() }, req, target, h, blankValues(secrets))
+		keep, err := p.exchange(cbw, ubr, ubw, func() { upTLS.Close() }, req, target, h, p.blankValues(secrets))
 		if err != nil {
 			e.Error = err.Error()
 		}
@@ -791,10 +826,16 @@ func clip(s string) string {
 	return s
 }
 
-func blankValues(secrets []*Secret) [][]byte {
+// blankValues are the byte strings blanked in the answers of a secret's
+// host: each value, and the forms in which a server that echoes what it
+// was sent commonly repeats it (see encodedForms).
+func (p *Proxy) blankValues(secrets []*Secret) [][]byte {
 	var vs [][]byte
 	for _, s := range secrets {
 		vs = append(vs, []byte(s.Value))
+		if p.on(guardEncodedForms) {
+			vs = append(vs, encodedForms([]byte(s.Value))...)
+		}
 	}
 	return vs
 }
@@ -829,29 +870,6 @@ func sameHost(hp, scheme, host string, port int) bool {
 	}
 	h, pt, err := splitHostPort(hp, def)
 	return err == nil && h == host && pt == port
-}
-
-// registryRefusal says why a request to a registry is refused, "" if it is not.
-func (p *Proxy) registryRefusal(host, method, target string) string {
-	r, ok := p.registry[host]
-	if !ok {
-		return ""
-	}
-	switch method {
-	case http.MethodGet, http.MethodHead, http.MethodOptions:
-		return ""
-	case http.MethodPost:
-		path := target
-		if i := strings.IndexByte(path, '?'); i >= 0 {
-			path = path[:i]
-		}
-		for _, pre := range r.ReadOnlyPosts {
-			if strings.HasPrefix(path, pre) {
-				return ""
-			}
-		}
-	}
-	return "publish"
 }
 
 // exchange relays one request and its response. It returns whether the client
@@ -895,8 +913,13 @@ func (p *Proxy) exchange(cbw *bufio.Writer, ubr *bufio.Reader, ubw *bufio.Writer
 				writeError(cbw, http.StatusBadRequest, "the request body could not be relayed: "+serr.Error())
 				return false, fmt.Errorf("request body: %w", serr)
 			}
-			writeError(cbw, http.StatusBadGateway, "the server's answer could not be read: "+err.Error())
-			return false, fmt.Errorf("upstream response: %w", err)
+			// The parser quotes what it could not read: the secret may be in it.
+			msg := err.Error()
+			if p.on(guardStatus) {
+				msg = blankString(msg, blankVals)
+			}
+			writeError(cbw, http.StatusBadGateway, "the server's answer could not be read: "+msg)
+			return false, errors.New("upstream response: " + msg)
 		}
 		if resp.StatusCode >= 100 && resp.StatusCode < 200 && resp.StatusCode != http.StatusSwitchingProtocols {
 			continue // 100 Continue was answered already; other 1xx are dropped
@@ -917,36 +940,10 @@ func (p *Proxy) exchange(cbw *bufio.Writer, ubr *bufio.Reader, ubw *bufio.Writer
 		return false, nil
 	}
 	if len(blankVals) > 0 {
-		for k, vs := range resp.Header {
-			for i := range vs {
-				vs[i] = blankString(vs[i], blankVals)
-			}
-			resp.Header[k] = vs
+		if reason := p.blankResponse(resp, blankVals); reason != "" {
+			writeError(cbw, http.StatusBadGateway, "the server's answer was withheld: "+reason+"; the answer may carry the secret, so it did not reach the command")
+			return false, errors.New("answer withheld: " + reason)
 		}
-		switch enc := strings.ToLower(resp.Header.Get("Content-Encoding")); enc {
-		case "", "identity":
-		case "gzip", "x-gzip":
-			zr, err := gzip.NewReader(resp.Body)
-			if err != nil {
-				writeError(cbw, http.StatusBadGateway, "the server's gzip answer could not be read: "+err.Error())
-				return false, err
-			}
-			resp.Body = struct {
-				io.Reader
-				io.Closer
-			}{zr, resp.Body}
-			resp.Header.Del("Content-Encoding")
-			resp.Header.Del("Content-Length")
-			resp.ContentLength = -1
-			resp.TransferEncoding = []string{"chunked"}
-		default:
-			writeError(cbw, http.StatusBadGateway, "the server answered in "+enc+" encoding although asked for none; Kule cannot blank the secret in it, so the answer was withheld")
-			return false, nil
-		}
-		resp.Body = struct {
-			io.Reader
-			io.Closer
-		}{newBlanker(resp.Body, blankVals), resp.Body}
 	}
 	closeAfter := req.Close() || resp.Close
 	resp.Close = closeAfter
@@ -1044,9 +1041,9 @@ func (p *Proxy) forward(c net.Conn, bw *bufio.Writer, req *framing.Request, fw *
 		writeError(bw, http.StatusMisdirectedRequest, herr)
 		return false, fw
 	}
-	if reason := p.registryRefusal(host, req.Method, target); reason != "" {
+	if reason := p.registryRefusal(host, req, target); reason != "" {
 		fw.e.Refusals = append(fw.e.Refusals, req.Method+" "+clip(target)+" ("+reason+")")
-		writeError(bw, http.StatusForbidden, reason+": "+req.Method+" "+clip(target)+" to "+host+" is refused; registries are read-only to commands")
+		writeError(bw, http.StatusForbidden, reason+": "+req.Method+" "+clip(target)+" to "+host+" is refused; registries are read-only to commands and answer only requests for packages by name")
 		return false, fw
 	}
 	if len(p.secrets[host]) > 0 {
