@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/kulehq/kule/kernel/credentials"
 	"github.com/kulehq/kule/kernel/runner"
 )
 
@@ -37,6 +38,7 @@ type plan struct {
 	// Seatbelt reads them; they stay on this side of the pipe (wire:"-").
 	Strong    []string `wire:"-"` // hidden for good: credentials, Kule's home, --hide
 	Soft      []string `wire:"-"` // hidden, but PATH/SDK folders and reveals inside stay
+	Logins    []string `wire:"-"` // agents' logins: hidden, but openings inside stay
 	HideDirs  []string // covered with an empty read-only tmpfs
 	HideFiles []string // covered with /dev/null
 	Links     []link   // symlinks made in hidden tmpfs areas (reveal siblings)
@@ -83,23 +85,14 @@ func onWire(f reflect.StructField) bool { return f.Tag.Get("wire") != "-" }
 
 type link struct{ Path, Target string }
 
-// credentialPaths are hidden under the person's home, whatever the folder.
-var credentialPaths = []string{
-	".ssh", ".aws", ".gnupg", ".npmrc", ".netrc", ".git-credentials",
-	".config/gh", ".docker/config.json", ".kube", ".pypirc",
-	".cargo/credentials", ".cargo/credentials.toml",
-	".config/gcloud", ".azure", ".config/hub", ".yarnrc.yml",
-	".config/git/credentials", ".password-store", ".local/share/keyrings",
-	".vault-token", ".terraform.d/credentials.tfrc.json",
-}
-
-// personalPaths are the person's own folders, hidden under the home.
+// personalPaths are the person's own folders, hidden under the home; the
+// names of one component are matched whatever their case ("documents").
 var personalPaths = []string{
 	"Documents", "Desktop", "Downloads", "Pictures", "Movies", "Music",
 	"Videos", "Dropbox", "Google Drive", "GoogleDrive", "OneDrive",
 	"iCloud Drive", "iCloudDrive", "Library/Mobile Documents",
 	"Library/CloudStorage", "Nextcloud", "ownCloud", "pCloudDrive",
-	"MEGA", "Box", "Sync",
+	"MEGA", "Box", "Sync", "Public", "Templates",
 }
 
 // systemSockets are places outside the home where sockets of other programs
@@ -194,8 +187,10 @@ func (s *Sandbox) plan(spec runner.Spec) (*plan, error) {
 		}
 	}
 	if personHome != "" && personHome != "/" {
-		for _, c := range credentialPaths {
-			addStrong(filepath.Join(personHome, c))
+		if !s.off.credentials {
+			for _, c := range credentials.Home {
+				addStrong(filepath.Join(personHome, filepath.FromSlash(c)))
+			}
 		}
 	}
 	for _, v := range []string{"CARGO_HOME"} {
@@ -219,25 +214,17 @@ func (s *Sandbox) plan(spec runner.Spec) (*plan, error) {
 		strong = append(strong, rp)
 	}
 
-	// Soft hides: personal folders and the folder beside the workspace.
+	// Soft hides: personal folders and the projects beside the workspace.
 	var soft []string
 	if personHome != "" && personHome != "/" {
-		for _, c := range personalPaths {
-			if rp, ok := res.existing(filepath.Join(personHome, c)); ok {
-				soft = append(soft, rp)
-			}
-		}
+		soft = append(soft, s.personalFolders(res, personHome, hostEnv)...)
 		if t.Folder != "" {
 			folder := t.Folder
 			if rf, err := res.realDir(folder); err == nil {
 				folder = rf
 			}
-			parent := filepath.Dir(folder)
-			if parent != personHome && within(parent, personHome) {
-				rel, _ := filepath.Rel(personHome, parent)
-				if !strings.HasPrefix(rel, ".") {
-					soft = append(soft, parent)
-				}
+			if d := besideWorkspace(folder, personHome, s.off.siblings); d != "" {
+				soft = append(soft, d)
 			}
 		}
 	}
@@ -315,8 +302,10 @@ func (s *Sandbox) plan(spec runner.Spec) (*plan, error) {
 		p.Keep = append(p.Keep, rp)
 	}
 
-	p.Strong, p.Soft = dedupe(strong), dedupe(soft)
-	for _, h := range append(strong, soft...) {
+	logins := s.loginHides(res, personHome, hostEnv, append(append([]string(nil), p.Writable...), p.ReadOnly...))
+
+	p.Strong, p.Soft, p.Logins = dedupe(strong), dedupe(soft), dedupe(logins)
+	for _, h := range append(append(strong, soft...), logins...) {
 		isDir, ok := res.isDir(h)
 		if !ok {
 			continue
