@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 
 	"github.com/kulehq/kule/kernel/credentials"
 )
@@ -12,13 +13,26 @@ import (
 // to show the attack working without them. They are unexported and set only
 // by tests: no option, configuration or flag reaches them.
 type guards struct {
-	credentials bool // hide nothing of credentials.Home
-	logins      bool // hide no agent's login
-	siblings    bool // hide only the workspace's parent, not every project beside its ancestors
-	userDirs    bool // hide the personal folders by their English names only, as spelled
-	seccomp     bool // no seccomp filter in the command
-	sockets     bool // hide no sockets beyond the fixed list
-	caEnv       bool // the person's certificate variables win over the task's
+	credentials  bool // hide nothing of credentials.Home
+	logins       bool // hide no agent's login
+	siblings     bool // hide only the workspace's parent, not every project beside its ancestors
+	userDirs     bool // hide the personal folders by their English names only, as spelled
+	seccomp      bool // no seccomp filter in the command
+	seccompErrno int  // the filter's answer, when not 0 (EPERM when 0)
+	sockets      bool // hide no sockets beyond the fixed list
+	caEnv        bool // the person's certificate variables win over the task's
+}
+
+// seccompErrno is the plan's Seccomp: EPERM, unless a test changed the
+// filter's answer or took the filter away.
+func (s *Sandbox) seccompErrno() int {
+	switch {
+	case s.off.seccomp:
+		return 0
+	case s.off.seccompErrno != 0:
+		return s.off.seccompErrno
+	}
+	return int(syscall.EPERM)
 }
 
 // besideWorkspace is the folder to hide so that no project beside the

@@ -50,6 +50,13 @@ type plan struct {
 
 	Landlock bool // apply Landlock (false only with weaker isolation accepted)
 
+	// Seccomp is the errno the helper's seccomp filter (pid1_linux.c's
+	// seccomp_filter) refuses system calls with: EPERM. Only attack tests
+	// set another (guards.seccompErrno: an errno no refused call answers
+	// by itself, to tell the filter's refusals from the kernel's) or 0, no
+	// filter (guards.seccomp); no option reaches it.
+	Seccomp int
+
 	PTY bool // stdin is the person's terminal: the command gets a pty of its own
 
 	// Shape is planShape() of the kule that wrote the plan: a helper from
@@ -164,6 +171,7 @@ func (s *Sandbox) plan(spec runner.Spec) (*plan, error) {
 	p := &plan{
 		Args: spec.Args, Dir: dir, Copy: copyDir, Tmp: tmpDir, Home: homeDir, Cache: cacheDir, FSize: spec.FileSizeLimit,
 		NetNS: spec.Network != runner.NetworkOpen, NoTCP: spec.Network == runner.NetworkNone,
+		Seccomp: s.seccompErrno(),
 	}
 	if spec.Network == runner.NetworkProxy && spec.ProxyAddr != "" {
 		_, port, err := net.SplitHostPort(spec.ProxyAddr)
