@@ -44,6 +44,7 @@ var attacks = map[string]func(args []string){
 	"fds":        attackFDs,
 	"env":        attackEnv,
 	"syscalls":   attackSyscalls,
+	"tls":        attackTLS,
 	"ids":        func([]string) { fmt.Printf("uid=%d euid=%d\nheld: ids\n", os.Getuid(), os.Geteuid()) },
 }
 

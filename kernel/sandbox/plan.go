@@ -335,7 +335,7 @@ func (s *Sandbox) plan(spec runner.Spec) (*plan, error) {
 		return nil, err
 	}
 	p.Devices = devs
-	p.Env = commandEnv(spec, p)
+	p.Env = commandEnv(spec, p, !s.off.caEnv)
 	return p, nil
 }
 
