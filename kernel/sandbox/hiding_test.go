@@ -66,3 +66,29 @@ func TestBesideWorkspace(t *testing.T) {
 		}
 	}
 }
+
+func TestBoundSockets(t *testing.T) {
+	src := "Num       RefCount Protocol Flags    Type St Inode Path\n" +
+		"0000000000000000: 00000002 00000000 00010000 0001 01 20001 /run/postgresql/.s.PGSQL.5432\n" +
+		"0000000000000000: 00000002 00000000 00010000 0001 01 20002 @/tmp/.X11-unix/X0\n" +
+		"0000000000000000: 00000003 00000000 00000000 0001 03 20003\n" +
+		"0000000000000000: 00000002 00000000 00010000 0001 01 20004 /home/p/my socket\n" +
+		"0000000000000000: 00000002 00000000 00010000 0001 01 20005 relative.sock\n" +
+		"0000000000000000: 00000002 00000000 00010000 0001 01 20006 /a/../b\n"
+	want := []string{"/run/postgresql/.s.PGSQL.5432", "/home/p/my socket"}
+	if d := cmp.Diff(want, boundSockets([]byte(src))); d != "" {
+		t.Fatalf("(-want +got):\n%s", d)
+	}
+}
+
+func FuzzBoundSockets(f *testing.F) {
+	f.Add([]byte("Num RefCount Protocol Flags Type St Inode Path\n0: 2 0 10000 1 1 2 /run/x.sock\n"))
+	f.Add([]byte("h\n0: 2 0 10000 1 1 2 @abstract\n0: 3 0 0 1 3 4\n"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		for _, p := range boundSockets(b) {
+			if !filepath.IsAbs(p) || filepath.Clean(p) != p || strings.ContainsAny(p, "\n\x00") {
+				t.Fatalf("%q is not a clean absolute path", p)
+			}
+		}
+	})
+}

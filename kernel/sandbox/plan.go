@@ -236,6 +236,17 @@ func (s *Sandbox) plan(spec runner.Spec) (*plan, error) {
 			}
 		}
 	}
+	var runLinks []link
+	if !s.off.sockets {
+		for _, d := range runDirs {
+			rp, ok := res.existing(d)
+			if isDir, _ := res.isDir(rp); !ok || !isDir {
+				continue
+			}
+			soft = append(soft, rp)
+			runLinks = append(runLinks, topLinks(rp)...)
+		}
+	}
 	underStrong := func(path string) bool {
 		for _, h := range strong {
 			if within(path, h) {
@@ -297,6 +308,7 @@ func (s *Sandbox) plan(spec runner.Spec) (*plan, error) {
 	if t.Folder != "" {
 		keeps = append(keeps, gitDirs(t.Folder)...)
 	}
+	keeps = append(keeps, etcLinksIntoRun...)
 	seen := map[string]bool{}
 	for _, k := range keeps {
 		if !filepath.IsAbs(k) {
@@ -312,8 +324,14 @@ func (s *Sandbox) plan(spec runner.Spec) (*plan, error) {
 
 	logins := s.loginHides(res, personHome, hostEnv, append(append([]string(nil), p.Writable...), p.ReadOnly...))
 
+	var sockets []string
+	if !s.off.sockets {
+		sockets = s.socketsToHide(spec, res, p, strong, soft, logins)
+		p.Links = append(p.Links, runLinks...)
+	}
+
 	p.Strong, p.Soft, p.Logins = dedupe(strong), dedupe(soft), dedupe(logins)
-	for _, h := range append(append(strong, soft...), logins...) {
+	for _, h := range append(append(append(strong, soft...), logins...), sockets...) {
 		isDir, ok := res.isDir(h)
 		if !ok {
 			continue

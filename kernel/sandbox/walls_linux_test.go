@@ -3,8 +3,11 @@
 package sandbox
 
 import (
+	"net"
+	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/kulehq/kule/kernel/credentials"
@@ -157,4 +160,75 @@ func TestWalls(t *testing.T) {
 			t.Fatalf("the home is hidden by an XDG directory set to $HOME/:\n%s\nstderr: %s", r.stdout, r.stderr)
 		}
 	})
+	t.Run("connect-named-sockets", func(t *testing.T) {
+		w := newWorld(t)
+		var sockets []string
+		if os.Getuid() == 0 {
+			// A database's socket in /run, answering whoever connects.
+			dir, err := os.MkdirTemp("/run", "kule-walls-postgresql-")
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { os.RemoveAll(dir) })
+			sockets = append(sockets, listenUnix(t, filepath.Join(dir, ".s.PGSQL.5432")))
+		}
+		// One in the home, outside anything hidden by name.
+		sockets = append(sockets, listenUnix(t, filepath.Join(w.home, ".local", "share", "db", "db.sock")))
+		off := w.sandbox()
+		off.off.sockets = true
+		assertEscaped(t, w.attackWith(t, off, runner.Spec{}, "unix", sockets...), sockets...)
+		assertHeld(t, w.attack(t, runner.Spec{}, "unix", sockets...))
+
+		// One in an --allow-write folder stays in reach, and the run says so.
+		out := filepath.Join(w.root, "out")
+		open := listenUnix(t, filepath.Join(out, "dev.sock"))
+		var mu sync.Mutex
+		var told []Refusal
+		s := w.sandbox()
+		s.Refused = func(r Refusal) { mu.Lock(); told = append(told, r); mu.Unlock() }
+		r := w.attackWith(t, s, runner.Spec{AllowWrite: []string{out}}, "unix", open)
+		if !strings.Contains(r.stdout, "ESCAPED: connected to unix socket") {
+			t.Fatalf("a socket in an --allow-write folder is not in reach:\n%s\nstderr: %s", r.stdout, r.stderr)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if len(told) != 1 || told[0].Kind != SocketsReachable || !strings.Contains(told[0].What, open) {
+			t.Fatalf("the run did not say which sockets stay in reach: %+v", told)
+		}
+	})
+	t.Run("run-links-kept", func(t *testing.T) {
+		target, err := os.Readlink("/run/shm")
+		if err != nil {
+			t.Skip("no /run/shm link on this system")
+		}
+		w := newWorld(t)
+		r := w.run(t, w.sandbox(), runnerSpec("readlink", "/run/shm"))
+		if strings.TrimSpace(r.stdout) != target {
+			t.Fatalf("/run/shm inside is %q, outside %q (stderr %s)", r.stdout, target, r.stderr)
+		}
+	})
+}
+
+// listenUnix listens on a named unix socket at path until the test ends,
+// and returns path.
+func listenUnix(t *testing.T, path string) string {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("unix", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			c.Close()
+		}
+	}()
+	return path
 }
