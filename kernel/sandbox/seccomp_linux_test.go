@@ -17,15 +17,12 @@ import (
 	"github.com/kulehq/kule/kernel/runner"
 )
 
-// refusedCalls are the system calls the seccomp filter refuses, each made
+// commonRefusedCalls are the system calls the seccomp filter refuses, each made
 // with arguments the kernel would refuse by itself (a bad descriptor, a
 // NULL pointer, a process that does not exist), so that none does harm
 // when the filter is taken away and each tells the filter's answer from
 // the kernel's.
-var refusedCalls = []struct {
-	name string
-	call func() error
-}{
+var commonRefusedCalls = []refusedCall{
 	{"io_uring_setup", func() error { return sys(unix.SYS_IO_URING_SETUP, 1, 0) }},
 	{"io_uring_enter", func() error { return sys(unix.SYS_IO_URING_ENTER, neg1, 1, 0, 0, 0, 0) }},
 	{"io_uring_register", func() error { return sys(unix.SYS_IO_URING_REGISTER, neg1, 0, 0, 0) }},
@@ -78,7 +75,18 @@ var refusedCalls = []struct {
 	{"adjtimex", func() error { return sys(unix.SYS_ADJTIMEX, 0) }},
 	{"syslog", func() error { return sys(unix.SYS_SYSLOG, 9999, 0, 0) }},
 	{"fanotify_init", func() error { return sys(unix.SYS_FANOTIFY_INIT, 1<<30, 0) }},
+	{"settimeofday", func() error { return sys(unix.SYS_SETTIMEOFDAY, 0, 0) }},
+	{"clock_adjtime", func() error { return sys(unix.SYS_CLOCK_ADJTIME, 9999, 0) }},
+	{"vhangup", func() error { return sys(unix.SYS_VHANGUP) }},
 }
+
+type refusedCall struct {
+	name string
+	call func() error
+}
+
+// refusedCalls are the common ones and those of this architecture.
+var refusedCalls = append(append([]refusedCall(nil), commonRefusedCalls...), archRefusedCalls...)
 
 const neg1 = ^uintptr(0)
 
