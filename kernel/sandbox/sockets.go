@@ -97,12 +97,6 @@ func (s *Sandbox) socketsToHide(spec runner.Spec, res resolver, p *plan, strong,
 	if err != nil {
 		return nil // no /proc/net/unix (no unix sockets): nothing to cover
 	}
-	var real []string
-	for _, sk := range boundSockets(b) {
-		if rp, ok := res.existing(sk); ok {
-			real = append(real, rp)
-		}
-	}
 	open := append([]string{p.Copy, p.Tmp, p.Home, p.Cache}, p.Writable...)
 	shown := append(append([]string(nil), p.ReadOnly...), p.Keep...)
 	hidden := func(path string) bool {
@@ -119,6 +113,18 @@ func (s *Sandbox) socketsToHide(spec runner.Spec, res resolver, p *plan, strong,
 			}
 		}
 		return false
+	}
+	// Most sockets lie in /run, hidden already: those are passed over by
+	// their path as bound, without a look at the disk; the rest are
+	// resolved (a link on the way, /var/run) and looked at.
+	var real []string
+	for _, sk := range boundSockets(b) {
+		if hidden(sk) && !under(sk, open) {
+			continue
+		}
+		if rp, ok := res.existing(sk); ok {
+			real = append(real, rp)
+		}
 	}
 	hide, reachable := socketHides(real, open, hidden)
 	if len(reachable) > 0 {
@@ -147,6 +153,16 @@ func topLinks(dir string) []link {
 		}
 	}
 	return out
+}
+
+// under reports whether path lies in one of dirs.
+func under(path string, dirs []string) bool {
+	for _, d := range dirs {
+		if within(path, d) {
+			return true
+		}
+	}
+	return false
 }
 
 func isSocket(path string) bool {
