@@ -176,18 +176,7 @@ func commandEnv(spec runner.Spec, p *plan, taskWins bool) []string {
 // proxy before the network, so a task's own GOMODCACHE fills from it instead
 // of downloading again.
 func goProxyFromCache(env []string) (string, bool) {
-	dir := lookupEnv(env, "GOMODCACHE")
-	if dir == "" {
-		gopath := lookupEnv(env, "GOPATH")
-		if gopath == "" {
-			if h := lookupEnv(env, "HOME"); h != "" {
-				gopath = filepath.Join(h, "go")
-			}
-		}
-		if first := filepath.SplitList(gopath); len(first) > 0 && first[0] != "" {
-			dir = filepath.Join(first[0], "pkg", "mod")
-		}
-	}
+	dir := goModCache(env)
 	if dir == "" || !filepath.IsAbs(dir) {
 		return "", false
 	}
@@ -200,6 +189,25 @@ func goProxyFromCache(env []string) (string, bool) {
 		rest = "https://proxy.golang.org,direct"
 	}
 	return "GOPROXY=file://" + dl + "," + rest, true
+}
+
+// goModCache is the person's Go module cache as env sets it (GOMODCACHE,
+// else the first GOPATH's pkg/mod, else ~/go/pkg/mod); "" when none can
+// be told.
+func goModCache(env []string) string {
+	if dir := lookupEnv(env, "GOMODCACHE"); dir != "" {
+		return dir
+	}
+	gopath := lookupEnv(env, "GOPATH")
+	if gopath == "" {
+		if h := lookupEnv(env, "HOME"); h != "" {
+			gopath = filepath.Join(h, "go")
+		}
+	}
+	if first := filepath.SplitList(gopath); len(first) > 0 && first[0] != "" {
+		return filepath.Join(first[0], "pkg", "mod")
+	}
+	return ""
 }
 
 func withoutVar(env []string, name string) []string {

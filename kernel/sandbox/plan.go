@@ -297,10 +297,13 @@ func (s *Sandbox) plan(spec runner.Spec) (*plan, error) {
 		}
 	}
 
-	// Keeps: PATH entries, SDK folders, the workspace's git directory.
+	// Keeps: PATH entries, SDK folders, the person's Go module cache
+	// (which the task's GOPROXY reads first), the workspace's git
+	// directory.
 	var keeps []string
 	for _, env := range [][]string{hostEnv, spec.Env} {
 		keeps = append(keeps, filepath.SplitList(lookupEnv(env, "PATH"))...)
+		keeps = append(keeps, goModCache(env))
 		for _, v := range sdkVars {
 			keeps = append(keeps, filepath.SplitList(lookupEnv(env, v))...)
 		}

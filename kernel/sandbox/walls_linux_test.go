@@ -137,6 +137,22 @@ func TestWalls(t *testing.T) {
 			t.Fatalf("a revealed project beside the workspace is not open:\n%s\nstderr: %s", r.stdout, r.stderr)
 		}
 	})
+	t.Run("go-workspace-keeps-module-cache", func(t *testing.T) {
+		// A workspace in GOPATH: ~/go is hidden whole, but the module
+		// cache the task's GOPROXY reads first stays readable.
+		w := newWorld(t)
+		w.task.Folder = filepath.Join(w.home, "go", "src", "example.com", "app")
+		write(t, filepath.Join(w.task.Folder, "go.mod"), "module example.com/app")
+		sibling := filepath.Join(w.home, "go", "src", "example.com", "other", "secret.go")
+		write(t, sibling, marker+" another module's source")
+		cached := filepath.Join(w.home, "go", "pkg", "mod", "cache", "download", "example.com", "dep", "@v", "list")
+		write(t, cached, "v1.0.0\n")
+		assertHeld(t, w.attack(t, runner.Spec{}, "read", sibling))
+		r := w.attack(t, runner.Spec{}, "read", cached)
+		if !strings.Contains(r.stdout, "ESCAPED: read "+cached) {
+			t.Fatalf("the person's module cache is not readable:\n%s\nstderr: %s", r.stdout, r.stderr)
+		}
+	})
 	t.Run("read-localized-personal-folders", func(t *testing.T) {
 		w := newWorld(t)
 		write(t, filepath.Join(w.home, ".config", "user-dirs.dirs"), "# written by xdg-user-dirs-update\n"+
