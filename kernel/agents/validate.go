@@ -5,18 +5,14 @@ import (
 	"path"
 	"strings"
 
+	"github.com/kulehq/kule/kernel/credentials"
 	"github.com/kulehq/kule/kernel/lazyre"
 )
 
 // Hidden lists what Kule hides from every sandbox (paths under ~): keys,
-// logins and tokens of other tools. No profile may open them.
-var Hidden = []string{
-	".ssh", ".gnupg", ".aws", ".azure", ".kube", ".docker", ".netrc", ".git-credentials",
-	".npmrc", ".pypirc", ".cargo/credentials", ".cargo/credentials.toml", ".password-store",
-	".config/gh", ".config/gcloud", ".config/hub", ".config/op", ".config/rclone",
-	".local/share/keyrings", ".mozilla", ".config/google-chrome", ".config/chromium",
-	".terraform.d", ".vault-token", ".pgpass", ".my.cnf",
-}
+// logins and tokens of other tools (credentials.Home, the list the sandbox
+// hides). No profile may open them.
+var Hidden = credentials.Home
 
 // KuleOwn is Kule's own home and packages: no agent writes or reads them.
 var KuleOwn = []string{".kule", ".local/share/kule", ".config/kule"}

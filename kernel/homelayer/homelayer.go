@@ -23,6 +23,7 @@ import (
 
 	"github.com/kulehq/kule/kernel/atomicfile"
 	"github.com/kulehq/kule/kernel/beneath"
+	"github.com/kulehq/kule/kernel/credentials"
 )
 
 // Errors a caller can test for.
@@ -48,12 +49,9 @@ type Layer struct {
 
 // Hidden are the home entries that never enter a layer: credentials and what
 // no review should offer (shell histories, completion dumps).
-var Hidden = []string{
-	".ssh", ".aws", ".gnupg", ".npmrc", ".netrc", ".git-credentials", ".config/gh",
-	".docker", ".kube", ".pypirc", ".cargo/credentials", ".cargo/credentials.toml",
-	".config/gcloud", ".azure", ".kule", ".local/share/kule",
+var Hidden = append(append([]string(nil), credentials.Home...), ".kule", ".local/share/kule",
 	".bash_history", ".zsh_history", ".python_history", ".lesshst", ".viminfo", ".node_repl_history",
-}
+)
 
 func hidden(rel string) bool {
 	for _, h := range Hidden {

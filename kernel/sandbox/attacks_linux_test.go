@@ -43,6 +43,8 @@ var attacks = map[string]func(args []string){
 	"link":       attackLink,
 	"fds":        attackFDs,
 	"env":        attackEnv,
+	"syscalls":   attackSyscalls,
+	"tls":        attackTLS,
 	"ids":        func([]string) { fmt.Printf("uid=%d euid=%d\nheld: ids\n", os.Getuid(), os.Geteuid()) },
 }
 
@@ -218,7 +220,10 @@ func attackTIOCSTI(args []string) {
 		}
 		b := byte('#')
 		_, _, errno := unix.Syscall(unix.SYS_IOCTL, uintptr(fd), unix.TIOCSTI, uintptr(unsafe.Pointer(&b)))
+		_, notty := unix.IoctlGetTermios(fd, unix.TCGETS)
 		switch {
+		case errno != 0 && notty == nil && !person[id]:
+			held("TIOCSTI on fd %d: %v; fd %d is the command's own pty (%s)", fd, errno, fd, id)
 		case errno != 0:
 			held("TIOCSTI on fd %d: %v", fd, errno)
 		case len(args) == 0 || person[id]:

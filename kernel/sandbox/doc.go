@@ -9,9 +9,11 @@
 // millisecond, more than anything else it does. A binary built without cgo
 // has no helper, and refuses to run commands. The helper is PID 1 of new
 // user, mount, PID, network, IPC and UTS namespaces. It makes every mount
-// read-only, nosuid and nodev; covers hidden paths (credentials, personal
-// folders, the workspace's parent, Kule's home and the other tasks) with
-// empty tmpfs or /dev/null; mounts the copy, the task's tmp (at /tmp) and
+// read-only, nosuid and nodev; covers hidden paths (kernel/credentials'
+// list, agents' logins but the run's own, personal folders by their XDG
+// names, every project beside the workspace, /run and the named sockets
+// bound on the system, Kule's home and the other tasks; see hiding.go and
+// sockets.go) with empty tmpfs or /dev/null; mounts the copy, the task's tmp (at /tmp) and
 // --allow-write paths writable, revealed projects read-only and PATH/SDK
 // folders readable again; gives a /dev of named devices, a private devpts
 // and a fresh /proc; brings up loopback and, when the task has a proxy,
@@ -22,6 +24,8 @@
 // no_new_privs and the file size limit and enters a Landlock domain (writes
 // only to the copy, /tmp, /dev's named devices and --allow-write; TCP
 // connect only to the proxy port; abstract unix sockets and signals scoped)
+// and, last, a seccomp filter (io_uring, ptrace, keyrings, new user
+// namespaces, TIOCSTI and the usual privileged calls refused with EPERM)
 // before it execs, so the command is narrowed from its first instruction
 // while PID 1 stays outside the domain (the command can neither signal nor
 // ptrace it). The command runs in a session of its own with only

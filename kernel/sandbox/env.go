@@ -129,10 +129,23 @@ func ProxyEnv(port int, token ...string) []string {
 }
 
 // commandEnv is the command's environment: the Spec's without secrets, the
-// person's proxy settings and cache locations, plus the task's own.
-func commandEnv(spec runner.Spec, p *plan) []string {
+// person's proxy settings and cache locations, plus the task's own. A
+// variable the task sets (TaskEnv: the CA bundle of the task's proxy in
+// SSL_CERT_FILE and its kin) is the task's alone: the person's own value is
+// dropped, since a program reading its environment takes the first of two
+// (glibc's getenv, Go's os.Getenv), and the person's SSL_CERT_FILE would
+// make every intercepted TLS connection fail. The proxy's bundle holds the
+// roots of the person's file (kernel/proxy reads it outside the sandbox).
+// taskWins false is the guard taken away, for attack tests.
+func commandEnv(spec runner.Spec, p *plan, taskWins bool) []string {
 	kept, _ := FilterEnv(spec.Env)
 	drop := map[string]bool{"TMPDIR": true}
+	if taskWins {
+		for _, kv := range spec.TaskEnv {
+			name, _, _ := strings.Cut(kv, "=")
+			drop[name] = true
+		}
+	}
 	for _, c := range cacheVars {
 		drop[c.name] = true
 	}
@@ -163,18 +176,7 @@ func commandEnv(spec runner.Spec, p *plan) []string {
 // proxy before the network, so a task's own GOMODCACHE fills from it instead
 // of downloading again.
 func goProxyFromCache(env []string) (string, bool) {
-	dir := lookupEnv(env, "GOMODCACHE")
-	if dir == "" {
-		gopath := lookupEnv(env, "GOPATH")
-		if gopath == "" {
-			if h := lookupEnv(env, "HOME"); h != "" {
-				gopath = filepath.Join(h, "go")
-			}
-		}
-		if first := filepath.SplitList(gopath); len(first) > 0 && first[0] != "" {
-			dir = filepath.Join(first[0], "pkg", "mod")
-		}
-	}
+	dir := goModCache(env)
 	if dir == "" || !filepath.IsAbs(dir) {
 		return "", false
 	}
@@ -187,6 +189,25 @@ func goProxyFromCache(env []string) (string, bool) {
 		rest = "https://proxy.golang.org,direct"
 	}
 	return "GOPROXY=file://" + dl + "," + rest, true
+}
+
+// goModCache is the person's Go module cache as env sets it (GOMODCACHE,
+// else the first GOPATH's pkg/mod, else ~/go/pkg/mod); "" when none can
+// be told.
+func goModCache(env []string) string {
+	if dir := lookupEnv(env, "GOMODCACHE"); dir != "" {
+		return dir
+	}
+	gopath := lookupEnv(env, "GOPATH")
+	if gopath == "" {
+		if h := lookupEnv(env, "HOME"); h != "" {
+			gopath = filepath.Join(h, "go")
+		}
+	}
+	if first := filepath.SplitList(gopath); len(first) > 0 && first[0] != "" {
+		return filepath.Join(first[0], "pkg", "mod")
+	}
+	return ""
 }
 
 func withoutVar(env []string, name string) []string {

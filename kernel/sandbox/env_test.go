@@ -2,9 +2,12 @@ package sandbox
 
 import (
 	"os"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/kulehq/kule/kernel/runner"
 )
 
 func TestFilterEnv(t *testing.T) {
@@ -54,5 +57,33 @@ func TestGoProxyFromCache(t *testing.T) {
 	got, ok := goProxyFromCache([]string{"HOME=" + home, "GOPROXY=https://example.invalid"})
 	if want := "GOPROXY=file://" + dl + ",https://example.invalid"; !ok || got != want {
 		t.Fatalf("got %q, want %q", got, want)
+	}
+}
+
+// A variable the task sets is the task's alone: the person's own value of
+// it never comes first (a program takes the first of two). The proxy's
+// placeholder for a key whose name FilterEnv does not know as a secret
+// replaces the real key, and the proxy's bundle the person's
+// SSL_CERT_FILE.
+func TestTaskEnvWins(t *testing.T) {
+	spec := runner.Spec{
+		Env:     []string{"PATH=/bin", "STRIPE_KEY=rk_live_real", "SSL_CERT_FILE=/home/p/roots.pem"},
+		TaskEnv: []string{"STRIPE_KEY=kule-secret-0123", "SSL_CERT_FILE=/tmp/kule-ca-bundle.pem"},
+	}
+	for _, taskWins := range []bool{false, true} {
+		env := commandEnv(spec, &plan{Cache: "/c"}, taskWins)
+		var keys []string
+		for _, kv := range env {
+			if strings.HasPrefix(kv, "STRIPE_KEY=") || strings.HasPrefix(kv, "SSL_CERT_FILE=") {
+				keys = append(keys, kv)
+			}
+		}
+		want := []string{"STRIPE_KEY=kule-secret-0123", "SSL_CERT_FILE=/tmp/kule-ca-bundle.pem"}
+		if !taskWins {
+			want = []string{"STRIPE_KEY=rk_live_real", "SSL_CERT_FILE=/home/p/roots.pem", "STRIPE_KEY=kule-secret-0123", "SSL_CERT_FILE=/tmp/kule-ca-bundle.pem"}
+		}
+		if d := cmp.Diff(want, keys); d != "" {
+			t.Errorf("taskWins %v (-want +got):\n%s", taskWins, d)
+		}
 	}
 }

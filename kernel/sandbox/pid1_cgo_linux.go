@@ -58,7 +58,7 @@ func decodePlanC(b []byte) (*plan, error) {
 		FSize: int64(cp.fsize), Writable: strs(cp.writable), ReadOnly: strs(cp.readonly), Keep: strs(cp.keep),
 		HideDirs: strs(cp.hide_dirs), HideFiles: strs(cp.hide_files),
 		Devices: strs(cp.devices), NetNS: cp.netns != 0, ProxyPort: int(cp.proxy_port),
-		Landlock: cp.landlock != 0, PTY: cp.pty != 0,
+		Landlock: cp.landlock != 0, Seccomp: int(cp.seccomp), PTY: cp.pty != 0,
 	}
 	if cp.nlinks > 0 {
 		for _, l := range unsafe.Slice(cp.links, cp.nlinks) {

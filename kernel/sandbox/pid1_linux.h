@@ -37,7 +37,9 @@ struct kule_plan {
 	struct kule_strs devices;
 	int netns;
 	int64_t proxy_port;
-	int landlock, pty;
+	int landlock;
+	int64_t seccomp;
+	int pty;
 	void *arena; // every string and list above
 };
 

@@ -14,6 +14,7 @@ import (
 	"sync"
 
 	"github.com/kulehq/kule/kernel/beneath"
+	"github.com/kulehq/kule/kernel/credentials"
 	"github.com/kulehq/kule/kernel/runner"
 )
 
@@ -38,6 +39,7 @@ type plan struct {
 	// Seatbelt reads them; they stay on this side of the pipe (wire:"-").
 	Strong    []string `wire:"-"` // hidden for good: credentials, Kule's home, --hide
 	Soft      []string `wire:"-"` // hidden, but PATH/SDK folders and reveals inside stay
+	Logins    []string `wire:"-"` // agents' logins: hidden, but openings inside stay
 	HideDirs  []string // covered with an empty read-only tmpfs
 	HideFiles []string // covered with /dev/null
 	Links     []link   // symlinks made in hidden tmpfs areas (reveal siblings)
@@ -48,6 +50,13 @@ type plan struct {
 	NoTCP     bool `wire:"-"` // Seatbelt: no TCP connect at all (on Linux the namespace has no proxy)
 
 	Landlock bool // apply Landlock (false only with weaker isolation accepted)
+
+	// Seccomp is the errno the helper's seccomp filter (pid1_linux.c's
+	// seccomp_filter) refuses system calls with: EPERM. Only attack tests
+	// set another (guards.seccompErrno: an errno no refused call answers
+	// by itself, to tell the filter's refusals from the kernel's) or 0, no
+	// filter (guards.seccomp); no option reaches it.
+	Seccomp int
 
 	PTY bool // stdin is the person's terminal: the command gets a pty of its own
 
@@ -84,23 +93,14 @@ func onWire(f reflect.StructField) bool { return f.Tag.Get("wire") != "-" }
 
 type link struct{ Path, Target string }
 
-// credentialPaths are hidden under the person's home, whatever the folder.
-var credentialPaths = []string{
-	".ssh", ".aws", ".gnupg", ".npmrc", ".netrc", ".git-credentials",
-	".config/gh", ".docker/config.json", ".kube", ".pypirc",
-	".cargo/credentials", ".cargo/credentials.toml",
-	".config/gcloud", ".azure", ".config/hub", ".yarnrc.yml",
-	".config/git/credentials", ".password-store", ".local/share/keyrings",
-	".vault-token", ".terraform.d/credentials.tfrc.json",
-}
-
-// personalPaths are the person's own folders, hidden under the home.
+// personalPaths are the person's own folders, hidden under the home; the
+// names of one component are matched whatever their case ("documents").
 var personalPaths = []string{
 	"Documents", "Desktop", "Downloads", "Pictures", "Movies", "Music",
 	"Videos", "Dropbox", "Google Drive", "GoogleDrive", "OneDrive",
 	"iCloud Drive", "iCloudDrive", "Library/Mobile Documents",
 	"Library/CloudStorage", "Nextcloud", "ownCloud", "pCloudDrive",
-	"MEGA", "Box", "Sync",
+	"MEGA", "Box", "Sync", "Public", "Templates",
 }
 
 // systemSockets are places outside the home where sockets of other programs
@@ -172,6 +172,7 @@ func (s *Sandbox) plan(spec runner.Spec) (*plan, error) {
 	p := &plan{
 		Args: spec.Args, Dir: dir, Copy: copyDir, Tmp: tmpDir, Home: homeDir, Cache: cacheDir, FSize: spec.FileSizeLimit,
 		NetNS: spec.Network != runner.NetworkOpen, NoTCP: spec.Network == runner.NetworkNone,
+		Seccomp: s.seccompErrno(),
 	}
 	if spec.Network == runner.NetworkProxy && spec.ProxyAddr != "" {
 		_, port, err := net.SplitHostPort(spec.ProxyAddr)
@@ -195,8 +196,10 @@ func (s *Sandbox) plan(spec runner.Spec) (*plan, error) {
 		}
 	}
 	if personHome != "" && personHome != "/" {
-		for _, c := range credentialPaths {
-			addStrong(filepath.Join(personHome, c))
+		if !s.off.credentials {
+			for _, c := range credentials.Home {
+				addStrong(filepath.Join(personHome, filepath.FromSlash(c)))
+			}
 		}
 	}
 	for _, v := range []string{"CARGO_HOME"} {
@@ -220,26 +223,29 @@ func (s *Sandbox) plan(spec runner.Spec) (*plan, error) {
 		strong = append(strong, rp)
 	}
 
-	// Soft hides: personal folders and the folder beside the workspace.
+	// Soft hides: personal folders and the projects beside the workspace.
 	var soft []string
 	if personHome != "" && personHome != "/" {
-		for _, c := range personalPaths {
-			if rp, ok := res.existing(filepath.Join(personHome, c)); ok {
-				soft = append(soft, rp)
-			}
-		}
+		soft = append(soft, s.personalFolders(res, personHome, hostEnv)...)
 		if t.Folder != "" {
 			folder := t.Folder
 			if rf, err := res.realDir(folder); err == nil {
 				folder = rf
 			}
-			parent := filepath.Dir(folder)
-			if parent != personHome && within(parent, personHome) {
-				rel, _ := filepath.Rel(personHome, parent)
-				if !strings.HasPrefix(rel, ".") {
-					soft = append(soft, parent)
-				}
+			if d := besideWorkspace(folder, personHome, s.off.siblings); d != "" {
+				soft = append(soft, d)
 			}
+		}
+	}
+	var runLinks []link
+	if !s.off.sockets {
+		for _, d := range runDirs {
+			rp, ok := res.existing(d)
+			if isDir, _ := res.isDir(rp); !ok || !isDir {
+				continue
+			}
+			soft = append(soft, rp)
+			runLinks = append(runLinks, topLinks(rp)...)
 		}
 	}
 	underStrong := func(path string) bool {
@@ -301,10 +307,13 @@ func (s *Sandbox) plan(spec runner.Spec) (*plan, error) {
 		}
 	}
 
-	// Keeps: PATH entries, SDK folders, the workspace's git directory.
+	// Keeps: PATH entries, SDK folders, the person's Go module cache
+	// (which the task's GOPROXY reads first), the workspace's git
+	// directory.
 	var keeps []string
 	for _, env := range [][]string{hostEnv, spec.Env} {
 		keeps = append(keeps, filepath.SplitList(lookupEnv(env, "PATH"))...)
+		keeps = append(keeps, goModCache(env))
 		for _, v := range sdkVars {
 			keeps = append(keeps, filepath.SplitList(lookupEnv(env, v))...)
 		}
@@ -312,6 +321,7 @@ func (s *Sandbox) plan(spec runner.Spec) (*plan, error) {
 	if t.Folder != "" {
 		keeps = append(keeps, gitDirs(t.Folder)...)
 	}
+	keeps = append(keeps, etcLinksIntoRun...)
 	seen := map[string]bool{}
 	for _, k := range keeps {
 		if !filepath.IsAbs(k) {
@@ -325,8 +335,16 @@ func (s *Sandbox) plan(spec runner.Spec) (*plan, error) {
 		p.Keep = append(p.Keep, rp)
 	}
 
-	p.Strong, p.Soft = dedupe(strong), dedupe(soft)
-	for _, h := range append(strong, soft...) {
+	logins := s.loginHides(res, personHome, hostEnv, append(append([]string(nil), p.Writable...), p.ReadOnly...))
+
+	var sockets []string
+	if !s.off.sockets {
+		sockets = s.socketsToHide(spec, res, p, strong, soft, logins)
+		p.Links = append(p.Links, runLinks...)
+	}
+
+	p.Strong, p.Soft, p.Logins = dedupe(strong), dedupe(soft), dedupe(logins)
+	for _, h := range append(append(append(strong, soft...), logins...), sockets...) {
 		isDir, ok := res.isDir(h)
 		if !ok {
 			continue
@@ -348,7 +366,7 @@ func (s *Sandbox) plan(spec runner.Spec) (*plan, error) {
 		return nil, err
 	}
 	p.Devices = devs
-	p.Env = commandEnv(spec, p)
+	p.Env = commandEnv(spec, p, !s.off.caEnv)
 	return p, nil
 }
 

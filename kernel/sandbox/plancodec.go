@@ -59,6 +59,7 @@ func planBytes(p *plan, room int) (b []byte, nul string) {
 	e.bool(p.NetNS)
 	e.int(int64(p.ProxyPort))
 	e.bool(p.Landlock)
+	e.int(int64(p.Seccomp))
 	e.bool(p.PTY)
 	return e.b, e.nul
 }

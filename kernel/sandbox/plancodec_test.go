@@ -51,6 +51,7 @@ func decodePlan(b []byte) (*plan, error) {
 	p.NetNS = d.bool()
 	p.ProxyPort = int(d.int())
 	p.Landlock = d.bool()
+	p.Seccomp = int(d.int())
 	p.PTY = d.bool()
 	if d.err == nil && len(d.b) > 0 {
 		d.err = fmt.Errorf("%d bytes after its end", len(d.b))

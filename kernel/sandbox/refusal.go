@@ -21,13 +21,16 @@ const (
 	// WeakerAccepted: the command ran with less isolation than Kule gives,
 	// because the person accepted it; said on every such run.
 	WeakerAccepted = "weaker"
+	// SocketsReachable: named unix sockets that stay in reach of the
+	// command (in the task's own folders or an --allow-write folder).
+	SocketsReachable = "sockets"
 )
 
 // Refusal is one thing the sandbox refused, or weakened, for one run: what
 // Sandbox.Refused is told, so that the task's sandbox log can keep it. It
 // is the decision itself, never parsed from a message.
 type Refusal struct {
-	Kind string   // NotRun, OpeningRefused, DeviceRefused or WeakerAccepted
+	Kind string   // NotRun, OpeningRefused, DeviceRefused, WeakerAccepted or SocketsReachable
 	Args []string // the command the refusal was for
 	What string   // what was refused ("--reveal /root/.ssh", "/dev/sda")
 	Why  string   // why, in words a person reads

@@ -32,7 +32,7 @@ func (s *Sandbox) Run(ctx context.Context, spec runner.Spec) (int, error) {
 	if err != nil {
 		return -1, err
 	}
-	profile := seatbeltProfile(p, p.Strong, p.Soft)
+	profile := seatbeltProfile(p, p.Strong, append(append([]string(nil), p.Soft...), p.Logins...))
 	env := make([]string, 0, len(p.Env))
 	for _, kv := range p.Env {
 		if !strings.HasPrefix(kv, "TMPDIR=") {

@@ -53,6 +53,8 @@ type Sandbox struct {
 	// weakens for a run (see Refusal); Kule keeps them in the task's
 	// sandbox.jsonl. Nil tells no one: the errors and Warn still say it.
 	Refused func(Refusal)
+
+	off guards // parts taken away by attack tests only (hiding.go)
 }
 
 var _ runner.Runner = (*Sandbox)(nil)
