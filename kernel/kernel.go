@@ -14,7 +14,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -157,8 +156,11 @@ func (k *Kernel) NewTask(folder string) (*NewReport, error) {
 	if err != nil {
 		return nil, fmt.Errorf("new: %w", err)
 	}
-	if home, err := filepath.EvalSymlinks(k.Store.Root); err == nil && (real == home || strings.HasPrefix(real+"/", home+"/") || strings.HasPrefix(home+"/", real+"/")) {
-		return nil, fmt.Errorf("new: %s: %w (%s); pick a folder outside it and not containing it", real, ErrInsideKuleHome, home)
+	if folderGuard {
+		personHome, _ := os.UserHomeDir() // none: only the root and Kule's home are checked
+		if err := CheckTaskFolder(real, personHome, k.Store.Root); err != nil {
+			return nil, err
+		}
 	}
 	id, err := k.Store.NewID()
 	if err != nil {
