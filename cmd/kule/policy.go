@@ -269,7 +269,7 @@ func printHeld(w io.Writer, t *task.Task, j *kernel.Judgement, applied []effects
 				fmt.Fprintf(w, "  … and %d more (kule status %s lists them)\n", len(vs)-40, t.ID)
 				break
 			}
-			fmt.Fprintln(w, "  "+v.String())
+			fmt.Fprintln(w, "  "+safeLine(v.String()))
 		}
 	}
 	if len(waiting) > 0 {

@@ -102,7 +102,7 @@ func printProblems(w io.Writer, ps []walk.Problem) {
 			fmt.Fprintf(w, "    … and %d more\n", len(ps)-20)
 			break
 		}
-		fmt.Fprintf(w, "    %s\n", p)
+		fmt.Fprintf(w, "    %s\n", safeLine(fmt.Sprint(p)))
 	}
 }
 
@@ -242,12 +242,12 @@ func printStatus(w io.Writer, st *kernel.Status, header bool, names *namesView, 
 		printNames(w, byPath[e.Path])
 	}
 	for _, l := range st.GitLines() {
-		fmt.Fprintln(w, l)
+		fmt.Fprintln(w, safeLine(l))
 	}
 	if waits := st.GitWaits(kernel.GitApproval{}); len(waits) > 0 {
 		fmt.Fprintln(w, "git: waits for approval (kule commit --approve):")
 		for _, l := range waits {
-			fmt.Fprintln(w, "  "+l)
+			fmt.Fprintln(w, "  "+safeLine(l))
 		}
 	}
 	if n := st.IgnoredCount(); n > 0 {
@@ -259,7 +259,7 @@ func printStatus(w io.Writer, st *kernel.Status, header bool, names *namesView, 
 		}
 	}
 	for _, l := range st.Network {
-		fmt.Fprintln(w, l)
+		fmt.Fprintln(w, safeLine(l))
 	}
 	printHome(w, st.Home, home)
 	printProblems(w, st.Problems)
@@ -275,7 +275,7 @@ func effectLine(e effects.Effect) string {
 		}
 		s += fmt.Sprintf(" (%d %s)", e.Files, word)
 	}
-	return s
+	return safeLine(s)
 }
 
 type effectView struct {
@@ -386,7 +386,7 @@ func commitCommand() *cobra.Command {
 					fmt.Fprintln(out, "  "+effectLine(e))
 				}
 				for _, m := range rep.Merged {
-					fmt.Fprintln(out, "  merged "+m)
+					fmt.Fprintln(out, "  merged "+safeLine(m))
 				}
 				fmt.Fprintf(out, "checkpoint %d kept · kule undo %s takes it back\n", rep.Checkpoint, t.ID)
 			}
@@ -513,7 +513,7 @@ in a copy by hand since then show at its next status, or with --fresh.`,
 				fmt.Fprintf(out, "%s  %s  %s\n", r["id"], r["folder"], state)
 				ms, _ := r["meets"].([]kernel.Meet)
 				for _, m := range ms {
-					fmt.Fprintln(out, "    "+m.Line)
+					fmt.Fprintln(out, "    "+safeLine(m.Line))
 				}
 			}
 			return nil
