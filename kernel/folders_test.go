@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/kulehq/kule/kernel"
+	"github.com/kulehq/kule/kernel/task"
 )
 
 func TestCheckTaskFolderRefusesWhatHoldsKeys(t *testing.T) {
@@ -102,5 +103,28 @@ func TestNewRefusesCredentialFoldersAndTheHome(t *testing.T) {
 	}
 	if _, err := f.k.NewTask(filepath.Join(person, "projects", "app")); err != nil {
 		t.Fatalf("a project inside the home: %v", err)
+	}
+}
+
+// kule delete never removes a task a kule new is still making.
+func TestDeleteBrokenWaitsForNew(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, map[string]string{"a.txt": "a"})
+	dir := f.k.Store.NewDir("0123abcd")
+	must(t, os.MkdirAll(dir, 0o700))
+	l, err := task.LockFile(filepath.Join(dir, "lock"))
+	must(t, err)
+	b, err := f.k.Store.ResolveBroken("0123abcd")
+	must(t, err)
+	if err := f.k.DeleteBroken(b); !errors.Is(err, task.ErrBusy) {
+		t.Fatalf("DeleteBroken while a new holds it: %v", err)
+	}
+	if _, err := os.Stat(dir); err != nil {
+		t.Fatalf("the task being made was removed: %v", err)
+	}
+	l.Unlock()
+	must(t, f.k.DeleteBroken(b))
+	if _, err := os.Lstat(dir); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("left: %v", err)
 	}
 }

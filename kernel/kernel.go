@@ -19,8 +19,10 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/kulehq/kule/kernel/apply"
+	"github.com/kulehq/kule/kernel/atomicfile"
 	"github.com/kulehq/kule/kernel/checkpoint"
 	"github.com/kulehq/kule/kernel/clone"
+	"github.com/kulehq/kule/kernel/crashpoint"
 	"github.com/kulehq/kule/kernel/effects"
 	"github.com/kulehq/kule/kernel/history"
 	"github.com/kulehq/kule/kernel/homelayer"
@@ -166,7 +168,11 @@ func (k *Kernel) NewTask(folder string) (*NewReport, error) {
 	if err != nil {
 		return nil, err
 	}
-	dir := filepath.Join(k.Store.TasksDir(), id)
+	// The task is made under a temporary name and renamed into place last:
+	// an interrupted new leaves tasks/.new-<id>, which kule list shows as
+	// broken and kule delete removes, never a task that is only half there.
+	// Its lock says a new is still at work on it.
+	dir := k.Store.NewDir(id)
 	paths := task.LayoutOf(dir)
 	ok := false
 	defer func() {
@@ -174,15 +180,25 @@ func (k *Kernel) NewTask(folder string) (*NewReport, error) {
 			os.RemoveAll(dir)
 		}
 	}()
-	for _, d := range []string{dir, paths.Base, paths.Home, paths.Tmp, paths.Checkpoints} {
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("new: %w (nothing was made)", err)
+	}
+	lk, err := task.LockFile(paths.Lock)
+	if err != nil {
+		return nil, fmt.Errorf("new: %w (nothing was made)", err)
+	}
+	defer lk.Unlock()
+	for _, d := range []string{paths.Base, paths.Home, paths.Tmp, paths.Checkpoints} {
 		if err := os.MkdirAll(d, 0o700); err != nil {
 			return nil, fmt.Errorf("new: %w", err)
 		}
 	}
+	crashpoint.Hit("new.made")
 	res, err := clone.Tree(real, paths.Copy, paths.Base, clone.Options{Backend: k.backend})
 	if err != nil {
 		return nil, fmt.Errorf("new: copy %s: %w (nothing in the folder was changed)", real, err)
 	}
+	crashpoint.Hit("new.copied")
 	if err := manifest.Save(manifestPath(paths), res.Manifest); err != nil {
 		return nil, fmt.Errorf("new: %w", err)
 	}
@@ -201,9 +217,19 @@ func (k *Kernel) NewTask(folder string) (*NewReport, error) {
 	if _, err := k.maskEnv(t); err != nil { // .env values the agent never sees: see envmask.go
 		return nil, fmt.Errorf("new: %w (nothing was made)", err)
 	}
-	if err := k.Store.Save(t); err != nil {
+	if err := k.Store.SaveIn(dir, t); err != nil {
 		return nil, fmt.Errorf("new: %w", err)
 	}
+	crashpoint.Hit("new.saved")
+	final := filepath.Join(k.Store.TasksDir(), id)
+	if err := os.Rename(dir, final); err != nil {
+		return nil, fmt.Errorf("new: %w (nothing was made)", err)
+	}
+	dir, t.Paths = final, task.LayoutOf(final) // a failure from here removes the task whole
+	if err := atomicfile.SyncDir(k.Store.TasksDir()); err != nil {
+		return nil, fmt.Errorf("new: %w", err)
+	}
+	crashpoint.Hit("new.renamed")
 	files := 0
 	for _, e := range res.Manifest.Entries {
 		if e.Type == effects.TypeFile || e.Type == effects.TypeLink {
@@ -286,4 +312,32 @@ func (k *Kernel) Delete(t *task.Task) error {
 		return fmt.Errorf("delete %s: %w", t.ID, err)
 	}
 	return os.RemoveAll(trash)
+}
+
+// DeleteBroken removes what an interrupted kule new or kule delete left
+// under tasks/ (see task.Store.Broken). It refuses while a kule new is
+// still making that task. Nothing outside the directory is touched: links
+// inside it are removed, never followed.
+func (k *Kernel) DeleteBroken(b *task.Broken) error {
+	lockPath := filepath.Join(b.Dir, "lock")
+	if _, err := os.Lstat(lockPath); err == nil {
+		l, err := task.TryLockFile(lockPath)
+		if err != nil {
+			return fmt.Errorf("delete %s: %w", b.ID, err)
+		}
+		if l == nil {
+			return fmt.Errorf("delete %s: %w; wait for it to end (nothing was removed)", b.ID, task.ErrBusy)
+		}
+		defer l.Unlock()
+	}
+	_ = filepath.WalkDir(b.Dir, func(p string, d os.DirEntry, err error) error {
+		if err == nil && d.IsDir() {
+			_ = os.Chmod(p, 0o700)
+		}
+		return nil
+	})
+	if err := os.RemoveAll(b.Dir); err != nil {
+		return fmt.Errorf("delete %s: %w (what is left stays listed in kule list)", b.ID, err)
+	}
+	return nil
 }

@@ -494,6 +494,13 @@ in a copy by hand since then show at its next status, or with --fresh.`,
 				row["meets"] = r.Meets
 				rows = append(rows, row)
 			}
+			broken, err := k.Store.Broken()
+			if err != nil {
+				return err
+			}
+			for _, b := range broken {
+				rows = append(rows, map[string]any{"id": b.ID, "broken": true, "reason": b.Reason, "dir": b.Dir, "busy": b.Busy})
+			}
 			if asJSON {
 				if rows == nil {
 					rows = []map[string]any{}
@@ -503,7 +510,19 @@ in a copy by hand since then show at its next status, or with --fresh.`,
 			if len(rows) == 0 {
 				fmt.Fprintln(out, "no tasks · kule new FOLDER makes one")
 			}
+			defer func() {
+				for _, b := range broken {
+					next := "kule delete " + b.ID + " removes it"
+					if b.Busy {
+						next = "it is listed as a task once it is made"
+					}
+					fmt.Fprintf(out, "%s  broken: %s · %s (%s)\n", b.ID, b.Reason, next, b.Dir)
+				}
+			}()
 			for _, r := range rows {
+				if r["broken"] == true {
+					continue // said last
+				}
 				state, _ := r["summary"].(string)
 				if e, ok := r["error"].(string); ok {
 					state = "error: " + e
@@ -544,8 +563,30 @@ func deleteCommand() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "delete TASK",
 		Short: "Delete a task and its copy (the folder is not touched)",
-		Args:  cobra.ExactArgs(1),
-		RunE: withTask(func(k *kernel.Kernel, t *task.Task, cmd *cobra.Command, args []string) error {
+		Long: `Deletes the task's copy, base, checkpoints and history. The folder is not
+touched. A broken task (what an interrupted kule new or kule delete left,
+shown by kule list) is removed the same way, by its id.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			k, err := openKernel()
+			if err != nil {
+				return err
+			}
+			t, err := k.Resolve(args[0])
+			if err != nil && !errors.Is(err, task.ErrBadID) && !errors.Is(err, task.ErrAmbiguous) {
+				b, berr := k.Store.ResolveBroken(args[0])
+				if berr != nil {
+					return err
+				}
+				if err := k.DeleteBroken(b); err != nil {
+					return err
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "deleted broken task %s (%s) · no folder was touched\n", b.ID, b.Reason)
+				return nil
+			}
+			if err != nil {
+				return err
+			}
 			st, err := k.Status(t)
 			if err == nil && len(st.Effects) > 0 && !yes {
 				return fmt.Errorf("delete: task %s has %d uncommitted changes; commit them, or run kule delete %s --yes to throw them away (the folder is untouched either way)", t.ID, len(st.Effects), t.ID)
@@ -555,7 +596,7 @@ func deleteCommand() *cobra.Command {
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "deleted task %s · %s is untouched\n", t.ID, t.Folder)
 			return nil
-		}),
+		},
 	}
 	c.Flags().BoolVarP(&yes, "yes", "y", false, "delete even with uncommitted changes")
 	return c
