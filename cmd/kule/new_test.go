@@ -144,3 +144,26 @@ func TestBrokenTasksOfEveryKind(t *testing.T) {
 	c.must("delete", whole)
 	tasksDirEmpty(t, c.home)
 }
+
+// kule new refuses the root, the home, a credential folder and Kule's own
+// home, says why, and makes nothing.
+func TestNewRefusesFoldersThatHoldKeys(t *testing.T) {
+	dir := t.TempDir()
+	person := filepath.Join(dir, "person")
+	writeFile(t, filepath.Join(person, ".ssh", "id_ed25519"), "KEY")
+	t.Setenv("HOME", person)
+	c := cli{t: t, home: filepath.Join(dir, "kulehome")}
+	for folder, why := range map[string]string{
+		"/":                             "root of the file system",
+		person:                          "your home folder",
+		filepath.Join(person, ".ssh"):   "~/.ssh",
+		filepath.Join(person, ".ssh/."): "~/.ssh",
+		c.home:                          "Kule's home",
+	} {
+		out, err := c.kule("", "new", folder)
+		if err == nil || !strings.Contains(out, why) || !strings.Contains(out, "nothing was made") {
+			t.Errorf("kule new %s: %v\n%s", folder, err, out)
+		}
+	}
+	tasksDirEmpty(t, c.home)
+}
