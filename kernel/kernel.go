@@ -135,6 +135,9 @@ type NewReport struct {
 	Task     *task.Task
 	Files    int
 	Problems []walk.Problem // passed over: special files, unreadable entries
+	// Notes are what a person should know of the new task: settings files
+	// whose values git holds (see EnvTrackedNote).
+	Notes []string
 }
 
 // NewTask makes a task on folder: its copy, its base, its manifest. Nothing
@@ -217,6 +220,15 @@ func (k *Kernel) NewTask(folder string) (*NewReport, error) {
 	if _, err := k.maskEnv(t); err != nil { // .env values the agent never sees: see envmask.go
 		return nil, fmt.Errorf("new: %w (nothing was made)", err)
 	}
+	var notes []string
+	tracked, err := envTracked(real) // what masking cannot hide: see envtracked.go
+	if err != nil {
+		notes = append(notes, fmt.Sprintf("could not tell whether git tracks a .env file (%v): if it does, its values are in the repository the agent can read", err))
+	}
+	t.EnvTracked = tracked
+	for _, rel := range tracked {
+		notes = append(notes, EnvTrackedNote(rel))
+	}
 	if err := k.Store.SaveIn(dir, t); err != nil {
 		return nil, fmt.Errorf("new: %w", err)
 	}
@@ -237,7 +249,7 @@ func (k *Kernel) NewTask(folder string) (*NewReport, error) {
 		}
 	}
 	ok = true
-	return &NewReport{Task: t, Files: files, Problems: res.Problems}, nil
+	return &NewReport{Task: t, Files: files, Problems: res.Problems, Notes: notes}, nil
 }
 
 func manifestPath(p task.Paths) string { return filepath.Join(p.Base, "manifest") }

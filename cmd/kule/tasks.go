@@ -73,11 +73,14 @@ func newCommand() *cobra.Command {
 			}
 			out := cmd.OutOrStdout()
 			if asJSON {
-				return printJSON(out, map[string]any{"id": rep.Task.ID, "folder": rep.Task.Folder, "copy": rep.Task.Paths.Copy, "backend": rep.Task.Backend, "files": rep.Files, "skipped": problemsJSON(rep.Problems)})
+				return printJSON(out, map[string]any{"id": rep.Task.ID, "folder": rep.Task.Folder, "copy": rep.Task.Paths.Copy, "backend": rep.Task.Backend, "files": rep.Files, "skipped": problemsJSON(rep.Problems), "notes": orEmpty(rep.Notes)})
 			}
 			fmt.Fprintf(out, "task %s · copy at %s\n", rep.Task.ID, rep.Task.Paths.Copy)
 			fmt.Fprintf(out, "  %d files from %s (%s, %s)\n", rep.Files, rep.Task.Folder, backendWords(rep.Task.Backend), time.Since(start).Round(time.Millisecond))
 			printProblems(out, rep.Problems)
+			for _, n := range rep.Notes {
+				fmt.Fprintln(out, "note: "+safeLine(n))
+			}
 			return nil
 		},
 	}
@@ -206,6 +209,7 @@ func statusCommand() *cobra.Command {
 				m["names"] = names
 				addBudgetJSON(m, k, t)
 				m["sandbox"] = refusalsJSON(t)
+				m["env_tracked"] = orEmpty(t.EnvTracked)
 				return printJSON(cmd.OutOrStdout(), m)
 			}
 			var home []policy.Verdict
@@ -213,6 +217,9 @@ func statusCommand() *cobra.Command {
 				home, _ = homeVerdicts(k, t, st.Home)
 			}
 			printStatus(cmd.OutOrStdout(), st, true, &names, home)
+			for _, rel := range t.EnvTracked {
+				fmt.Fprintln(cmd.OutOrStdout(), "note: "+safeLine(kernel.EnvTrackedNote(rel)))
+			}
 			statusBudget(cmd.OutOrStdout(), k, t)
 			printRefusals(cmd.OutOrStdout(), t)
 			if perr != nil {
@@ -650,4 +657,12 @@ func historyCommand() *cobra.Command {
 	c.Flags().BoolVar(&verify, "verify", false, "check every signature and the hash chain")
 	c.Flags().BoolVar(&asJSON, "json", false, "print the entries as JSON")
 	return c
+}
+
+// orEmpty is ss, or an empty list where it is nil: JSON says [] not null.
+func orEmpty(ss []string) []string {
+	if ss == nil {
+		return []string{}
+	}
+	return ss
 }

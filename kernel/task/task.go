@@ -42,6 +42,10 @@ type Task struct {
 	// bounds growth beyond it.
 	DiskBase int64 `json:"disk_base,omitempty"`
 
+	// EnvTracked lists the settings files (.env, …) git tracked in the
+	// folder when the task was made: masking cannot hide their values.
+	EnvTracked []string `json:"env_tracked,omitempty"`
+
 	// Limits are this task's own; a zero field takes the home's setting.
 	Limits limits.Limits `json:"limits,omitzero"`
 
