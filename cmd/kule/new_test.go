@@ -2,7 +2,9 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -166,4 +168,27 @@ func TestNewRefusesFoldersThatHoldKeys(t *testing.T) {
 		}
 	}
 	tasksDirEmpty(t, c.home)
+}
+
+// kule exec of a command that does not exist says so and exits 127, as a
+// shell does; kule status then gives no advice to weaken the sandbox.
+func TestExecOfAMissingCommand(t *testing.T) {
+	dir := t.TempDir()
+	folder := filepath.Join(dir, "folder")
+	writeFile(t, filepath.Join(folder, "a.txt"), "a\n")
+	c := cli{t: t, home: filepath.Join(dir, "home")}
+	id, _, _ := strings.Cut(strings.TrimPrefix(c.must("new", folder), "task "), " ")
+	for _, argv := range [][]string{{"/nonexistent/cmd"}, {"nosuchcmd", "x"}} {
+		out, err := c.kule("", append([]string{"exec", id, "--"}, argv...)...)
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) || ee.ExitCode() != 127 {
+			t.Fatalf("kule exec %s: %v, want exit 127\n%s", argv[0], err, out)
+		}
+		if !strings.Contains(out, "kule: command not found: "+argv[0]) || strings.Contains(out, "could not set up") {
+			t.Fatalf("kule exec %s said:\n%s", argv[0], out)
+		}
+	}
+	if st := c.must("status", id); strings.Contains(st, "accept-weaker") || strings.Contains(st, "could not be set up") {
+		t.Fatalf("kule status advises weakening the sandbox for a missing command:\n%s", st)
+	}
 }

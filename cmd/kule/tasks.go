@@ -22,6 +22,7 @@ import (
 	"github.com/kulehq/kule/kernel/history"
 	"github.com/kulehq/kule/kernel/policy"
 	"github.com/kulehq/kule/kernel/relpath"
+	"github.com/kulehq/kule/kernel/sandbox"
 	"github.com/kulehq/kule/kernel/task"
 	"github.com/kulehq/kule/kernel/walk"
 )
@@ -149,6 +150,11 @@ and lists what it changed. Nothing reaches the folder until kule commit.`,
 				// No names and no policy marks: an exec stays quick, and
 				// kule status has both.
 				printStatus(cmd.ErrOrStderr(), st, false, nil, nil)
+			}
+			if errors.Is(err, sandbox.ErrCommandNotFound) || errors.Is(err, sandbox.ErrCommandCannotRun) {
+				// The command's own error, with a shell's exit code.
+				fmt.Fprintln(cmd.ErrOrStderr(), "kule: "+safeText(err.Error()))
+				return exitCode(code)
 			}
 			if err != nil {
 				return err
