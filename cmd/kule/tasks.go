@@ -529,7 +529,7 @@ in a copy by hand since then show at its next status, or with --fresh.`,
 					if b.Busy {
 						next = "it is listed as a task once it is made"
 					}
-					fmt.Fprintf(out, "%s  broken: %s · %s (%s)\n", b.ID, b.Reason, next, b.Dir)
+					fmt.Fprintf(out, "%s  broken: %s · %s (%s)\n", b.ID, safeLine(b.Reason), next, safeLine(b.Dir))
 				}
 			}()
 			for _, r := range rows {
@@ -594,7 +594,7 @@ shown by kule list) is removed the same way, by its id.`,
 				if err := k.DeleteBroken(b); err != nil {
 					return err
 				}
-				fmt.Fprintf(cmd.OutOrStdout(), "deleted broken task %s (%s) · no folder was touched\n", b.ID, b.Reason)
+				fmt.Fprintf(cmd.OutOrStdout(), "deleted broken task %s (%s) · no folder was touched\n", b.ID, safeLine(b.Reason))
 				return nil
 			}
 			if err != nil {
