@@ -215,7 +215,7 @@ func agentsRegistryCommand() *cobra.Command {
 				return printJSON(w, r)
 			}
 			for _, e := range r.Agents {
-				fmt.Fprintf(w, "%-16s %-9s %-22s %s\n", e.ID, e.Version, e.Name, e.How())
+				fmt.Fprintf(w, "%-16s %-9s %-22s %s\n", safeLine(e.ID), safeLine(e.Version), safeLine(e.Name), safeLine(e.How()))
 			}
 			fmt.Fprintln(w, "\nkule agents add NAME drafts a profile; the ACP registry is Apache-2.0 (agentclientprotocol/registry)")
 			return nil

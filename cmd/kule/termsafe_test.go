@@ -1,12 +1,15 @@
 package main
 
 import (
+	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/kulehq/kule/kernel/acp"
 )
 
 // terminalControl finds the first byte of out a terminal would act on: ESC,
@@ -94,5 +97,42 @@ func TestTaskTextNeverReachesTheTerminalRaw(t *testing.T) {
 	}
 	if h := views["home"](false); !strings.Contains(h, `~/.conf\x1b]0;pwned\x07\u009b2A`) {
 		t.Errorf("kule home does not show the planted file name escaped:\n%s", h)
+	}
+}
+
+// What an agent sends (its message, a tool call's title and command, a
+// permission question) reaches the terminal with no control of its own;
+// with the guard off the same events print their escapes raw.
+func TestAgentOutputIsTerminalSafe(t *testing.T) {
+	const evil = "\x1b]52;c;Y3VybA==\a\x1b[2A\u009b2K"
+	step := &acp.Step{N: 1, Kind: "edit", Title: "Write " + evil, Status: "completed", Command: "rm -rf " + evil, Paths: []string{"a" + evil}}
+	events := []acp.Event{
+		{Type: acp.EventText, Text: "hello " + evil + "\nsecond line\n"},
+		{Type: acp.EventStepStart, Step: step},
+		{Type: acp.EventStepEnd, Step: step},
+		{Type: acp.EventNotice, Text: "notice " + evil},
+	}
+	print := func() string {
+		var b strings.Builder
+		p := &printer{w: &b}
+		for _, e := range events {
+			p.event(e)
+		}
+		ask := terminalAsk(p, strings.NewReader("\n"), &b)
+		_, _ = ask(context.Background(), acp.Question{Title: "May I " + evil, Command: "curl " + evil, Paths: []string{"x" + evil}, Options: []acp.PermissionOption{{OptionID: "1", Name: "Allow " + evil, Kind: "allow_once"}}})
+		return b.String()
+	}
+	rawOutput = true
+	raw := print()
+	rawOutput = false
+	if _, bad := terminalControl(raw); !bad {
+		t.Fatal("with the guard off the agent's escapes should print raw (else this test shows nothing)")
+	}
+	out := print()
+	if at, bad := terminalControl(out); bad {
+		t.Fatalf("an agent's output holds a terminal control near %q:\n%q", at, out)
+	}
+	if !strings.Contains(out, "hello \\x1b]52;c;") || !strings.Contains(out, "\nsecond line\n") || !strings.Contains(out, "The agent asks: May I \\x1b]52") {
+		t.Fatalf("the agent's words are not shown escaped, or lose their lines:\n%s", out)
 	}
 }
