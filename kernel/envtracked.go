@@ -11,6 +11,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/object"
 
 	"github.com/kulehq/kule/kernel/dotenv"
+	"github.com/kulehq/kule/kernel/manifest"
 )
 
 // EnvTrackedNote is what Kule says of a settings file git tracks: masking
@@ -81,4 +82,15 @@ func envTracked(folder string) ([]string, error) {
 	}
 	sort.Strings(out)
 	return out, nil
+}
+
+// hasDotenv reports whether the folder holds a settings file at all: a
+// repository go-git cannot read is worth a note only then.
+func hasDotenv(m *manifest.Manifest) bool {
+	for _, e := range m.Entries {
+		if dotenv.IsDotenv(e.Path) {
+			return true
+		}
+	}
+	return false
 }

@@ -222,8 +222,8 @@ func (k *Kernel) NewTask(folder string) (*NewReport, error) {
 	}
 	var notes []string
 	tracked, err := envTracked(real) // what masking cannot hide: see envtracked.go
-	if err != nil {
-		notes = append(notes, fmt.Sprintf("could not tell whether git tracks a .env file (%v): if it does, its values are in the repository the agent can read", err))
+	if err != nil && hasDotenv(res.Manifest) {
+		notes = append(notes, fmt.Sprintf("could not tell whether git tracks the folder's .env files (%v): if it does, their values are in the repository the agent can read", err))
 	}
 	t.EnvTracked = tracked
 	for _, rel := range tracked {
