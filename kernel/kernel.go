@@ -14,14 +14,15 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/kulehq/kule/kernel/apply"
+	"github.com/kulehq/kule/kernel/atomicfile"
 	"github.com/kulehq/kule/kernel/checkpoint"
 	"github.com/kulehq/kule/kernel/clone"
+	"github.com/kulehq/kule/kernel/crashpoint"
 	"github.com/kulehq/kule/kernel/effects"
 	"github.com/kulehq/kule/kernel/history"
 	"github.com/kulehq/kule/kernel/homelayer"
@@ -143,6 +144,9 @@ type NewReport struct {
 	Task     *task.Task
 	Files    int
 	Problems []walk.Problem // passed over: special files, unreadable entries
+	// Notes are what a person should know of the new task: settings files
+	// whose values git holds (see EnvTrackedNote).
+	Notes []string
 }
 
 // NewTask makes a task on folder: its copy, its base, its manifest. Nothing
@@ -166,14 +170,21 @@ func (k *Kernel) NewTask(folder string) (*NewReport, error) {
 	if err != nil {
 		return nil, fmt.Errorf("new: %w", err)
 	}
-	if home, err := filepath.EvalSymlinks(k.Store.Root); err == nil && (real == home || strings.HasPrefix(real+"/", home+"/") || strings.HasPrefix(home+"/", real+"/")) {
-		return nil, fmt.Errorf("new: %s: %w (%s); pick a folder outside it and not containing it", real, ErrInsideKuleHome, home)
+	if folderGuard {
+		personHome, _ := os.UserHomeDir() // none: only the root and Kule's home are checked
+		if err := CheckTaskFolder(real, personHome, k.Store.Root); err != nil {
+			return nil, err
+		}
 	}
 	id, err := k.Store.NewID()
 	if err != nil {
 		return nil, err
 	}
-	dir := filepath.Join(k.Store.TasksDir(), id)
+	// The task is made under a temporary name and renamed into place last:
+	// an interrupted new leaves tasks/.new-<id>, which kule list shows as
+	// broken and kule delete removes, never a task that is only half there.
+	// Its lock says a new is still at work on it.
+	dir := k.Store.NewDir(id)
 	paths := task.LayoutOf(dir)
 	ok := false
 	defer func() {
@@ -181,15 +192,25 @@ func (k *Kernel) NewTask(folder string) (*NewReport, error) {
 			os.RemoveAll(dir)
 		}
 	}()
-	for _, d := range []string{dir, paths.Base, paths.Home, paths.Tmp, paths.Checkpoints} {
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("new: %w (nothing was made)", err)
+	}
+	lk, err := task.LockFile(paths.Lock)
+	if err != nil {
+		return nil, fmt.Errorf("new: %w (nothing was made)", err)
+	}
+	defer lk.Unlock()
+	for _, d := range []string{paths.Base, paths.Home, paths.Tmp, paths.Checkpoints} {
 		if err := os.MkdirAll(d, 0o700); err != nil {
 			return nil, fmt.Errorf("new: %w", err)
 		}
 	}
+	crashpoint.Hit("new.made")
 	res, err := clone.Tree(real, paths.Copy, paths.Base, clone.Options{Backend: k.backend})
 	if err != nil {
 		return nil, fmt.Errorf("new: copy %s: %w (nothing in the folder was changed)", real, err)
 	}
+	crashpoint.Hit("new.copied")
 	if err := manifest.Save(manifestPath(paths), res.Manifest); err != nil {
 		return nil, fmt.Errorf("new: %w", err)
 	}
@@ -208,9 +229,28 @@ func (k *Kernel) NewTask(folder string) (*NewReport, error) {
 	if _, err := k.maskEnv(t); err != nil { // .env values the agent never sees: see envmask.go
 		return nil, fmt.Errorf("new: %w (nothing was made)", err)
 	}
-	if err := k.Store.Save(t); err != nil {
+	var notes []string
+	tracked, err := envTracked(real) // what masking cannot hide: see envtracked.go
+	if err != nil && hasDotenv(res.Manifest) {
+		notes = append(notes, fmt.Sprintf("could not tell whether git tracks the folder's .env files (%v): if it does, their values are in the repository the agent can read", err))
+	}
+	t.EnvTracked = tracked
+	for _, rel := range tracked {
+		notes = append(notes, EnvTrackedNote(rel))
+	}
+	if err := k.Store.SaveIn(dir, t); err != nil {
 		return nil, fmt.Errorf("new: %w", err)
 	}
+	crashpoint.Hit("new.saved")
+	final := filepath.Join(k.Store.TasksDir(), id)
+	if err := os.Rename(dir, final); err != nil {
+		return nil, fmt.Errorf("new: %w (nothing was made)", err)
+	}
+	dir, t.Paths = final, task.LayoutOf(final) // a failure from here removes the task whole
+	if err := atomicfile.SyncDir(k.Store.TasksDir()); err != nil {
+		return nil, fmt.Errorf("new: %w", err)
+	}
+	crashpoint.Hit("new.renamed")
 	files := 0
 	for _, e := range res.Manifest.Entries {
 		if e.Type == effects.TypeFile || e.Type == effects.TypeLink {
@@ -218,7 +258,7 @@ func (k *Kernel) NewTask(folder string) (*NewReport, error) {
 		}
 	}
 	ok = true
-	return &NewReport{Task: t, Files: files, Problems: res.Problems}, nil
+	return &NewReport{Task: t, Files: files, Problems: res.Problems, Notes: notes}, nil
 }
 
 func manifestPath(p task.Paths) string { return filepath.Join(p.Base, "manifest") }
@@ -293,4 +333,32 @@ func (k *Kernel) Delete(t *task.Task) error {
 		return fmt.Errorf("delete %s: %w", t.ID, err)
 	}
 	return os.RemoveAll(trash)
+}
+
+// DeleteBroken removes what an interrupted kule new or kule delete left
+// under tasks/ (see task.Store.Broken). It refuses while a kule new is
+// still making that task. Nothing outside the directory is touched: links
+// inside it are removed, never followed.
+func (k *Kernel) DeleteBroken(b *task.Broken) error {
+	lockPath := filepath.Join(b.Dir, "lock")
+	if _, err := os.Lstat(lockPath); err == nil {
+		l, err := task.TryLockFile(lockPath)
+		if err != nil {
+			return fmt.Errorf("delete %s: %w", b.ID, err)
+		}
+		if l == nil {
+			return fmt.Errorf("delete %s: %w; wait for it to end (nothing was removed)", b.ID, task.ErrBusy)
+		}
+		defer l.Unlock()
+	}
+	_ = filepath.WalkDir(b.Dir, func(p string, d os.DirEntry, err error) error {
+		if err == nil && d.IsDir() {
+			_ = os.Chmod(p, 0o700)
+		}
+		return nil
+	})
+	if err := os.RemoveAll(b.Dir); err != nil {
+		return fmt.Errorf("delete %s: %w (what is left stays listed in kule list)", b.ID, err)
+	}
+	return nil
 }

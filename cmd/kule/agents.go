@@ -215,7 +215,7 @@ func agentsRegistryCommand() *cobra.Command {
 				return printJSON(w, r)
 			}
 			for _, e := range r.Agents {
-				fmt.Fprintf(w, "%-16s %-9s %-22s %s\n", e.ID, e.Version, e.Name, e.How())
+				fmt.Fprintf(w, "%-16s %-9s %-22s %s\n", safeLine(e.ID), safeLine(e.Version), safeLine(e.Name), safeLine(e.How()))
 			}
 			fmt.Fprintln(w, "\nkule agents add NAME drafts a profile; the ACP registry is Apache-2.0 (agentclientprotocol/registry)")
 			return nil
@@ -348,9 +348,9 @@ profile then waits for approval like any change.`,
 				return err
 			}
 			if rep.Err != nil {
-				fmt.Fprintf(errw, "the turn failed: %v\n", rep.Err)
+				fmt.Fprintf(errw, "the turn failed: %s\n", safeLine(fmt.Sprint(rep.Err)))
 			} else {
-				fmt.Fprintf(errw, "turn ended: %s\n", strings.ReplaceAll(rep.Result.StopReason, "_", " "))
+				fmt.Fprintf(errw, "turn ended: %s\n", safeLine(strings.ReplaceAll(rep.Result.StopReason, "_", " ")))
 			}
 			if len(rep.Hosts) == 0 {
 				fmt.Fprintln(out, "It reached for no host.")
@@ -361,7 +361,7 @@ profile then waits for approval like any change.`,
 					if h.Passed {
 						verdict = "passed"
 					}
-					fmt.Fprintf(out, "  %-40s %s (%s)\n", fmt.Sprintf("%s:%d", h.Host, h.Port), verdict, orDash(h.Rule))
+					fmt.Fprintf(out, "  %-40s %s (%s)\n", safeLine(fmt.Sprintf("%s:%d", h.Host, h.Port)), verdict, safeLine(orDash(h.Rule)))
 				}
 			}
 			if runtime.GOOS == "linux" {
@@ -487,7 +487,7 @@ func runAgent(cmd *cobra.Command, k *kernel.Kernel, t *task.Task, name, prompt s
 	}
 	defer func() {
 		for _, l := range res.Network {
-			fmt.Fprintln(errw, "  "+l)
+			fmt.Fprintln(errw, "  "+safeLine(l))
 		}
 	}()
 	if perr != nil {
@@ -496,7 +496,7 @@ func runAgent(cmd *cobra.Command, k *kernel.Kernel, t *task.Task, name, prompt s
 	if res.StopErr != nil {
 		pr.note(res.StopErr.Error())
 	}
-	fmt.Fprintf(errw, "turn ended: %s\n", strings.ReplaceAll(res.StopReason, "_", " "))
+	fmt.Fprintf(errw, "turn ended: %s\n", safeLine(strings.ReplaceAll(res.StopReason, "_", " ")))
 	if res.StopReason == "cancelled" {
 		return exitCode(130)
 	}
@@ -526,7 +526,8 @@ func (p *printer) linef(format string, args ...any) {
 		fmt.Fprintln(p.w)
 		p.midLine = false
 	}
-	fmt.Fprintf(p.w, format+"\n", args...)
+	// Every line of a run carries what the agent sent: made safe whole.
+	fmt.Fprint(p.w, safeLine(fmt.Sprintf(format, args...))+"\n")
 }
 
 func (p *printer) note(s string) { p.linef("  · %s", s) }
@@ -543,7 +544,7 @@ func (p *printer) event(e acp.Event) {
 	switch e.Type {
 	case acp.EventText:
 		p.mu.Lock()
-		fmt.Fprint(p.w, e.Text)
+		fmt.Fprint(p.w, safeText(e.Text))
 		p.midLine = !strings.HasSuffix(e.Text, "\n")
 		p.mu.Unlock()
 	case acp.EventStepStart:
@@ -603,15 +604,15 @@ func terminalAsk(pr *printer, in io.Reader, w io.Writer) acp.AskFunc {
 		mu.Lock()
 		defer mu.Unlock()
 		pr.endLine()
-		fmt.Fprintf(w, "\nThe agent asks: %s\n", q.Title)
+		fmt.Fprintf(w, "\nThe agent asks: %s\n", safeLine(q.Title))
 		if q.Command != "" {
-			fmt.Fprintf(w, "  command: %s\n", q.Command)
+			fmt.Fprintf(w, "  command: %s\n", safeLine(q.Command))
 		}
 		for _, p := range q.Paths {
-			fmt.Fprintf(w, "  path: %s\n", p)
+			fmt.Fprintf(w, "  path: %s\n", safeLine(p))
 		}
 		for i, o := range q.Options {
-			fmt.Fprintf(w, "  %d) %s (%s)\n", i+1, o.Name, strings.ReplaceAll(o.Kind, "_", " "))
+			fmt.Fprintf(w, "  %d) %s (%s)\n", i+1, safeLine(o.Name), safeLine(strings.ReplaceAll(o.Kind, "_", " ")))
 		}
 		fmt.Fprint(w, "answer (number, empty = refuse): ")
 		line, err := br.ReadString('\n')
@@ -658,18 +659,18 @@ func stepsCommand() *cobra.Command {
 				if s.Status == "raw" {
 					title = "(" + s.Update + ", kept as sent)"
 				}
-				fmt.Fprintf(w, "%3d %-10s %-8s %s\n", s.N, s.Status, orDash(s.Kind), title)
+				fmt.Fprintf(w, "%3d %-10s %-8s %s\n", s.N, safeLine(s.Status), safeLine(orDash(s.Kind)), safeLine(title))
 				if what := stepWhat(&s); what != "" && what != s.Title {
-					fmt.Fprintf(w, "      %s\n", what)
+					fmt.Fprintf(w, "      %s\n", safeLine(what))
 				}
 				for _, r := range s.Permission {
-					fmt.Fprintf(w, "      permission: %s (%s)\n", orDash(r.Kind), r.By)
+					fmt.Fprintf(w, "      permission: %s (%s)\n", safeLine(orDash(r.Kind)), safeLine(r.By))
 				}
 				for _, e := range s.Effects {
-					fmt.Fprintf(w, "      %s\n", e.String())
+					fmt.Fprintf(w, "      %s\n", safeLine(e.String()))
 				}
 				for _, e := range s.Undone {
-					fmt.Fprintf(w, "      (undone) %s\n", e.String())
+					fmt.Fprintf(w, "      (undone) %s\n", safeLine(e.String()))
 				}
 			}
 			if bad > 0 {

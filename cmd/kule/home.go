@@ -64,7 +64,7 @@ func homeCommand() *cobra.Command {
 				if err != nil {
 					return err
 				}
-				fmt.Fprintf(out, "--- ~/%s (yours)\n+++ ~/%s (task %s)\n", p, p, t.ID)
+				fmt.Fprintf(out, "--- ~/%s (yours)\n+++ ~/%s (task %s)\n", safeLine(p), safeLine(p), t.ID)
 				lineDiff(out, string(mine), string(theirs))
 				if homelayer.RunsAtStart(p) {
 					fmt.Fprintln(out, "note: this file runs at every start of a shell or tool")
@@ -78,14 +78,14 @@ func homeCommand() *cobra.Command {
 				if err := k.ApplyHome(t, p); err != nil {
 					return err
 				}
-				fmt.Fprintf(out, "applied ~/%s · kule home %s undo takes it back\n", p, t.ID)
+				fmt.Fprintf(out, "applied ~/%s · kule home %s undo takes it back\n", safeLine(p), t.ID)
 				return nil
 			case "undo":
 				p, err := k.UndoHome(t)
 				if err != nil {
 					return fmt.Errorf("home: %w", err)
 				}
-				fmt.Fprintf(out, "~/%s is as it was before the apply\n", p)
+				fmt.Fprintf(out, "~/%s is as it was before the apply\n", safeLine(p))
 				return nil
 			case "discard":
 				if !all {
@@ -124,12 +124,12 @@ func printHome(w io.Writer, ch []homelayer.Change, verdicts []policy.Verdict) {
 	fmt.Fprintf(w, "in your home, caught for review (%d; kule home TASK diff PATH):\n", len(ch))
 	for i, c := range ch {
 		mark := map[string]string{"add": "+", "modify": "~", "delete": "-"}[c.Kind]
-		line := fmt.Sprintf("  %s ~/%s", mark, c.Path)
+		line := fmt.Sprintf("  %s ~/%s", mark, safeLine(c.Path))
 		if c.RunsAtStart {
 			line += "  (runs at every start)"
 		}
 		if i < len(verdicts) && verdicts[i].Outcome == policy.Deny {
-			line += "  · denied by the policy: " + verdicts[i].Reason
+			line += "  · denied by the policy: " + safeLine(verdicts[i].Reason)
 		}
 		fmt.Fprintln(w, line)
 	}
@@ -149,12 +149,12 @@ func lineDiff(w io.Writer, a, b string) {
 	}
 	for _, l := range al[i : len(al)-j] {
 		if l != "" {
-			fmt.Fprint(w, "-"+strings.TrimSuffix(l, "\n")+"\n")
+			fmt.Fprint(w, "-"+safeLine(strings.TrimSuffix(l, "\n"))+"\n")
 		}
 	}
 	for _, l := range bl[i : len(bl)-j] {
 		if l != "" {
-			fmt.Fprint(w, "+"+strings.TrimSuffix(l, "\n")+"\n")
+			fmt.Fprint(w, "+"+safeLine(strings.TrimSuffix(l, "\n"))+"\n")
 		}
 	}
 }

@@ -34,7 +34,7 @@ func run(args []string) int {
 		if asExit(err, &ec) {
 			return int(ec)
 		}
-		fmt.Fprintln(os.Stderr, "kule:", err)
+		fmt.Fprintln(os.Stderr, "kule:", safeText(err.Error()))
 		return 1
 	}
 	return 0

@@ -278,7 +278,7 @@ func printHeld(w io.Writer, t *task.Task, j *kernel.Judgement, applied []effects
 				fmt.Fprintf(w, "  … and more (kule status %s lists them)\n", t.ID)
 				break
 			}
-			fmt.Fprintln(w, "  "+v.String())
+			fmt.Fprintln(w, "  "+safeLine(v.String()))
 		}
 		for _, it := range git {
 			line := "  " + it.Line + " · " + it.Verdict.Outcome.String()

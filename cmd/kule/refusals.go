@@ -26,7 +26,7 @@ func printRefusals(w io.Writer, t *task.Task) {
 		recs = recs[n:]
 	}
 	for _, r := range recs {
-		fmt.Fprintln(w, sandboxlog.Line(r))
+		fmt.Fprintln(w, safeLine(sandboxlog.Line(r)))
 	}
 	if len(damaged) > 0 {
 		fmt.Fprintf(w, "sandbox: %d lines of %s could not be read (first: %v)\n", len(damaged), sandboxlog.Path(t.Paths.Dir), damaged[0])

@@ -16,10 +16,10 @@ type namesView = kernel.Names
 // effect line; a file the differ could not read says why.
 func printNames(w io.Writer, f review.File) {
 	if f.Note != "" {
-		fmt.Fprintf(w, "      (changed as a whole: %s)\n", f.Note)
+		fmt.Fprintf(w, "      (changed as a whole: %s)\n", safeLine(f.Note))
 	}
 	for _, e := range f.Entities {
-		fmt.Fprintf(w, "      %s\n", e)
+		fmt.Fprintf(w, "      %s\n", safeLine(fmt.Sprint(e)))
 	}
 }
 
@@ -30,9 +30,9 @@ func printMeets(w io.Writer, v *namesView) {
 		return
 	}
 	for _, m := range v.Meets {
-		fmt.Fprintln(w, m.Line)
+		fmt.Fprintln(w, safeLine(m.Line))
 	}
 	for _, n := range v.Notices {
-		fmt.Fprintln(w, "note: "+n)
+		fmt.Fprintln(w, "note: "+safeLine(n))
 	}
 }

@@ -22,6 +22,7 @@ import (
 	"github.com/kulehq/kule/kernel/history"
 	"github.com/kulehq/kule/kernel/policy"
 	"github.com/kulehq/kule/kernel/relpath"
+	"github.com/kulehq/kule/kernel/sandbox"
 	"github.com/kulehq/kule/kernel/task"
 	"github.com/kulehq/kule/kernel/walk"
 )
@@ -73,11 +74,14 @@ func newCommand() *cobra.Command {
 			}
 			out := cmd.OutOrStdout()
 			if asJSON {
-				return printJSON(out, map[string]any{"id": rep.Task.ID, "folder": rep.Task.Folder, "copy": rep.Task.Paths.Copy, "backend": rep.Task.Backend, "files": rep.Files, "skipped": problemsJSON(rep.Problems)})
+				return printJSON(out, map[string]any{"id": rep.Task.ID, "folder": rep.Task.Folder, "copy": rep.Task.Paths.Copy, "backend": rep.Task.Backend, "files": rep.Files, "skipped": problemsJSON(rep.Problems), "notes": orEmpty(rep.Notes)})
 			}
 			fmt.Fprintf(out, "task %s · copy at %s\n", rep.Task.ID, rep.Task.Paths.Copy)
 			fmt.Fprintf(out, "  %d files from %s (%s, %s)\n", rep.Files, rep.Task.Folder, backendWords(rep.Task.Backend), time.Since(start).Round(time.Millisecond))
 			printProblems(out, rep.Problems)
+			for _, n := range rep.Notes {
+				fmt.Fprintln(out, "note: "+safeLine(n))
+			}
 			return nil
 		},
 	}
@@ -102,7 +106,7 @@ func printProblems(w io.Writer, ps []walk.Problem) {
 			fmt.Fprintf(w, "    … and %d more\n", len(ps)-20)
 			break
 		}
-		fmt.Fprintf(w, "    %s\n", p)
+		fmt.Fprintf(w, "    %s\n", safeLine(fmt.Sprint(p)))
 	}
 }
 
@@ -153,6 +157,11 @@ and lists what it changed. Nothing reaches the folder until kule commit.`,
 				// No names and no policy marks: an exec stays quick, and
 				// kule status has both.
 				printStatus(cmd.ErrOrStderr(), st, false, nil, nil)
+			}
+			if errors.Is(err, sandbox.ErrCommandNotFound) || errors.Is(err, sandbox.ErrCommandCannotRun) {
+				// The command's own error, with a shell's exit code.
+				fmt.Fprintln(cmd.ErrOrStderr(), "kule: "+safeText(err.Error()))
+				return exitCode(code)
 			}
 			if err != nil {
 				return err
@@ -216,6 +225,7 @@ func statusCommand() *cobra.Command {
 				m["names"] = names
 				addBudgetJSON(m, k, t)
 				m["sandbox"] = refusalsJSON(t)
+				m["env_tracked"] = orEmpty(t.EnvTracked)
 				return printJSON(cmd.OutOrStdout(), m)
 			}
 			var home []policy.Verdict
@@ -223,6 +233,9 @@ func statusCommand() *cobra.Command {
 				home, _ = homeVerdicts(k, t, st.Home)
 			}
 			printStatus(cmd.OutOrStdout(), st, true, &names, home)
+			for _, rel := range t.EnvTracked {
+				fmt.Fprintln(cmd.OutOrStdout(), "note: "+safeLine(kernel.EnvTrackedNote(rel)))
+			}
 			statusBudget(cmd.OutOrStdout(), k, t)
 			printRefusals(cmd.OutOrStdout(), t)
 			if perr != nil {
@@ -252,12 +265,12 @@ func printStatus(w io.Writer, st *kernel.Status, header bool, names *namesView, 
 		printNames(w, byPath[e.Path])
 	}
 	for _, l := range st.GitLines() {
-		fmt.Fprintln(w, l)
+		fmt.Fprintln(w, safeLine(l))
 	}
 	if waits := st.GitWaits(kernel.GitApproval{}); len(waits) > 0 {
 		fmt.Fprintln(w, "git: waits for approval (kule commit --approve):")
 		for _, l := range waits {
-			fmt.Fprintln(w, "  "+l)
+			fmt.Fprintln(w, "  "+safeLine(l))
 		}
 	}
 	if n := st.IgnoredCount(); n > 0 {
@@ -269,7 +282,7 @@ func printStatus(w io.Writer, st *kernel.Status, header bool, names *namesView, 
 		}
 	}
 	for _, l := range st.Network {
-		fmt.Fprintln(w, l)
+		fmt.Fprintln(w, safeLine(l))
 	}
 	printHome(w, st.Home, home)
 	printProblems(w, st.Problems)
@@ -285,7 +298,7 @@ func effectLine(e effects.Effect) string {
 		}
 		s += fmt.Sprintf(" (%d %s)", e.Files, word)
 	}
-	return s
+	return safeLine(s)
 }
 
 type effectView struct {
@@ -411,7 +424,7 @@ func commitCommand() *cobra.Command {
 					}
 				}
 				for _, m := range rep.Merged {
-					fmt.Fprintln(out, "  merged "+m)
+					fmt.Fprintln(out, "  merged "+safeLine(m))
 				}
 				fmt.Fprintf(out, "checkpoint %d kept · kule undo %s takes it back\n", rep.Checkpoint, t.ID)
 			}
@@ -525,6 +538,13 @@ in a copy by hand since then show at its next status, or with --fresh.`,
 				row["meets"] = r.Meets
 				rows = append(rows, row)
 			}
+			broken, err := k.Store.Broken()
+			if err != nil {
+				return err
+			}
+			for _, b := range broken {
+				rows = append(rows, map[string]any{"id": b.ID, "broken": true, "reason": b.Reason, "dir": b.Dir, "busy": b.Busy})
+			}
 			if asJSON {
 				if rows == nil {
 					rows = []map[string]any{}
@@ -534,7 +554,19 @@ in a copy by hand since then show at its next status, or with --fresh.`,
 			if len(rows) == 0 {
 				fmt.Fprintln(out, "no tasks · kule new FOLDER makes one")
 			}
+			defer func() {
+				for _, b := range broken {
+					next := "kule delete " + b.ID + " removes it"
+					if b.Busy {
+						next = "it is listed as a task once it is made"
+					}
+					fmt.Fprintf(out, "%s  broken: %s · %s (%s)\n", b.ID, safeLine(b.Reason), next, safeLine(b.Dir))
+				}
+			}()
 			for _, r := range rows {
+				if r["broken"] == true {
+					continue // said last
+				}
 				state, _ := r["summary"].(string)
 				if e, ok := r["error"].(string); ok {
 					state = "error: " + e
@@ -544,7 +576,7 @@ in a copy by hand since then show at its next status, or with --fresh.`,
 				fmt.Fprintf(out, "%s  %s  %s\n", r["id"], r["folder"], state)
 				ms, _ := r["meets"].([]kernel.Meet)
 				for _, m := range ms {
-					fmt.Fprintln(out, "    "+m.Line)
+					fmt.Fprintln(out, "    "+safeLine(m.Line))
 				}
 			}
 			return nil
@@ -575,8 +607,30 @@ func deleteCommand() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "delete TASK",
 		Short: "Delete a task and its copy (the folder is not touched)",
-		Args:  cobra.ExactArgs(1),
-		RunE: withTask(func(k *kernel.Kernel, t *task.Task, cmd *cobra.Command, args []string) error {
+		Long: `Deletes the task's copy, base, checkpoints and history. The folder is not
+touched. A broken task (what an interrupted kule new or kule delete left,
+shown by kule list) is removed the same way, by its id.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			k, err := openKernel()
+			if err != nil {
+				return err
+			}
+			t, err := k.Resolve(args[0])
+			if err != nil && !errors.Is(err, task.ErrBadID) && !errors.Is(err, task.ErrAmbiguous) {
+				b, berr := k.Store.ResolveBroken(args[0])
+				if berr != nil {
+					return err
+				}
+				if err := k.DeleteBroken(b); err != nil {
+					return err
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "deleted broken task %s (%s) · no folder was touched\n", b.ID, safeLine(b.Reason))
+				return nil
+			}
+			if err != nil {
+				return err
+			}
 			st, err := k.Status(t)
 			if err == nil && len(st.Effects) > 0 && !yes {
 				return fmt.Errorf("delete: task %s has %d uncommitted changes; commit them, or run kule delete %s --yes to throw them away (the folder is untouched either way)", t.ID, len(st.Effects), t.ID)
@@ -586,7 +640,7 @@ func deleteCommand() *cobra.Command {
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "deleted task %s · %s is untouched\n", t.ID, t.Folder)
 			return nil
-		}),
+		},
 	}
 	c.Flags().BoolVarP(&yes, "yes", "y", false, "delete even with uncommitted changes")
 	return c
@@ -640,4 +694,12 @@ func historyCommand() *cobra.Command {
 	c.Flags().BoolVar(&verify, "verify", false, "check every signature and the hash chain")
 	c.Flags().BoolVar(&asJSON, "json", false, "print the entries as JSON")
 	return c
+}
+
+// orEmpty is ss, or an empty list where it is nil: JSON says [] not null.
+func orEmpty(ss []string) []string {
+	if ss == nil {
+		return []string{}
+	}
+	return ss
 }

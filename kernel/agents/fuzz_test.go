@@ -45,11 +45,20 @@ func FuzzParse(f *testing.F) {
 
 // FuzzPackageOf: a command accepted as fetching a package names one exact version.
 func FuzzPackageOf(f *testing.F) {
-	for _, s := range []string{"npx -y a@1.2.3 acp", "npx @s/a@1.0.0-rc.1", "uvx a==1.0.0", "npx a@^1", "npx a", "pnpm dlx a@1.0.0"} {
+	for _, s := range []string{"npx -y a@1.2.3 acp", "npx @s/a@1.0.0-rc.1", "uvx a==1.0.0", "npx a@^1", "npx a", "pnpm dlx a@1.0.0",
+		"npm exec --yes pkg@latest", "env npx -y pkg", "uv tool run pkg", "sh -c npx\x20-y\x20pkg@latest", "C:\\n\\npx.cmd pkg@latest"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		pkg, ok, err := PackageOf(strings.Fields(s))
+		cmd := strings.Fields(s)
+		// A profile whose command passes runs no fetched package but one
+		// of exactly one version, whatever wraps it.
+		if len(cmd) > 0 && Validate(Profile{Name: "f", Source: "fuzz", Command: cmd}, nil) == nil {
+			if err := checkCommand(cmd); err != nil {
+				t.Fatalf("%q passed Validate but not checkCommand: %v", s, err)
+			}
+		}
+		pkg, ok, err := PackageOf(cmd)
 		if !ok || err != nil {
 			return
 		}

@@ -188,7 +188,7 @@ func PackageOf(cmd []string) (Package, bool, error) {
 	if len(cmd) == 0 {
 		return Package{}, false, nil
 	}
-	runner := path.Base(cmd[0])
+	runner := programName(cmd[0])
 	switch runner {
 	case "npx", "uvx", "bunx", "pnpx":
 	case "pnpm", "yarn", "bun":
@@ -236,6 +236,9 @@ func PackageOf(cmd []string) (Package, bool, error) {
 }
 
 func checkPackageRunner(p Profile) error {
+	if err := checkCommand(p.Command); err != nil {
+		return refuse(p, "command: %v", err)
+	}
 	if _, _, err := PackageOf(p.Command); err != nil {
 		return refuse(p, "command: %v", err)
 	}

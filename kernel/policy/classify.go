@@ -85,31 +85,67 @@ var pairTags = map[[2]string]tagMask{}
 // Extensions (lower-cased, with the dot) that carry a tag.
 var extTags = map[string]tagMask{}
 
-func init() {
-	names := func(m tagMask, ns ...string) {
-		for _, n := range ns {
-			nameTags[n] |= m
-		}
-	}
-	dirs := func(m tagMask, ns ...string) {
-		for _, n := range ns {
-			dirTags[n] |= m
-		}
-	}
-	pairs := func(m tagMask, ps ...string) {
-		for _, p := range ps {
-			a, b, _ := strings.Cut(p, "/")
-			pairTags[[2]string{a, b}] |= m
-		}
-	}
-	exts := func(m tagMask, ns ...string) {
-		for _, n := range ns {
-			extTags[n] |= m
-		}
-	}
+// Names without their extension (lower-cased) that carry a tag when the
+// extension is one of codeExts: the configuration files that are code.
+var stemTags = map[string]tagMask{}
 
+// codeExts are the extensions of a configuration file that is a program
+// its tool loads: JavaScript and TypeScript in every module flavour, and
+// the languages some tools compile on the fly.
+var codeExts = map[string]bool{
+	".js": true, ".cjs": true, ".mjs": true, ".ts": true, ".cts": true, ".mts": true,
+	".jsx": true, ".tsx": true, ".coffee": true, ".ls": true,
+}
+
+// siteDirs are directories whose .pth files Python's site module runs at
+// every start (a line that begins with "import" is executed).
+var siteDirs = map[string]bool{}
+
+// tagNamed tags file names with m.
+func tagNamed(m tagMask, ns ...string) {
+	for _, n := range ns {
+		nameTags[n] |= m
+	}
+}
+
+// tagDir tags directory names (their whole subtree) with m.
+func tagDir(m tagMask, ns ...string) {
+	for _, n := range ns {
+		dirTags[n] |= m
+	}
+}
+
+// tagPair tags parent/child pairs (their whole subtree) with m.
+func tagPair(m tagMask, ps ...string) {
+	for _, p := range ps {
+		a, b, _ := strings.Cut(p, "/")
+		pairTags[[2]string{a, b}] |= m
+	}
+}
+
+// tagExt tags extensions with m.
+func tagExt(m tagMask, ns ...string) {
+	for _, n := range ns {
+		extTags[n] |= m
+	}
+}
+
+// tagStem tags names without a code extension with m.
+func tagStem(m tagMask, ns ...string) {
+	for _, n := range ns {
+		stemTags[n] |= m
+	}
+}
+
+func init() {
+	addTags()
+	addToolStartTags()
+}
+
+// addTags fills the tables by file kind.
+func addTags() {
 	// What decides what gets installed and built.
-	names(bManifest,
+	tagNamed(bManifest,
 		"package.json", "cargo.toml", "go.mod", "go.work", "pyproject.toml",
 		"setup.py", "setup.cfg", "pipfile", "gemfile", "pom.xml",
 		"build.gradle", "build.gradle.kts", "settings.gradle", "settings.gradle.kts",
@@ -121,8 +157,8 @@ func init() {
 		"cartfile", "renv.lock", "meson.build", "cmakelists.txt",
 		"jsr.json", "bower.json", "lerna.json", "pnpm-workspace.yaml", "nx.json", "turbo.json",
 	)
-	exts(bManifest, ".csproj", ".fsproj", ".vbproj", ".gemspec", ".cabal", ".opam", ".nuspec", ".sln")
-	names(bLockfile,
+	tagExt(bManifest, ".csproj", ".fsproj", ".vbproj", ".gemspec", ".cabal", ".opam", ".nuspec", ".sln")
+	tagNamed(bLockfile,
 		"package-lock.json", "npm-shrinkwrap.json", "yarn.lock", "pnpm-lock.yaml",
 		"bun.lockb", "bun.lock", "cargo.lock", "go.sum", "go.work.sum",
 		"poetry.lock", "uv.lock", "pdm.lock", "pipfile.lock", "gemfile.lock",
@@ -132,29 +168,29 @@ func init() {
 	)
 
 	// CI: what runs on someone else's machines with the project's secrets.
-	names(bCI,
+	tagNamed(bCI,
 		".gitlab-ci.yml", ".gitlab-ci.yaml", "jenkinsfile", "azure-pipelines.yml",
 		"azure-pipelines.yaml", ".travis.yml", "bitbucket-pipelines.yml", ".drone.yml",
 		".woodpecker.yml", ".woodpecker.yaml", "appveyor.yml", ".appveyor.yml",
 		"cloudbuild.yaml", "cloudbuild.yml", ".cirrus.yml", "codefresh.yml",
 		"buildspec.yml", "codemagic.yaml", "bitrise.yml",
 	)
-	dirs(bCI, ".circleci", ".buildkite", ".azure-pipelines", ".woodpecker", ".semaphore", ".tekton")
-	pairs(bCI, ".github/workflows", ".github/actions", ".github/dependabot.yml",
+	tagDir(bCI, ".circleci", ".buildkite", ".azure-pipelines", ".woodpecker", ".semaphore", ".tekton")
+	tagPair(bCI, ".github/workflows", ".github/actions", ".github/dependabot.yml",
 		".gitea/workflows", ".forgejo/workflows", ".gitlab/ci")
 
 	// Editor configuration.
-	names(bEditor,
+	tagNamed(bEditor,
 		".editorconfig", ".exrc", ".nvimrc", ".nvim.lua", ".lvimrc", ".vimrc",
 		".dir-locals.el", ".dir-locals-2.el",
 	)
-	exts(bEditor, ".code-workspace", ".sublime-project")
-	dirs(bEditor, ".vscode", ".idea", ".zed", ".fleet", ".vim", ".nvim", ".helix",
+	tagExt(bEditor, ".code-workspace", ".sublime-project")
+	tagDir(bEditor, ".vscode", ".idea", ".zed", ".fleet", ".vim", ".nvim", ".helix",
 		".devcontainer", ".theia", ".nova", ".vs")
 
 	// What runs code on its own: what an editor or a shell runs when the
 	// folder opens, package-manager and toolchain settings, hook managers.
-	names(bRunsCode,
+	tagNamed(bRunsCode,
 		".npmrc", ".yarnrc", ".yarnrc.yml", ".pnpmfile.cjs", ".pnpmfile.mjs",
 		"bunfig.toml", "rust-toolchain", "rust-toolchain.toml", ".tool-versions",
 		".envrc", ".env.rc", ".mise.toml", "mise.toml", ".mise.local.toml", "mise.local.toml",
@@ -166,27 +202,89 @@ func init() {
 		".dir-locals.el", ".dir-locals-2.el", "global.json", "nuget.config",
 		".condarc", ".pdbrc", ".vimrc", ".exrc", ".nvimrc", ".nvim.lua", ".lvimrc",
 	)
-	dirs(bRunsCode, ".husky", ".devcontainer", ".mvn", ".githooks", ".lefthook", ".yarn")
-	pairs(bRunsCode, ".vscode/tasks.json", ".vscode/launch.json", ".cargo/config",
+	tagDir(bRunsCode, ".husky", ".devcontainer", ".mvn", ".githooks", ".lefthook", ".yarn")
+	tagPair(bRunsCode, ".vscode/tasks.json", ".vscode/launch.json", ".cargo/config",
 		".cargo/config.toml", "gradle/wrapper", ".bundle/config", ".pip/pip.conf",
 		".config/dotnet-tools.json")
 
 	// What steers an agent: its settings, instructions and MCP servers.
-	names(bAgent,
+	tagNamed(bAgent,
 		"claude.md", "claude.local.md", "agents.md", "agent.md", "gemini.md",
 		".cursorrules", ".cursorignore", ".windsurfrules", ".clinerules", ".roomodes",
 		".goosehints", ".mcp.json", "mcp.json", ".aider.conf.yml", ".rules",
 		"opencode.json", "opencode.jsonc", ".codeiumignore", "copilot-instructions.md",
 		".aiexclude", ".geminiignore",
 	)
-	dirs(bAgent, ".claude", ".codex", ".gemini", ".cursor", ".windsurf", ".roo",
+	tagDir(bAgent, ".claude", ".codex", ".gemini", ".cursor", ".windsurf", ".roo",
 		".continue", ".junie", ".kiro", ".amazonq", ".kilocode", ".augment",
 		".opencode", ".clinerules", ".agents", ".aider")
-	pairs(bAgent, ".github/instructions", ".github/prompts", ".github/chatmodes",
+	tagPair(bAgent, ".github/instructions", ".github/prompts", ".github/chatmodes",
 		".github/agents", ".vscode/mcp.json", ".cursor/mcp.json")
 
 	// A repository inside the folder.
-	names(bNestedRepo, ".gitmodules")
+	tagNamed(bNestedRepo, ".gitmodules")
+}
+
+// addToolStartTags adds what a tool runs by itself when it starts in the
+// folder (see docs/policy.md's table), and the Python site directories.
+func addToolStartTags() {
+	for _, d := range []string{"site-packages", "dist-packages", ".venv", "venv"} {
+		siteDirs[d] = true
+	}
+	// What a tool runs by itself when it starts in the folder: the files
+	// are code (or name commands) that the tool loads without asking. The
+	// table in docs/policy.md says which tool runs each, and when. Build
+	// files that are manifests too (package.json's scripts, setup.py, the
+	// Gemfile, build.gradle, *.csproj, CMakeLists.txt) wait as manifests,
+	// and editor settings (.vscode/settings.json, .idea/) as editor_config.
+	tagNamed(bRunsCode,
+		// Python: site runs .pth lines and the customize modules at every
+		// start; pytest imports every conftest.py; tox and nox run theirs.
+		"sitecustomize.py", "usercustomize.py", "conftest.py", "noxfile.py", "tox.ini",
+		"pyvenv.cfg", "fabfile.py", "dodo.py",
+		// Ruby: rake, guard, capistrano, vagrant, brew bundle, irb, rspec.
+		"gems.rb", "rakefile", "rakefile.rb", "guardfile", "capfile", "vagrantfile",
+		"brewfile", ".irbrc", ".pryrc", ".rspec",
+		// JVM: Gradle init scripts, sbt and JVM options.
+		"init.gradle", "init.gradle.kts", ".sbtopts", ".jvmopts",
+		// Native builds: what make, just, task, earthly, tilt, cmake, zig and
+		// bazel read as their script.
+		"makefile", "gnumakefile", "justfile", ".justfile", "taskfile.yml", "taskfile.yaml",
+		"taskfile.dist.yml", "earthfile", "tiltfile", "cmakepresets.json",
+		"cmakeuserpresets.json", "meson_options.txt", "meson.options", "build.zig",
+		"workspace", "workspace.bazel", "module.bazel",
+		// Node and PHP: hook runners, and config files that are code.
+		".huskyrc", ".huskyrc.json", ".lintstagedrc", ".lintstagedrc.json",
+		".lintstagedrc.yaml", ".lintstagedrc.yml", "nodemon.json",
+		".php-cs-fixer.php", ".php-cs-fixer.dist.php", "rector.php",
+		// Git: filter and diff drivers by path, LFS's custom transfers.
+		".gitattributes", ".lfsconfig",
+		// Continue (an editor agent) runs what its config names.
+		".continuerc.json",
+	)
+	tagExt(bRunsCode, ".proj", ".props", ".targets", ".mk", ".bzl")
+	tagDir(bRunsCode, ".direnv", ".storybook")
+	tagPair(bRunsCode, ".zed/tasks.json", ".helix/languages.toml", ".venv/bin", ".venv/scripts",
+		"venv/bin", "venv/scripts", ".config/lefthook.yml", "project/plugins.sbt")
+	tagNamed(bAgent, ".continuerc.json")
+	// Configuration written as code, by stem: vite.config.ts, .eslintrc.cjs.
+	tagStem(bRunsCode,
+		"eslint.config", ".eslintrc", "vite.config", "vitest.config", "vitest.workspace",
+		"jest.config", "webpack.config", "rollup.config", "rspack.config", "rsbuild.config",
+		"esbuild.config", "tsup.config", "babel.config", ".babelrc", "postcss.config",
+		".postcssrc", "tailwind.config", "next.config", "nuxt.config", "svelte.config",
+		"astro.config", "remix.config", "vue.config", "quasar.config", "gatsby-config",
+		"gatsby-node", "prettier.config", ".prettierrc", "stylelint.config", ".stylelintrc",
+		"playwright.config", "cypress.config", "karma.conf", "protractor.conf", "gulpfile",
+		"gruntfile", "jakefile", ".mocharc", "ava.config", "commitlint.config",
+		".commitlintrc", "lint-staged.config", ".lintstagedrc", "release.config", ".releaserc",
+		"metro.config", "react-native.config", "app.config", "electron.vite.config",
+		"uno.config", "unocss.config", "histoire.config", "wxt.config", "panda.config",
+		"drizzle.config", "knexfile", "ecosystem.config", ".huskyrc", "nodemon.config",
+		"docusaurus.config", "vuepress.config", "vitepress.config", "syncpack.config",
+		".ncurc", ".pnpmfile", "nightwatch.conf", "wdio.conf", "stencil.config",
+		"angular.config", "ember-cli-build", "snowpack.config", "parcel.config",
+	)
 }
 
 // pathInfo is what the entity builder knows of a path.
@@ -258,6 +356,9 @@ func classifyLower(lower, lname string) tagMask {
 	m |= nameTags[lname]
 	if i := strings.LastIndexByte(lname, '.'); i > 0 {
 		m |= extTags[lname[i:]]
+		if codeExts[lname[i:]] {
+			m |= stemTags[lname[:i]]
+		}
 	}
 	if strings.HasPrefix(lname, "requirements") && strings.HasSuffix(lname, ".txt") {
 		m |= bManifest
@@ -267,6 +368,9 @@ func classifyLower(lower, lname string) tagMask {
 	for rest := lower; ; i++ {
 		c, tail, more := strings.Cut(rest, "/")
 		m |= dirTags[c]
+		if more && strings.HasSuffix(lname, ".pth") && siteDirs[c] {
+			m |= bRunsCode
+		}
 		if prev != "" {
 			m |= pairTags[[2]string{prev, c}]
 		}

@@ -1118,7 +1118,7 @@ static char *look_path(const struct kule_plan *p) {
 		return (char *)name;
 	const char *path = lookup_env(p, "PATH");
 	if (!*path)
-		die("run %s: not found in the command's PATH", name);
+		die("command not found: %s (not found in the command's PATH)", name);
 	for (const char *s = path;;) {
 		const char *e = strchr(s, ':');
 		size_t n = e ? (size_t)(e - s) : strlen(s);
@@ -1133,7 +1133,7 @@ static char *look_path(const struct kule_plan *p) {
 			break;
 		s = e + 1;
 	}
-	die("run %s: not found in the command's PATH", name);
+	die("command not found: %s (not found in the command's PATH)", name);
 }
 
 static int is_terminal(int fd) {
@@ -1198,6 +1198,13 @@ __attribute__((noreturn)) static void exec_command(const struct kule_plan *p, co
 	sigemptyset(&none);
 	sigprocmask(SIG_SETMASK, &none, NULL);
 	execve(path, p->args.v, p->env.n ? p->env.v : (char *[]){NULL});
+	// The command's own failures start with the words cmderr.go reads: they
+	// are the command's error (exit 127 or 126, as a shell says), never the
+	// sandbox's.
+	if (errno == ENOENT || errno == ENOTDIR)
+		die("command not found: %s (%s)", p->args.v[0], why(errno));
+	if (errno == ENOEXEC)
+		die("command cannot run: %s (%s)", p->args.v[0], why(errno));
 	die("run %s: %s", p->args.v[0], why(errno));
 }
 

@@ -235,6 +235,9 @@ func (s *Sandbox) Run(ctx context.Context, spec runner.Spec) (int, error) {
 			bridge.Close()
 		}
 		wg.Wait()
+		if code, err := commandFailure(strings.TrimSpace(string(status))); err != nil {
+			return code, err // the command's own error: no advice about the sandbox
+		}
 		return -1, s.notRun(spec, fmt.Errorf("%w: %s; nothing ran and nothing changed", ErrSetup, strings.TrimSpace(string(status))), strings.TrimSpace(string(status)), fixSystem)
 	}
 	var code int

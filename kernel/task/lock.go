@@ -40,3 +40,20 @@ func (l *Lock) Unlock() error {
 	l.f = nil
 	return err
 }
+
+// TryLockFile takes the exclusive lock on an existing file at path without
+// waiting: a nil Lock and no error mean another process holds it.
+func TryLockFile(path string) (*Lock, error) {
+	f, err := os.OpenFile(path, os.O_RDWR|unix.O_CLOEXEC|unix.O_NOFOLLOW, 0)
+	if err != nil {
+		return nil, fmt.Errorf("lock: %w", err)
+	}
+	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+		f.Close()
+		if err == unix.EWOULDBLOCK {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("lock %s: %w", path, err)
+	}
+	return &Lock{f: f}, nil
+}

@@ -42,6 +42,10 @@ type Task struct {
 	// bounds growth beyond it.
 	DiskBase int64 `json:"disk_base,omitempty"`
 
+	// EnvTracked lists the settings files (.env, …) git tracked in the
+	// folder when the task was made: masking cannot hide their values.
+	EnvTracked []string `json:"env_tracked,omitempty"`
+
 	// Limits are this task's own; a zero field takes the home's setting.
 	Limits limits.Limits `json:"limits,omitzero"`
 
@@ -125,16 +129,32 @@ func (s *Store) NewID() (string, error) {
 			return "", err
 		}
 		id := hex.EncodeToString(b[:])
-		if _, err := os.Lstat(filepath.Join(s.TasksDir(), id)); errors.Is(err, os.ErrNotExist) {
+		if s.idFree(id) {
 			return id, nil
 		}
 	}
 	return "", errors.New("new task: could not find a free id")
 }
 
+// idFree reports whether no task, task in the making or leftover of one
+// holds id.
+func (s *Store) idFree(id string) bool {
+	for _, name := range []string{id, newPrefix + id, id + deletingSuffix} {
+		if _, err := os.Lstat(filepath.Join(s.TasksDir(), name)); !errors.Is(err, os.ErrNotExist) {
+			return false
+		}
+	}
+	return true
+}
+
 // Save writes task.json atomically.
 func (s *Store) Save(t *Task) error {
-	dir := filepath.Join(s.TasksDir(), t.ID)
+	return s.SaveIn(filepath.Join(s.TasksDir(), t.ID), t)
+}
+
+// SaveIn writes t's task.json atomically into dir: a task being made is
+// saved in its temporary directory before that is renamed into place.
+func (s *Store) SaveIn(dir string, t *Task) error {
 	b, err := json.MarshalIndent(t, "", "  ")
 	if err != nil {
 		return err
@@ -213,8 +233,11 @@ func (s *Store) List() ([]*Task, error) {
 	var ts []*Task
 	for _, id := range ids {
 		t, err := s.Load(id)
+		if errors.Is(err, ErrNotFound) {
+			continue // deleted since IDs looked
+		}
 		if err != nil {
-			return nil, err
+			continue // damaged: Broken lists it, and kule delete removes it
 		}
 		ts = append(ts, t)
 	}
