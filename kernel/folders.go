@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/kulehq/kule/kernel/agents"
+	"github.com/kulehq/kule/kernel/credentials"
 )
 
 // ErrFolderRefused: the folder is one Kule never makes a task on (the root,
@@ -48,7 +49,7 @@ func CheckTaskFolder(folder, home, kuleHome string) error {
 	if folderWithin(h, f) {
 		return fmt.Errorf("new: %s: %w: it holds your home folder %s and with it your keys and logins; give the project folder inside it (nothing was made)", f, ErrFolderRefused, h)
 	}
-	for _, list := range [][]string{agents.Hidden, agents.KuleOwn} {
+	for _, list := range [][]string{credentials.Home, credentials.AgentLogins, agents.KuleOwn} {
 		for _, rel := range list {
 			c := filepath.Join(h, filepath.FromSlash(rel))
 			if folderOverlaps(f, c) {
