@@ -43,7 +43,7 @@ func fail(w http.ResponseWriter, err error) {
 		code = http.StatusNotFound
 	case errors.Is(err, task.ErrBadID), errors.Is(err, task.ErrAmbiguous), errors.Is(err, ErrWaitRange),
 		errors.Is(err, ErrBadQuestion), errors.Is(err, errBadRequest), errors.Is(err, kernel.ErrNotFolder),
-		errors.Is(err, kernel.ErrInsideKuleHome), errors.Is(err, errNotImage), errors.Is(err, errPath),
+		errors.Is(err, kernel.ErrInsideKuleHome), errors.Is(err, kernel.ErrFolderRefused), errors.Is(err, errNotImage), errors.Is(err, errPath),
 		errors.Is(err, group.ErrBadGroup), errors.Is(err, group.ErrBadPolicy), errors.Is(err, group.ErrNoOwn), errors.Is(err, policy.ErrPolicy):
 		code = http.StatusBadRequest
 	case errors.Is(err, ErrAnswered), errors.Is(err, kernel.ErrChangedUnderneath), errors.Is(err, kernel.ErrUndoBlocked),
@@ -228,6 +228,10 @@ func (d *Daemon) newTask(w http.ResponseWriter, r *http.Request) {
 		fail(w, fmt.Errorf("%w: give the folder as an absolute path (or ~/…)", errBadRequest))
 		return
 	}
+	if err := d.checkFolder(expandHome(in.Folder)); err != nil {
+		fail(w, err)
+		return
+	}
 	rep, err := d.k.NewTask(expandHome(in.Folder))
 	if err != nil {
 		fail(w, err)
@@ -249,6 +253,23 @@ func (d *Daemon) newTask(w http.ResponseWriter, r *http.Request) {
 	}
 	d.Bus.Publish("task", t.ID, map[string]any{"action": "new"})
 	writeJSON(w, 201, map[string]any{"task": d.viewOf(r.Context(), t), "files": rep.Files, "skipped": len(rep.Problems)})
+}
+
+// refuseFolders keeps credential folders and Kule's home from being a
+// task's folder. Tests turn it off to show what it guards.
+var refuseFolders = true
+
+// checkFolder refuses a folder no task may copy (kernel.CheckTaskFolder):
+// a task on ~/.ssh would hand the keys to every command run in it.
+func (d *Daemon) checkFolder(folder string) error {
+	if !refuseFolders {
+		return nil
+	}
+	home := d.cfg.UserHome
+	if home == "" {
+		home, _ = os.UserHomeDir()
+	}
+	return kernel.CheckTaskFolder(folder, home, d.home)
 }
 
 func expandHome(p string) string {

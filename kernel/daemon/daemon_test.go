@@ -303,7 +303,9 @@ func TestHTTPGuard(t *testing.T) {
 		"app page without token":     {path: "/", want: 401},
 		"script without token":       {path: "/app.js", want: 401},
 		"api with a wrong token":     {path: "/api/tasks", cookie: &http.Cookie{Name: cookieName, Value: strings.Repeat("0", 48)}, want: 401},
-		"url with a wrong token":     {path: "/?token=" + strings.Repeat("a", 48), want: 401},
+		"url with a wrong launch":    {path: "/?launch=" + strings.Repeat("A", 26), want: 401},
+		"the session token as a url": {path: "/?token=" + d.Token(), want: 401}, // what a browser's history kept
+		"the session token as code":  {path: "/?launch=" + d.Token(), want: 401},
 		"api with the token":         {path: "/api/tasks", cookie: good, want: 200},
 		"bearer token":               {path: "/api/tasks", header: map[string]string{"Authorization": "Bearer " + d.Token()}, want: 200},
 		"same origin":                {path: "/api/tasks", cookie: good, header: map[string]string{"Origin": base}, want: 200},
@@ -314,7 +316,8 @@ func TestHTTPGuard(t *testing.T) {
 		"rebinding host":             {path: "/api/tasks", cookie: good, host: "evil.example:" + strings.Split(d.Addr(), ":")[1], want: 421},
 		"questions posted over http": {path: "/api/questions", cookie: good, want: 200}, // GET lists; POST is refused below
 		"app address over http":      {path: "/api/app", cookie: good, want: 400},
-		"token in url sets cookie":   {path: "/?token=" + d.Token(), want: 303},
+		"launch code sets cookie":    {path: strings.TrimPrefix(d.URL(), base), want: 303},
+		"localhost is another host":  {path: "/api/tasks", cookie: good, host: "localhost:" + strings.Split(d.Addr(), ":")[1], want: 421},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -337,11 +340,11 @@ func TestHTTPGuard(t *testing.T) {
 			}
 			if tc.want == 303 {
 				sc := resp.Cookies()
-				if len(sc) != 1 || sc[0].Value != d.Token() || !sc[0].HttpOnly || sc[0].SameSite != http.SameSiteStrictMode {
-					t.Fatalf("cookie = %+v, want the token, HttpOnly, SameSite=Strict", sc)
+				if len(sc) != 1 || sc[0].Value != d.Token() || !sc[0].HttpOnly || sc[0].SameSite != http.SameSiteStrictMode || sc[0].Path != "/" || sc[0].Domain != "" {
+					t.Fatalf("cookie = %+v, want the token, HttpOnly, SameSite=Strict, Path=/, host-only", sc)
 				}
-				if loc := resp.Header.Get("Location"); strings.Contains(loc, "token") {
-					t.Fatalf("redirect keeps the token in the address: %s", loc)
+				if loc := resp.Header.Get("Location"); loc != "/" {
+					t.Fatalf("redirect to %q, want / (nothing of the launch in the address)", loc)
 				}
 			}
 		})
