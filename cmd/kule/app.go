@@ -45,7 +45,6 @@ kule app starts it for you.`,
 				RunnerFor: func(t *task.Task, spec *runner.Spec) (runner.Runner, error) {
 					return (&sandboxFlags{}).runnerFor(t, spec)
 				},
-				Policy:   daemon.NewCedarPolicy(k),
 				Reviewer: daemon.DiffReviewer{Hosts: daemon.NewSharedHost(k.Store.Root, func() *pluginhost.Host { return pluginHost(k.Store.Root) })}, // one plugin host for the daemon's life
 				Rules:    &daemon.CedarRules{K: k},
 				AgentSet: func() (*agents.Set, error) { set, _, err := loadAgents(); return set, err },

@@ -4,9 +4,10 @@
 // loopback HTTP port that carries the control room web app (embedded; no
 // network at run time), guarded by a per-start token, Host and Origin checks.
 //
-// The policy, the semantic review and the remembered rules plug in through
-// the small interfaces of hooks.go; the proxy and the ACP permission path post
-// to the Questions queue.
+// Effects are judged by the kernel's one judging path (judging.go); the
+// semantic review and the remembered rules plug in through the small
+// interfaces of hooks.go; the proxy and the ACP permission path post to the
+// Questions queue.
 package daemon
 
 import (
@@ -43,7 +44,6 @@ type Config struct {
 	Kernel   *kernel.Kernel
 	Idle     time.Duration // 0 = DefaultIdle; negative = never
 	HTTPAddr string        // "" = the home's own loopback address (loopback.go), a free port
-	Policy   Policy        // nil = PassAll
 	Reviewer Reviewer      // nil = NoNames
 	Rules    Rules         // nil = MemoryRules
 	// RunnerFor picks how one command of the app runs in t (the sandbox, as
@@ -108,9 +108,6 @@ func Start(cfg Config) (*Daemon, error) {
 	}
 	if cfg.Idle == 0 {
 		cfg.Idle = DefaultIdle
-	}
-	if cfg.Policy == nil {
-		cfg.Policy = PassAll{}
 	}
 	if cfg.Reviewer == nil {
 		cfg.Reviewer = NoNames{}

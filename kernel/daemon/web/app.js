@@ -488,6 +488,7 @@ async function loadTimeline() {
       const c = d.counts || {};
       what = `Commit · checkpoint ${d.checkpoint}` + (undone.has(d.checkpoint) ? ' (undone)' : '');
       detail = (d.changes || []).join('\n') || `+${c.added || 0} ~${c.changed || 0} -${c.deleted || 0}`;
+      if (d.approval && d.approval.paths) detail += `\nApproved by ${d.approval.by}: ${d.approval.paths.join(', ')}`;
     } else if (e.kind === 'undo') { what = `Undo of checkpoint ${d.checkpoint}`; }
     else if (e.kind === 'approval') { what = 'Approved'; detail = (d.paths || []).join('\n'); }
     const canUndo = lastCommit && e.seq === lastCommit.seq;
