@@ -455,3 +455,81 @@ func TestCrashDuringCommitOfAMaskedEnv(t *testing.T) {
 		})
 	}
 }
+
+// refusalFaults make a commit fail at each point where it refuses after
+// starting to write into the folder: the first staged file, one in the
+// middle of staging (a whole new directory tree is staged by then), making
+// the staged files durable, and marking the journal staged.
+var refusalFaults = []string{"stage.write@1:ENOSPC", "stage.write@4:ENOSPC", "stage.sync:EIO", "journal.staged:EIO"}
+
+// A commit refused at each of those points says nothing changed, and
+// nothing changed: the folder is as it was with no .kule- name in it, no
+// journal is left, the task works on, and the next commit applies it all.
+func TestRefusedCommitLeavesNothingBehind(t *testing.T) {
+	for _, fault := range refusalFaults {
+		t.Run(fault, func(t *testing.T) {
+			t.Parallel()
+			c, id, folder := setup(t)
+			before := snapshot(t, folder)
+			copyDir := filepath.Join(c.home, "tasks", id, "copy")
+			after := snapshot(t, copyDir)
+			cmd := exec.Command(os.Args[0], "commit", id, "--approve")
+			cmd.Env = append(os.Environ(), "KULE_AS_CLI=1", "KULE_HOME="+c.home, "KULE_FAULT="+fault)
+			b, err := cmd.CombinedOutput()
+			out := string(b)
+			if err == nil || killed(err) || !strings.Contains(out, "nothing in the folder changed") {
+				t.Fatalf("commit with %s: %v\n%s", fault, err, out)
+			}
+			if d := cmp.Diff(before, snapshot(t, folder)); d != "" {
+				t.Fatalf("a refused commit changed the folder:\n%s", d)
+			}
+			noLeftovers(t, folder)
+			if _, err := os.Stat(filepath.Join(c.home, "tasks", id, "journal")); !errors.Is(err, os.ErrNotExist) {
+				t.Fatalf("a refused commit left its journal: %v", err)
+			}
+			c.must("status", id)
+			c.must("commit", id, "--approve")
+			if d := cmp.Diff(after, snapshot(t, folder)); d != "" {
+				t.Fatalf("the commit after a refusal (-copy +folder):\n%s", d)
+			}
+			noLeftovers(t, folder)
+			c.must("history", id, "--verify")
+		})
+	}
+}
+
+// A commit into a repository refused because a git command holds its lock
+// (here: index.lock, as a running `git add` would) writes nothing into the
+// folder or the repository and leaves no .kule- name and none of its locks;
+// once the lock is gone the commit goes in.
+func TestRefusedGitCommitLeavesNothingBehind(t *testing.T) {
+	c, id, folder := gitSetup(t)
+	beforeFiles, beforeGit := filesOf(t, folder), gitState(t, folder)
+	copyDir := filepath.Join(c.home, "tasks", id, "copy")
+	afterFiles, afterGit := filesOf(t, copyDir), gitState(t, copyDir)
+	lock := filepath.Join(folder, ".git", "index.lock")
+	if err := os.WriteFile(lock, []byte("a git command's\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, err := c.kule("", "commit", id, "--approve")
+	if err == nil || !strings.Contains(out, "nothing in the folder changed") {
+		t.Fatalf("commit with a held lock: %v\n%s", err, out)
+	}
+	if b, _ := os.ReadFile(lock); string(b) != "a git command's\n" {
+		t.Fatalf("the refused commit changed git's own lock: %q", b)
+	}
+	if err := os.Remove(lock); err != nil {
+		t.Fatal(err)
+	}
+	if d := cmp.Diff(beforeFiles, filesOf(t, folder)); d != "" || gitState(t, folder) != beforeGit {
+		t.Fatalf("a refused commit changed the folder:\n%s\n%s", d, gitState(t, folder))
+	}
+	noLeftovers(t, folder)
+	gitHealthy(t, folder)
+	c.must("commit", id, "--approve")
+	if d := cmp.Diff(afterFiles, filesOf(t, folder)); d != "" || gitState(t, folder) != afterGit {
+		t.Fatalf("the commit after the refusal:\n%s\n%s", d, gitState(t, folder))
+	}
+	gitHealthy(t, folder)
+	noLeftovers(t, folder)
+}

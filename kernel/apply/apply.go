@@ -186,8 +186,13 @@ func Run(root, journalPath string, j *Journal, open Opener, finish Finish) error
 		return fmt.Errorf("%s: write journal: %w (nothing in the folder changed)", j.Kind, err)
 	}
 	crashpoint.Hit(j.Kind + ".journal-written")
-	if err := stageAll(rootfd, j, open); err != nil {
-		rerr := rollBack(rootfd, j)
+	// The directories staged into stay open until the change is staged:
+	// a refusal removes its temporary names through them, wherever a
+	// process racing the commit moved those directories meanwhile.
+	held := heldDirs{}
+	defer held.close()
+	refuse := func(err error) error {
+		rerr := rollBack(rootfd, j, held)
 		if rerr == nil {
 			rerr = removeJournal(journalPath)
 		}
@@ -196,15 +201,20 @@ func Run(root, journalPath string, j *Journal, open Opener, finish Finish) error
 		}
 		return fmt.Errorf("%s: %w (nothing in the folder changed)", j.Kind, err)
 	}
+	if err := stageAll(rootfd, j, open, held); err != nil {
+		return refuse(err)
+	}
 	crashpoint.Hit(j.Kind + ".staged-files")
 	j.Phase = PhaseStaged
-	if err := writeJournal(journalPath, j); err != nil {
-		rerr := rollBack(rootfd, j)
-		if rerr == nil {
-			_ = removeJournal(journalPath)
-		}
-		return fmt.Errorf("%s: mark journal staged: %w (nothing in the folder changed)", j.Kind, err)
+	err = crashpoint.Fault("journal.staged")
+	if err == nil {
+		err = writeJournal(journalPath, j)
 	}
+	if err != nil {
+		j.Phase = PhaseStaging
+		return refuse(fmt.Errorf("mark journal staged: %w", err))
+	}
+	held.close()
 	crashpoint.Hit(j.Kind + ".staged")
 	return rollForward(rootfd, journalPath, j, finish)
 }
@@ -241,7 +251,7 @@ func Recover(root, journalPath string, finish Finish) (*Journal, bool, error) {
 	}
 	defer unix.Close(rootfd)
 	if j.Phase != PhaseStaged {
-		if err := rollBack(rootfd, j); err != nil {
+		if err := rollBack(rootfd, j, nil); err != nil {
 			return j, false, fmt.Errorf("recover %s: %w", j.Kind, err)
 		}
 		return j, false, removeJournal(journalPath)
@@ -267,7 +277,36 @@ func order(ops []Op) {
 	sort.SliceStable(ops, func(a, b int) bool { return rank(ops[a]) < rank(ops[b]) })
 }
 
-func stageAll(rootfd int, j *Journal, open Opener) error {
+// holdStagingDirs keeps the directories staged into open for a refusal's
+// clean-up. Tests turn it off to show what it guards.
+var holdStagingDirs = true
+
+// heldDirs are the directories staging wrote into, open, by their path
+// when staged.
+type heldDirs map[string]int
+
+// dup returns a descriptor of dir as staging found it, or -1.
+func (h heldDirs) dup(dir string) int {
+	fd, ok := h[dir]
+	if !ok || !holdStagingDirs {
+		return -1
+	}
+	nfd, err := unix.Dup(fd)
+	if err != nil {
+		return -1
+	}
+	unix.CloseOnExec(nfd)
+	return nfd
+}
+
+func (h heldDirs) close() {
+	for d, fd := range h {
+		unix.Close(fd)
+		delete(h, d)
+	}
+}
+
+func stageAll(rootfd int, j *Journal, open Opener, held heldDirs) error {
 	var staged []stagedName
 	for i := range j.Ops {
 		op := &j.Ops[i]
@@ -279,6 +318,12 @@ func stageAll(rootfd int, j *Journal, open Opener) error {
 		if err != nil {
 			return fmt.Errorf("stage %s: %w", effects.Quote(string(op.Path)), err)
 		}
+		if _, ok := held[dir]; !ok {
+			if hfd, err := unix.Dup(dfd); err == nil {
+				unix.CloseOnExec(hfd)
+				held[dir] = hfd
+			}
+		}
 		err = stageOne(dfd, name, op, open, &staged, dir)
 		unix.Close(dfd)
 		if err != nil {
@@ -286,15 +331,18 @@ func stageAll(rootfd int, j *Journal, open Opener) error {
 		}
 		crashpoint.Hit(j.Kind + ".staging")
 	}
+	if err := crashpoint.Fault("stage.sync"); err != nil {
+		return fmt.Errorf("make the staged files durable: %w", err)
+	}
 	if err := syncStaged(rootfd, staged); err != nil {
 		return err
 	}
-	return lockAll(rootfd, j)
+	return lockAll(rootfd, j, held)
 }
 
 // lockAll takes git's lock of every Lock op with its new content in it,
 // then checks that each file still holds what was planned.
-func lockAll(rootfd int, j *Journal) error {
+func lockAll(rootfd int, j *Journal, held heldDirs) error {
 	dirs := map[string]bool{}
 	for i := range j.Ops {
 		op := &j.Ops[i]
@@ -308,6 +356,12 @@ func lockAll(rootfd int, j *Journal) error {
 		dfd, err := openDir(rootfd, dir)
 		if err != nil {
 			return fmt.Errorf("lock %s: %w", effects.Quote(string(op.Path)), err)
+		}
+		if _, ok := held[dir]; !ok {
+			if hfd, err := unix.Dup(dfd); err == nil {
+				unix.CloseOnExec(hfd)
+				held[dir] = hfd
+			}
 		}
 		err = lockOne(dfd, op)
 		unix.Close(dfd)
@@ -619,14 +673,19 @@ func syncDirs(rootfd int, dirs map[string]bool) error {
 	return nil
 }
 
-// rollBack removes whatever staging left: the folder is as it was.
-func rollBack(rootfd int, j *Journal) error {
+// rollBack removes whatever staging left: the folder is as it was. held,
+// when given, are the directories staging wrote into, as it found them: a
+// directory moved since (or replaced by a link) is cleaned where it went.
+func rollBack(rootfd int, j *Journal, held heldDirs) error {
 	var firstErr error
 	for _, op := range j.Ops {
 		if op.Kind != Replace && op.Kind != Lock || op.Tmp == "" {
 			continue
 		}
-		dfd, err := openDir(rootfd, relpath.Dir(string(op.Path)))
+		dfd, err := held.dup(relpath.Dir(string(op.Path))), error(nil)
+		if dfd < 0 {
+			dfd, err = openDir(rootfd, relpath.Dir(string(op.Path)))
+		}
 		if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ENOTDIR) || errors.Is(err, ErrLinkInPath) {
 			continue // nothing can have been staged there
 		}

@@ -1,0 +1,73 @@
+package apply
+
+import (
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/kulehq/kule/kernel/effects"
+)
+
+// leftovers lists every .kule- name under the roots.
+func leftovers(roots ...string) []string {
+	var out []string
+	for _, r := range roots {
+		_ = filepath.Walk(r, func(p string, info os.FileInfo, err error) error {
+			if err == nil && strings.HasPrefix(filepath.Base(p), ".kule-") {
+				out = append(out, p)
+			}
+			return nil
+		})
+	}
+	return out
+}
+
+// TestRefusalAfterARaceLeavesNothingBehind: while a commit stages, a
+// process racing it moves the directory staged into away and puts a link
+// to another folder in its place; then staging fails. The clean-up finds
+// the staged names through the directories it staged into, wherever they
+// went: nothing of Kule's stays in the moved directory, nor behind the
+// link. With the directories not held, the temporary file stays behind.
+func TestRefusalAfterARaceLeavesNothingBehind(t *testing.T) {
+	for _, held := range []bool{false, true} {
+		holdStagingDirs = held
+		root, elsewhere := t.TempDir(), t.TempDir()
+		writeFiles(t, root, map[string]string{"sub/a.txt": "old a", "sub/b.txt": "old b"})
+		j := &Journal{Kind: "commit", Ops: []Op{
+			{Kind: Replace, Path: "sub/a.txt", Type: effects.TypeFile, Src: "a", Mode: 0o644, UID: -1},
+			{Kind: Replace, Path: "sub/b.txt", Type: effects.TypeFile, Src: "b", Mode: 0o644, UID: -1},
+		}}
+		race := errors.New("the copy went away")
+		open := func(src string) (io.ReadCloser, error) {
+			if src == "b" {
+				// The race: sub moves, a link to elsewhere takes its place.
+				if err := os.Rename(filepath.Join(root, "sub"), filepath.Join(root, "sub-moved")); err != nil {
+					return nil, err
+				}
+				if err := os.Symlink(elsewhere, filepath.Join(root, "sub")); err != nil {
+					return nil, err
+				}
+				return nil, race
+			}
+			return io.NopCloser(strings.NewReader("new " + src)), nil
+		}
+		err := Run(root, filepath.Join(t.TempDir(), "journal"), j, open, nil)
+		holdStagingDirs = true
+		if !errors.Is(err, race) || !strings.Contains(err.Error(), "nothing in the folder changed") {
+			t.Fatalf("Run = %v, want the refusal", err)
+		}
+		left := leftovers(root, elsewhere)
+		if held && len(left) > 0 {
+			t.Fatalf("a refused commit left %v behind", left)
+		}
+		if !held && len(left) == 0 {
+			t.Fatal("without the held directories the staged file should stay behind (the attack)")
+		}
+		if b, _ := os.ReadFile(filepath.Join(root, "sub-moved", "a.txt")); string(b) != "old a" {
+			t.Fatalf("the refused commit changed a.txt: %q", b)
+		}
+	}
+}
