@@ -50,6 +50,10 @@ var (
 	ErrSourceChanged = errors.New("the content changed after it was judged")
 	// ErrBusy: a git command holds a lock file the change needs.
 	ErrBusy = errors.New("a git command holds the repository's lock")
+	// ErrNotWhole: a directory the change would delete or replace holds
+	// something Kule cannot read or remove (no permission): it deletes
+	// only what it has read whole.
+	ErrNotWhole = errors.New("kule cannot read or remove all of it")
 )
 
 // OpKind is one kind of change to the folder.
@@ -180,6 +184,9 @@ func Run(root, journalPath string, j *Journal, open Opener, finish Finish) error
 		return err
 	}
 	defer unix.Close(rootfd)
+	if err := checkWhole(rootfd, j); err != nil {
+		return fmt.Errorf("%s: %w", j.Kind, err)
+	}
 
 	j.Phase = PhaseStaging
 	if err := writeJournal(journalPath, j); err != nil {
@@ -257,6 +264,80 @@ func Recover(root, journalPath string, finish Finish) (*Journal, bool, error) {
 		return j, false, removeJournal(journalPath)
 	}
 	return j, true, rollForward(rootfd, journalPath, j, finish)
+}
+
+// refuseNotWhole refuses a change that would take away a directory Kule
+// cannot read or remove whole. Tests turn it off to show what it guards.
+var refuseNotWhole = true
+
+// checkWhole makes sure that everything the change takes away from the
+// folder (what a Remove deletes, and what a Replace moves aside to put a
+// new directory or file in its place) can be read and removed whole, before
+// anything is written: a directory Kule cannot list holds what it never
+// read and keeps in no checkpoint, and one it cannot change leaves its
+// trash in the folder, wedging every later command.
+func checkWhole(rootfd int, j *Journal) error {
+	if !refuseNotWhole || os.Geteuid() == 0 {
+		return nil // root reads and removes everything
+	}
+	for _, op := range j.Ops {
+		if op.Kind != Remove && op.Kind != Replace {
+			continue
+		}
+		path := string(op.Path)
+		dfd, err := openDir(rootfd, relpath.Dir(path))
+		if err != nil {
+			continue // staging names the problem with the directory
+		}
+		var st unix.Stat_t
+		err = unix.Fstatat(dfd, relpath.Base(path), &st, unix.AT_SYMLINK_NOFOLLOW)
+		if err == nil && st.Mode&unix.S_IFMT == unix.S_IFDIR {
+			err = wholeDir(dfd, relpath.Base(path), path)
+		} else {
+			err = nil // a file or a link goes with its directory's rights
+		}
+		unix.Close(dfd)
+		if err != nil {
+			return fmt.Errorf("%w: %v — nothing in the folder changed; it stays in the folder and the change to it waits. Give yourself access to all of it (chmod -R u+rwX %s in the folder) and commit again, or keep the change out of the commit",
+				ErrNotWhole, err, effects.Quote(path))
+		}
+	}
+	return nil
+}
+
+// wholeDir checks that the directory name in dfd, and every directory
+// below it, can be listed, entered and changed, and every file below it
+// read.
+func wholeDir(dfd int, name, rel string) error {
+	if err := unix.Faccessat(dfd, name, unix.R_OK|unix.W_OK|unix.X_OK, unix.AT_EACCESS|unix.AT_SYMLINK_NOFOLLOW); err != nil {
+		return fmt.Errorf("%s: %w", effects.Quote(rel), err)
+	}
+	fd, err := unix.Openat(dfd, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return fmt.Errorf("%s: %w", effects.Quote(rel), err)
+	}
+	defer unix.Close(fd)
+	names, err := readNames(fd)
+	if err != nil {
+		return fmt.Errorf("%s: %w", effects.Quote(rel), err)
+	}
+	for _, n := range names {
+		var st unix.Stat_t
+		if err := unix.Fstatat(fd, n, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+			return fmt.Errorf("%s: %w", effects.Quote(relpath.Join(rel, n)), err)
+		}
+		switch st.Mode & unix.S_IFMT {
+		case unix.S_IFDIR:
+			if err := wholeDir(fd, n, relpath.Join(rel, n)); err != nil {
+				return err
+			}
+		case unix.S_IFREG:
+			if err := unix.Faccessat(fd, n, unix.R_OK, unix.AT_EACCESS|unix.AT_SYMLINK_NOFOLLOW); err != nil {
+				return fmt.Errorf("%s: %w", effects.Quote(relpath.Join(rel, n)), err)
+			}
+		}
+	}
+	return nil
 }
 
 // order sorts ops into the order they are applied in, stable within a kind.

@@ -16,7 +16,7 @@ func leftovers(roots ...string) []string {
 	var out []string
 	for _, r := range roots {
 		_ = filepath.Walk(r, func(p string, info os.FileInfo, err error) error {
-			if err == nil && strings.HasPrefix(filepath.Base(p), ".kule-") {
+			if info != nil && strings.HasPrefix(filepath.Base(p), ".kule-") { // an unreadable directory comes with its error
 				out = append(out, p)
 			}
 			return nil
