@@ -298,7 +298,7 @@ func checkWhole(rootfd int, j *Journal) error {
 		}
 		unix.Close(dfd)
 		if err != nil {
-			return fmt.Errorf("%w: %v — nothing in the folder changed; it stays in the folder and the change to it waits. Give yourself access to all of it (chmod -R u+rwX %s in the folder) and commit again, or keep the change out of the commit",
+			return fmt.Errorf("%w: %v — nothing in the folder changed: Kule deletes only what it has read whole. Give yourself access to all of it (chmod -R u+rwX %s in the folder) and commit again, or hold it back (Hold back in the app's Review) and commit the rest",
 				ErrNotWhole, err, effects.Quote(path))
 		}
 	}
