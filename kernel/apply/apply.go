@@ -54,6 +54,9 @@ var (
 	// something Kule cannot read or remove (no permission): it deletes
 	// only what it has read whole.
 	ErrNotWhole = errors.New("kule cannot read or remove all of it")
+	// ErrUnseen: what a change moved aside holds what Kule did not see when
+	// it checked it; it is kept, not deleted.
+	ErrUnseen = errors.New("it holds what Kule did not see")
 )
 
 // OpKind is one kind of change to the folder.
@@ -97,6 +100,10 @@ type Op struct {
 	Mode  uint32            `json:"mode,omitempty"`
 	Tmp   string            `json:"tmp,omitempty"`   // staged name in Path's directory
 	Trash string            `json:"trash,omitempty"` // where what Path held goes
+	// Seen is a digest of the directory tree Path held when the change was
+	// checked (names, types, file sizes and times): its trash is removed
+	// only while it still holds exactly that.
+	Seen string `json:"seen,omitempty"`
 
 	// Lock ops: delete instead of replace; what Path must hold; the sha256
 	// of the lock file's content, which tells a lock Kule took (and may
@@ -275,12 +282,13 @@ var refuseNotWhole = true
 // new directory or file in its place) can be read and removed whole, before
 // anything is written: a directory Kule cannot list holds what it never
 // read and keeps in no checkpoint, and one it cannot change leaves its
-// trash in the folder, wedging every later command.
+// trash in the folder, wedging every later command. It records what each
+// such directory held (Op.Seen), so that only that is ever deleted.
 func checkWhole(rootfd int, j *Journal) error {
-	if !refuseNotWhole || os.Geteuid() == 0 {
-		return nil // root reads and removes everything
-	}
-	for _, op := range j.Ops {
+	access := refuseNotWhole && os.Geteuid() != 0 // root reads and removes everything
+	skip := otherPaths(j)
+	for i := range j.Ops {
+		op := &j.Ops[i]
 		if op.Kind != Remove && op.Kind != Replace {
 			continue
 		}
@@ -292,25 +300,50 @@ func checkWhole(rootfd int, j *Journal) error {
 		var st unix.Stat_t
 		err = unix.Fstatat(dfd, relpath.Base(path), &st, unix.AT_SYMLINK_NOFOLLOW)
 		if err == nil && st.Mode&unix.S_IFMT == unix.S_IFDIR {
-			err = wholeDir(dfd, relpath.Base(path), path)
+			h := sha256.New()
+			err = wholeDir(dfd, relpath.Base(path), path, "", access, h, skip)
+			op.Seen = hex.EncodeToString(h.Sum(nil))
 		} else {
 			err = nil // a file or a link goes with its directory's rights
 		}
 		unix.Close(dfd)
-		if err != nil {
+		if err != nil && access {
 			return fmt.Errorf("%w: %v — nothing in the folder changed: Kule deletes only what it has read whole. Give yourself access to all of it (chmod -R u+rwX %s in the folder) and commit again, or hold it back (Hold back in the app's Review) and commit the rest",
 				ErrNotWhole, err, effects.Quote(path))
+		}
+		if err != nil {
+			op.Seen = "" // unlistable as root: nothing to compare; root removes it whole
 		}
 	}
 	return nil
 }
 
-// wholeDir checks that the directory name in dfd, and every directory
-// below it, can be listed, entered and changed, and every file below it
-// read.
-func wholeDir(dfd int, name, rel string) error {
-	if err := unix.Faccessat(dfd, name, unix.R_OK|unix.W_OK|unix.X_OK, unix.AT_EACCESS|unix.AT_SYMLINK_NOFOLLOW); err != nil {
-		return fmt.Errorf("%s: %w", effects.Quote(rel), err)
+// otherPaths are the paths the change itself writes or moves away: what a
+// directory it deletes holds there changes before its trash is cleared
+// (a file moved out of it), so it is no part of what was seen.
+func otherPaths(j *Journal) map[string]bool {
+	m := map[string]bool{}
+	for _, op := range j.Ops {
+		if op.Kind == Move {
+			m[string(op.From)] = true
+			m[string(op.Path)] = true
+		}
+		if op.Kind == Replace || op.Kind == Remove || op.Kind == Lock || op.Kind == Chmod {
+			m[string(op.Path)] = true
+		}
+	}
+	return m
+}
+
+// wholeDir walks the directory name in dfd (rel from the folder, at from
+// the directory checked) and writes what it holds to h, leaving out what
+// skip names (and what is below it). With access it also checks that
+// every directory can be listed, entered and changed and every file read.
+func wholeDir(dfd int, name, rel, at string, access bool, h io.Writer, skip map[string]bool) error {
+	if access {
+		if err := unix.Faccessat(dfd, name, unix.R_OK|unix.W_OK|unix.X_OK, unix.AT_EACCESS|unix.AT_SYMLINK_NOFOLLOW); err != nil {
+			return fmt.Errorf("%s: %w", effects.Quote(rel), err)
+		}
 	}
 	fd, err := unix.Openat(dfd, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	if err != nil {
@@ -321,23 +354,54 @@ func wholeDir(dfd int, name, rel string) error {
 	if err != nil {
 		return fmt.Errorf("%s: %w", effects.Quote(rel), err)
 	}
+	sort.Strings(names)
 	for _, n := range names {
+		if skip[relpath.Join(rel, n)] {
+			continue
+		}
 		var st unix.Stat_t
 		if err := unix.Fstatat(fd, n, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
 			return fmt.Errorf("%s: %w", effects.Quote(relpath.Join(rel, n)), err)
 		}
+		sub := relpath.Join(at, n)
 		switch st.Mode & unix.S_IFMT {
 		case unix.S_IFDIR:
-			if err := wholeDir(fd, n, relpath.Join(rel, n)); err != nil {
+			fmt.Fprintf(h, "d %q\n", sub)
+			if err := wholeDir(fd, n, relpath.Join(rel, n), sub, access, h, skip); err != nil {
 				return err
 			}
 		case unix.S_IFREG:
-			if err := unix.Faccessat(fd, n, unix.R_OK, unix.AT_EACCESS|unix.AT_SYMLINK_NOFOLLOW); err != nil {
-				return fmt.Errorf("%s: %w", effects.Quote(relpath.Join(rel, n)), err)
+			fmt.Fprintf(h, "f %q %d %d.%d\n", sub, st.Size, st.Mtim.Sec, st.Mtim.Nsec)
+			if access {
+				if err := unix.Faccessat(fd, n, unix.R_OK, unix.AT_EACCESS|unix.AT_SYMLINK_NOFOLLOW); err != nil {
+					return fmt.Errorf("%s: %w", effects.Quote(relpath.Join(rel, n)), err)
+				}
 			}
+		default:
+			fmt.Fprintf(h, "o %q %o %d\n", sub, st.Mode, st.Size)
 		}
 	}
 	return nil
+}
+
+// keepUnseen keeps a trash that holds what the change did not see.
+// Tests turn it off to show what it guards.
+var keepUnseen = true
+
+// seenStill reports whether the trash name in dfd still holds what op saw
+// (true when op saw nothing to compare, or the trash is gone).
+func seenStill(dfd int, op *Op, skip map[string]bool) (bool, error) {
+	if op.Seen == "" || !keepUnseen {
+		return true, nil
+	}
+	if ok, _, err := exists(dfd, op.Trash); err != nil || !ok {
+		return err == nil, err
+	}
+	h := sha256.New()
+	if err := wholeDir(dfd, op.Trash, string(op.Path), "", false, h, skip); err != nil {
+		return false, nil
+	}
+	return hex.EncodeToString(h.Sum(nil)) == op.Seen, nil
 }
 
 // order sorts ops into the order they are applied in, stable within a kind.
@@ -808,6 +872,7 @@ func rollForward(rootfd int, journalPath string, j *Journal, finish Finish) erro
 		}
 	}
 	crashpoint.Hit(j.Kind + ".renamed")
+	skip := otherPaths(j)
 	for _, op := range j.Ops {
 		if op.Trash == "" {
 			continue
@@ -818,6 +883,14 @@ func rollForward(rootfd int, journalPath string, j *Journal, finish Finish) erro
 		}
 		if err != nil {
 			return fmt.Errorf("%s: clear trash: %w", j.Kind, err)
+		}
+		if same, err := seenStill(dfd, &op, skip); err != nil || !same {
+			unix.Close(dfd)
+			if err == nil {
+				err = ErrUnseen
+			}
+			return fmt.Errorf("%s: clear trash: %s, which %s held, was kept, not deleted: %w since the change was checked. The rest of the change is in place; look at %s in the folder, move it back or delete it yourself, then run any kule command on this task to finish (the journal %s keeps the change)",
+				j.Kind, op.Trash, effects.Quote(string(op.Path)), err, op.Trash, journalPath)
 		}
 		err = removeAllAt(dfd, op.Trash)
 		unix.Close(dfd)

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kulehq/kule/kernel/crashpoint"
 	"github.com/kulehq/kule/kernel/effects"
 )
 
@@ -68,6 +69,67 @@ func TestRefusalAfterARaceLeavesNothingBehind(t *testing.T) {
 		}
 		if b, _ := os.ReadFile(filepath.Join(root, "sub-moved", "a.txt")); string(b) != "old a" {
 			t.Fatalf("the refused commit changed a.txt: %q", b)
+		}
+	}
+}
+
+// TestTrashHoldingWhatWasNotSeenIsKept: between the check of what a
+// commit deletes and the clearing of its trash, a file appears in the
+// directory moved aside (a person's program wrote it). Kule never read it
+// and no checkpoint holds it: the trash is kept, the error says where and
+// what to do, and once the person has dealt with it the next call
+// finishes the change. With the guard taken away the file is deleted.
+func TestTrashHoldingWhatWasNotSeenIsKept(t *testing.T) {
+	for _, guarded := range []bool{false, true} {
+		keepUnseen = guarded
+		root := t.TempDir()
+		writeFiles(t, root, map[string]string{"gone/a.txt": "a", "keep.txt": "k"})
+		journal := filepath.Join(t.TempDir(), "journal")
+		var unseen string
+		restore := crashpoint.SetHook(func(step string) {
+			if step != "commit.renamed" {
+				return
+			}
+			trash, _ := filepath.Glob(filepath.Join(root, ".kule-*.trash"))
+			if len(trash) == 1 {
+				unseen = filepath.Join(trash[0], "written-meanwhile.txt")
+				os.WriteFile(unseen, []byte("never read by kule"), 0o644)
+			}
+		})
+		err := Run(root, journal, &Journal{Kind: "commit", Ops: []Op{{Kind: Remove, Path: "gone"}}}, nil, nil)
+		restore()
+		keepUnseen = true
+		if unseen == "" {
+			t.Fatal("the hook found no trash to write into")
+		}
+		_, serr := os.Stat(unseen)
+		if !guarded {
+			if err != nil || serr == nil {
+				t.Fatalf("without the guard the unseen file should be deleted (the attack): %v %v", err, serr)
+			}
+			continue
+		}
+		if !errors.Is(err, ErrUnseen) || !strings.Contains(err.Error(), "kept, not deleted") {
+			t.Fatalf("Run = %v, want the trash kept", err)
+		}
+		if serr != nil {
+			t.Fatalf("the file Kule never read was deleted: %v", serr)
+		}
+		if _, err := os.Stat(filepath.Join(root, "gone")); !errors.Is(err, os.ErrNotExist) {
+			t.Fatalf("the deletion itself is not in place: %v", err)
+		}
+		// The person moves it out; the next call finishes.
+		if err := os.Rename(filepath.Dir(unseen), filepath.Join(root, "gone-kept")); err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := Recover(root, journal, nil); err != nil {
+			t.Fatalf("recover after the person kept the trash: %v", err)
+		}
+		if left := leftovers(root); len(left) > 0 {
+			t.Fatalf("left behind: %v", left)
+		}
+		if _, err := os.Stat(journal); !errors.Is(err, os.ErrNotExist) {
+			t.Fatalf("journal after recovery: %v", err)
 		}
 	}
 }
