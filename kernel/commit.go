@@ -57,6 +57,10 @@ type CommitOptions struct {
 	NoMerge bool
 	// Git is what a person approved of the repositories' changes (git.go).
 	Git GitApproval
+	// Approval, when set, is who approved which paths: of what asks, only
+	// those go in (with Approve), and the commit's history entry records
+	// the ones it applied (approvals.go).
+	Approval *Approval
 }
 
 // CommitReport says what a commit did.
@@ -104,7 +108,8 @@ type journalData struct {
 	Counts     effects.Counts `json:"counts"`
 	Summary    []string       `json:"summary,omitempty"`
 	// Git is set when the change wrote into the folder's repositories.
-	Git *gitJournal `json:"git,omitempty"`
+	Git      *gitJournal `json:"git,omitempty"`
+	Approval *Approval   `json:"approval,omitempty"`
 }
 
 // Commit applies the task's changes to the folder (ARCHITECTURE.md §4).
@@ -221,7 +226,7 @@ func (k *Kernel) Commit(t *task.Task, opt CommitOptions) (*CommitReport, error) 
 		}
 	}
 	crashpoint.Hit("commit.checkpoint-saved")
-	data := journalData{Kind: "commit", Checkpoint: rec.ID, Paths: topPaths(chosen), Counts: effects.Count(chosen), Summary: append(summaryLines(chosen), gitLines(git)...), Git: gitJ}
+	data := journalData{Kind: "commit", Checkpoint: rec.ID, Paths: topPaths(chosen), Counts: effects.Count(chosen), Summary: append(summaryLines(chosen), gitLines(git)...), Git: gitJ, Approval: opt.Approval.within(chosen)}
 	raw, _ := json.Marshal(data)
 	j := &apply.Journal{ID: jid, Kind: "commit", Ops: ops, Data: raw}
 	if err := apply.Run(t.Folder, t.Paths.Journal, j, k.opener(t, cp, p.env), func(j *apply.Journal) error { return k.finish(t, j) }); err != nil {
@@ -276,7 +281,7 @@ func (k *Kernel) choose(t *task.Task, st *Status, opt CommitOptions, rep *Commit
 	var chosen []effects.Effect
 	for _, e := range st.Effects {
 		in := !e.Ignored || opt.IncludeIgnored
-		if in && j != nil && !j.Allows(e) {
+		if in && j != nil && (!j.Allows(e) || opt.Approval.keepsOut(j, e)) {
 			in = false
 		}
 		if in && opt.Select != nil && merged[e.Path] == "" && !opt.Select(e) {

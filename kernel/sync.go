@@ -73,6 +73,7 @@ type HistoryData struct {
 	Checkpoint int            `json:"checkpoint"`
 	Counts     effects.Counts `json:"counts"`
 	Changes    []string       `json:"changes,omitempty"`
+	Approval   *Approval      `json:"approval,omitempty"` // who approved which paths (approvals.go)
 }
 
 func (k *Kernel) appendHistoryOnce(t *task.Task, jid string, d journalData) error {
@@ -88,7 +89,7 @@ func (k *Kernel) appendHistoryOnce(t *task.Task, jid string, d journalData) erro
 			return nil // appended before a crash
 		}
 	}
-	_, err = log.Append(d.Kind, HistoryData{Journal: jid, Checkpoint: d.Checkpoint, Counts: d.Counts, Changes: d.Summary})
+	_, err = log.Append(d.Kind, HistoryData{Journal: jid, Checkpoint: d.Checkpoint, Counts: d.Counts, Changes: d.Summary, Approval: d.Approval})
 	return err
 }
 

@@ -45,7 +45,6 @@ kule app starts it for you.`,
 				RunnerFor: func(t *task.Task, spec *runner.Spec) (runner.Runner, error) {
 					return (&sandboxFlags{}).runnerFor(t, spec)
 				},
-				Policy:   daemon.NewCedarPolicy(k),
 				Reviewer: daemon.DiffReviewer{Hosts: daemon.NewSharedHost(k.Store.Root, func() *pluginhost.Host { return pluginHost(k.Store.Root) })}, // one plugin host for the daemon's life
 				Rules:    &daemon.CedarRules{K: k},
 				AgentSet: func() (*agents.Set, error) { set, _, err := loadAgents(); return set, err },
@@ -60,7 +59,7 @@ kule app starts it for you.`,
 		},
 	}
 	c.Flags().DurationVar(&idle, "idle", daemon.DefaultIdle, "exit after this long with no request, stream or run (negative: never)")
-	c.Flags().StringVar(&addr, "listen", "127.0.0.1:0", "loopback address of the app's port")
+	c.Flags().StringVar(&addr, "listen", "", "address of the app's port (default: a loopback address of this home's own, 127.x.y.z, kept in $KULE_HOME/app-address, on a free port)")
 	return c
 }
 
@@ -95,17 +94,20 @@ func appCommand() *cobra.Command {
 				fmt.Fprintln(out, url)
 				return nil
 			}
+			// The address goes into xdg-open's arguments, which every local
+			// user can read: it carries a launch code that opens the app
+			// once, within a minute, never the session's secret.
 			if p, err := exec.LookPath("xdg-open"); err == nil && (os.Getenv("DISPLAY") != "" || os.Getenv("WAYLAND_DISPLAY") != "") {
 				if err := exec.Command(p, url).Start(); err == nil {
 					fmt.Fprintln(out, "opened the control room in your browser")
 					return nil
 				}
 			}
-			fmt.Fprintf(out, "open this address in a browser on this machine (it carries this start's token):\n%s\n", url)
+			fmt.Fprintf(out, "open this address in a browser on this machine within a minute (it logs one browser in, once; kule app gives a new one):\n%s\n", url)
 			return nil
 		},
 	}
-	c.Flags().BoolVar(&printURL, "print-url", false, "print the address instead of opening a browser")
+	c.Flags().BoolVar(&printURL, "print-url", false, "print a one-time address (valid for a minute) instead of opening a browser")
 	return c
 }
 

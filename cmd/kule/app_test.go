@@ -54,11 +54,12 @@ func TestAppStartsOneDaemon(t *testing.T) {
 			syscall.Kill(pid, syscall.SIGTERM)
 		}
 	})
-	if !strings.HasPrefix(url, "http://127.0.0.1:") || !strings.Contains(url, "/?token=") {
-		t.Fatalf("address %q", url)
+	if !strings.HasPrefix(url, "http://127.") || strings.HasPrefix(url, "http://127.0.0.1:") || !strings.Contains(url, "/?launch=") {
+		t.Fatalf("address %q, want a launch address on the home's own 127.x.y.z", url)
 	}
-	if again := strings.TrimSpace(c.must("app", "--print-url")); again != url {
-		t.Fatalf("a second kule app gave %q, want the running daemon's %q", again, url)
+	origin, _, _ := strings.Cut(url, "/?")
+	if again := strings.TrimSpace(c.must("app", "--print-url")); !strings.HasPrefix(again, origin+"/?launch=") || again == url {
+		t.Fatalf("a second kule app gave %q, want a new launch code for the running daemon's %q", again, origin)
 	}
 	jar, _ := cookiejar.New(nil)
 	resp, err := (&http.Client{Jar: jar}).Get(url)

@@ -456,3 +456,183 @@ func TestCrashDuringCommitOfAMaskedEnv(t *testing.T) {
 		})
 	}
 }
+
+// refusalFaults make a commit fail at each point where it refuses after
+// starting to write into the folder: the first staged file, one in the
+// middle of staging (a whole new directory tree is staged by then), making
+// the staged files durable, and marking the journal staged.
+var refusalFaults = []string{"stage.write@1:ENOSPC", "stage.write@4:ENOSPC", "stage.sync:EIO", "journal.staged:EIO"}
+
+// A commit refused at each of those points says nothing changed, and
+// nothing changed: the folder is as it was with no .kule- name in it, no
+// journal is left, the task works on, and the next commit applies it all.
+func TestRefusedCommitLeavesNothingBehind(t *testing.T) {
+	for _, fault := range refusalFaults {
+		t.Run(fault, func(t *testing.T) {
+			t.Parallel()
+			c, id, folder := setup(t)
+			before := snapshot(t, folder)
+			copyDir := filepath.Join(c.home, "tasks", id, "copy")
+			after := snapshot(t, copyDir)
+			cmd := exec.Command(os.Args[0], "commit", id, "--approve")
+			cmd.Env = append(os.Environ(), "KULE_AS_CLI=1", "KULE_HOME="+c.home, "KULE_FAULT="+fault)
+			b, err := cmd.CombinedOutput()
+			out := string(b)
+			if err == nil || killed(err) || !strings.Contains(out, "nothing in the folder changed") {
+				t.Fatalf("commit with %s: %v\n%s", fault, err, out)
+			}
+			if d := cmp.Diff(before, snapshot(t, folder)); d != "" {
+				t.Fatalf("a refused commit changed the folder:\n%s", d)
+			}
+			noLeftovers(t, folder)
+			if _, err := os.Stat(filepath.Join(c.home, "tasks", id, "journal")); !errors.Is(err, os.ErrNotExist) {
+				t.Fatalf("a refused commit left its journal: %v", err)
+			}
+			c.must("status", id)
+			c.must("commit", id, "--approve")
+			if d := cmp.Diff(after, snapshot(t, folder)); d != "" {
+				t.Fatalf("the commit after a refusal (-copy +folder):\n%s", d)
+			}
+			noLeftovers(t, folder)
+			c.must("history", id, "--verify")
+		})
+	}
+}
+
+// A commit into a repository refused because a git command holds its lock
+// (here: index.lock, as a running `git add` would) writes nothing into the
+// folder or the repository and leaves no .kule- name and none of its locks;
+// once the lock is gone the commit goes in.
+func TestRefusedGitCommitLeavesNothingBehind(t *testing.T) {
+	c, id, folder := gitSetup(t)
+	beforeFiles, beforeGit := filesOf(t, folder), gitState(t, folder)
+	copyDir := filepath.Join(c.home, "tasks", id, "copy")
+	afterFiles, afterGit := filesOf(t, copyDir), gitState(t, copyDir)
+	lock := filepath.Join(folder, ".git", "index.lock")
+	if err := os.WriteFile(lock, []byte("a git command's\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, err := c.kule("", "commit", id, "--approve")
+	if err == nil || !strings.Contains(out, "nothing in the folder changed") {
+		t.Fatalf("commit with a held lock: %v\n%s", err, out)
+	}
+	if b, _ := os.ReadFile(lock); string(b) != "a git command's\n" {
+		t.Fatalf("the refused commit changed git's own lock: %q", b)
+	}
+	if err := os.Remove(lock); err != nil {
+		t.Fatal(err)
+	}
+	if d := cmp.Diff(beforeFiles, filesOf(t, folder)); d != "" || gitState(t, folder) != beforeGit {
+		t.Fatalf("a refused commit changed the folder:\n%s\n%s", d, gitState(t, folder))
+	}
+	noLeftovers(t, folder)
+	gitHealthy(t, folder)
+	c.must("commit", id, "--approve")
+	if d := cmp.Diff(afterFiles, filesOf(t, folder)); d != "" || gitState(t, folder) != afterGit {
+		t.Fatalf("the commit after the refusal:\n%s\n%s", d, gitState(t, folder))
+	}
+	gitHealthy(t, folder)
+	noLeftovers(t, folder)
+}
+
+// TestCommitOfAnUnreadableDirectoryAsNobody runs its inner half as the
+// nobody user: a person without root whose folder holds a directory they
+// cannot read. The task deletes the directory; the commit refuses before
+// anything is written, names it and says what to do, and the folder, its
+// journal and the task are as before: status works and what else changed
+// commits once the directory is kept out.
+func TestCommitOfAnUnreadableDirectoryAsNobody(t *testing.T) {
+	if os.Getuid() != 0 {
+		t.Skip("already unprivileged: TestCommitOfAnUnreadableDirectoryInner runs as this user")
+	}
+	root, err := os.MkdirTemp("", "kule-cli-nobody")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(root) })
+	if err := os.Chmod(root, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(os.Args[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(root, "kule.test")
+	if err := os.WriteFile(bin, b, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	work := filepath.Join(root, "work")
+	if err := os.Mkdir(work, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chown(work, 65534, 65534); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin, "-test.run=^TestCommitOfAnUnreadableDirectoryInner$", "-test.v")
+	cmd.Env = []string{"KULE_TEST_ROOT=" + work, "KULE_CLI_INNER=1", "PATH=/usr/bin:/bin", "HOME=" + work}
+	cmd.Dir = work
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+	out, err := cmd.CombinedOutput()
+	t.Logf("%s", out)
+	if err != nil || !strings.Contains(string(out), "--- PASS: TestCommitOfAnUnreadableDirectoryInner") {
+		t.Fatalf("as nobody: %v", err)
+	}
+}
+
+func TestCommitOfAnUnreadableDirectoryInner(t *testing.T) {
+	if os.Getenv("KULE_CLI_INNER") != "1" {
+		t.Skip("runs as nobody inside TestCommitOfAnUnreadableDirectoryAsNobody")
+	}
+	work := os.Getenv("KULE_TEST_ROOT")
+	folder := filepath.Join(work, "folder")
+	for p, body := range map[string]string{"a.txt": "a\n", "gone/plan.md": "# Plan\n", "gone/private/diary.txt": "mine\n"} {
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(folder, p)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(folder, p), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	private := filepath.Join(folder, "gone", "private")
+	if err := os.Chmod(private, 0o000); err != nil {
+		t.Fatal(err)
+	}
+	defer os.Chmod(private, 0o755)
+	c := cli{t: t, home: filepath.Join(work, "home")}
+	c.must("new", folder)
+	id := strings.Fields(c.must("list"))[0]
+	copyDir := filepath.Join(c.home, "tasks", id, "copy")
+	// The task deletes the directory and changes a file (as a command in
+	// the copy would; the copy is the task's own).
+	if err := os.Chmod(filepath.Join(copyDir, "gone", "private"), 0o755); err != nil && !errors.Is(err, os.ErrNotExist) {
+		t.Fatal(err)
+	}
+	if err := os.RemoveAll(filepath.Join(copyDir, "gone")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(copyDir, "a.txt"), []byte("b\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	before := func() []string {
+		os.Chmod(private, 0o755)
+		defer os.Chmod(private, 0o000)
+		return snapshot(t, folder)
+	}
+	was := before()
+	out, err := c.kule("", "commit", id, "--approve")
+	if err == nil || !strings.Contains(out, "gone") || !strings.Contains(out, "nothing") || !strings.Contains(out, "chmod") {
+		t.Fatalf("commit of an unreadable directory's deletion: %v\n%s", err, out)
+	}
+	t.Logf("kule commit said:\n%s", out)
+	if d := cmp.Diff(was, before()); d != "" {
+		t.Fatalf("the refused commit changed the folder:\n%s", d)
+	}
+	os.Chmod(private, 0o755)
+	noLeftovers(t, folder)
+	os.Chmod(private, 0o000)
+	if _, err := os.Stat(filepath.Join(c.home, "tasks", id, "journal")); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("the refused commit left its journal: %v", err)
+	}
+	c.must("status", id)
+	c.must("history", id, "--verify")
+}

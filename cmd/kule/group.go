@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -137,7 +136,7 @@ func groupMoveCommand() *cobra.Command {
 				return err
 			}
 			if !yes {
-				cs, err := daemon.VerdictChanges(context.Background(), daemon.NewCedarPolicy(k), k, t, to)
+				cs, err := daemon.VerdictChanges(k, t, to)
 				if err != nil {
 					return err
 				}

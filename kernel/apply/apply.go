@@ -50,6 +50,13 @@ var (
 	ErrSourceChanged = errors.New("the content changed after it was judged")
 	// ErrBusy: a git command holds a lock file the change needs.
 	ErrBusy = errors.New("a git command holds the repository's lock")
+	// ErrNotWhole: a directory the change would delete or replace holds
+	// something Kule cannot read or remove (no permission): it deletes
+	// only what it has read whole.
+	ErrNotWhole = errors.New("kule cannot read or remove all of it")
+	// ErrUnseen: what a change moved aside holds what Kule did not see when
+	// it checked it; it is kept, not deleted.
+	ErrUnseen = errors.New("it holds what Kule did not see")
 )
 
 // OpKind is one kind of change to the folder.
@@ -93,6 +100,10 @@ type Op struct {
 	Mode  uint32            `json:"mode,omitempty"`
 	Tmp   string            `json:"tmp,omitempty"`   // staged name in Path's directory
 	Trash string            `json:"trash,omitempty"` // where what Path held goes
+	// Seen is a digest of the directory tree Path held when the change was
+	// checked (names, types, file sizes and times): its trash is removed
+	// only while it still holds exactly that.
+	Seen string `json:"seen,omitempty"`
 
 	// Lock ops: delete instead of replace; what Path must hold; the sha256
 	// of the lock file's content, which tells a lock Kule took (and may
@@ -180,14 +191,22 @@ func Run(root, journalPath string, j *Journal, open Opener, finish Finish) error
 		return err
 	}
 	defer unix.Close(rootfd)
+	if err := checkWhole(rootfd, j); err != nil {
+		return fmt.Errorf("%s: %w", j.Kind, err)
+	}
 
 	j.Phase = PhaseStaging
 	if err := writeJournal(journalPath, j); err != nil {
 		return fmt.Errorf("%s: write journal: %w (nothing in the folder changed)", j.Kind, err)
 	}
 	crashpoint.Hit(j.Kind + ".journal-written")
-	if err := stageAll(rootfd, j, open); err != nil {
-		rerr := rollBack(rootfd, j)
+	// The directories staged into stay open until the change is staged:
+	// a refusal removes its temporary names through them, wherever a
+	// process racing the commit moved those directories meanwhile.
+	held := heldDirs{}
+	defer held.close()
+	refuse := func(err error) error {
+		rerr := rollBack(rootfd, j, held)
 		if rerr == nil {
 			rerr = removeJournal(journalPath)
 		}
@@ -196,15 +215,20 @@ func Run(root, journalPath string, j *Journal, open Opener, finish Finish) error
 		}
 		return fmt.Errorf("%s: %w (nothing in the folder changed)", j.Kind, err)
 	}
+	if err := stageAll(rootfd, j, open, held); err != nil {
+		return refuse(err)
+	}
 	crashpoint.Hit(j.Kind + ".staged-files")
 	j.Phase = PhaseStaged
-	if err := writeJournal(journalPath, j); err != nil {
-		rerr := rollBack(rootfd, j)
-		if rerr == nil {
-			_ = removeJournal(journalPath)
-		}
-		return fmt.Errorf("%s: mark journal staged: %w (nothing in the folder changed)", j.Kind, err)
+	err = crashpoint.Fault("journal.staged")
+	if err == nil {
+		err = writeJournal(journalPath, j)
 	}
+	if err != nil {
+		j.Phase = PhaseStaging
+		return refuse(fmt.Errorf("mark journal staged: %w", err))
+	}
+	held.close()
 	crashpoint.Hit(j.Kind + ".staged")
 	return rollForward(rootfd, journalPath, j, finish)
 }
@@ -241,12 +265,143 @@ func Recover(root, journalPath string, finish Finish) (*Journal, bool, error) {
 	}
 	defer unix.Close(rootfd)
 	if j.Phase != PhaseStaged {
-		if err := rollBack(rootfd, j); err != nil {
+		if err := rollBack(rootfd, j, nil); err != nil {
 			return j, false, fmt.Errorf("recover %s: %w", j.Kind, err)
 		}
 		return j, false, removeJournal(journalPath)
 	}
 	return j, true, rollForward(rootfd, journalPath, j, finish)
+}
+
+// refuseNotWhole refuses a change that would take away a directory Kule
+// cannot read or remove whole. Tests turn it off to show what it guards.
+var refuseNotWhole = true
+
+// checkWhole makes sure that everything the change takes away from the
+// folder (what a Remove deletes, and what a Replace moves aside to put a
+// new directory or file in its place) can be read and removed whole, before
+// anything is written: a directory Kule cannot list holds what it never
+// read and keeps in no checkpoint, and one it cannot change leaves its
+// trash in the folder, wedging every later command. It records what each
+// such directory held (Op.Seen), so that only that is ever deleted.
+func checkWhole(rootfd int, j *Journal) error {
+	access := refuseNotWhole && os.Geteuid() != 0 // root reads and removes everything
+	skip := otherPaths(j)
+	for i := range j.Ops {
+		op := &j.Ops[i]
+		if op.Kind != Remove && op.Kind != Replace {
+			continue
+		}
+		path := string(op.Path)
+		dfd, err := openDir(rootfd, relpath.Dir(path))
+		if err != nil {
+			continue // staging names the problem with the directory
+		}
+		var st unix.Stat_t
+		err = unix.Fstatat(dfd, relpath.Base(path), &st, unix.AT_SYMLINK_NOFOLLOW)
+		if err == nil && st.Mode&unix.S_IFMT == unix.S_IFDIR {
+			h := sha256.New()
+			err = wholeDir(dfd, relpath.Base(path), path, "", access, h, skip)
+			op.Seen = hex.EncodeToString(h.Sum(nil))
+		} else {
+			err = nil // a file or a link goes with its directory's rights
+		}
+		unix.Close(dfd)
+		if err != nil && access {
+			return fmt.Errorf("%w: %v — nothing in the folder changed: Kule deletes only what it has read whole. Give yourself access to all of it (chmod -R u+rwX %s in the folder) and commit again, or hold it back (Hold back in the app's Review) and commit the rest",
+				ErrNotWhole, err, effects.Quote(path))
+		}
+		if err != nil {
+			op.Seen = "" // unlistable as root: nothing to compare; root removes it whole
+		}
+	}
+	return nil
+}
+
+// otherPaths are the paths the change itself writes or moves away: what a
+// directory it deletes holds there changes before its trash is cleared
+// (a file moved out of it), so it is no part of what was seen.
+func otherPaths(j *Journal) map[string]bool {
+	m := map[string]bool{}
+	for _, op := range j.Ops {
+		if op.Kind == Move {
+			m[string(op.From)] = true
+			m[string(op.Path)] = true
+		}
+		if op.Kind == Replace || op.Kind == Remove || op.Kind == Lock || op.Kind == Chmod {
+			m[string(op.Path)] = true
+		}
+	}
+	return m
+}
+
+// wholeDir walks the directory name in dfd (rel from the folder, at from
+// the directory checked) and writes what it holds to h, leaving out what
+// skip names (and what is below it). With access it also checks that
+// every directory can be listed, entered and changed and every file read.
+func wholeDir(dfd int, name, rel, at string, access bool, h io.Writer, skip map[string]bool) error {
+	if access {
+		if err := unix.Faccessat(dfd, name, unix.R_OK|unix.W_OK|unix.X_OK, unix.AT_EACCESS|unix.AT_SYMLINK_NOFOLLOW); err != nil {
+			return fmt.Errorf("%s: %w", effects.Quote(rel), err)
+		}
+	}
+	fd, err := unix.Openat(dfd, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return fmt.Errorf("%s: %w", effects.Quote(rel), err)
+	}
+	defer unix.Close(fd)
+	names, err := readNames(fd)
+	if err != nil {
+		return fmt.Errorf("%s: %w", effects.Quote(rel), err)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		if skip[relpath.Join(rel, n)] {
+			continue
+		}
+		var st unix.Stat_t
+		if err := unix.Fstatat(fd, n, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+			return fmt.Errorf("%s: %w", effects.Quote(relpath.Join(rel, n)), err)
+		}
+		sub := relpath.Join(at, n)
+		switch st.Mode & unix.S_IFMT {
+		case unix.S_IFDIR:
+			fmt.Fprintf(h, "d %q\n", sub)
+			if err := wholeDir(fd, n, relpath.Join(rel, n), sub, access, h, skip); err != nil {
+				return err
+			}
+		case unix.S_IFREG:
+			fmt.Fprintf(h, "f %q %d %d.%d\n", sub, st.Size, st.Mtim.Sec, st.Mtim.Nsec)
+			if access {
+				if err := unix.Faccessat(fd, n, unix.R_OK, unix.AT_EACCESS|unix.AT_SYMLINK_NOFOLLOW); err != nil {
+					return fmt.Errorf("%s: %w", effects.Quote(relpath.Join(rel, n)), err)
+				}
+			}
+		default:
+			fmt.Fprintf(h, "o %q %o %d\n", sub, st.Mode, st.Size)
+		}
+	}
+	return nil
+}
+
+// keepUnseen keeps a trash that holds what the change did not see.
+// Tests turn it off to show what it guards.
+var keepUnseen = true
+
+// seenStill reports whether the trash name in dfd still holds what op saw
+// (true when op saw nothing to compare, or the trash is gone).
+func seenStill(dfd int, op *Op, skip map[string]bool) (bool, error) {
+	if op.Seen == "" || !keepUnseen {
+		return true, nil
+	}
+	if ok, _, err := exists(dfd, op.Trash); err != nil || !ok {
+		return err == nil, err
+	}
+	h := sha256.New()
+	if err := wholeDir(dfd, op.Trash, string(op.Path), "", false, h, skip); err != nil {
+		return false, nil
+	}
+	return hex.EncodeToString(h.Sum(nil)) == op.Seen, nil
 }
 
 // order sorts ops into the order they are applied in, stable within a kind.
@@ -267,7 +422,36 @@ func order(ops []Op) {
 	sort.SliceStable(ops, func(a, b int) bool { return rank(ops[a]) < rank(ops[b]) })
 }
 
-func stageAll(rootfd int, j *Journal, open Opener) error {
+// holdStagingDirs keeps the directories staged into open for a refusal's
+// clean-up. Tests turn it off to show what it guards.
+var holdStagingDirs = true
+
+// heldDirs are the directories staging wrote into, open, by their path
+// when staged.
+type heldDirs map[string]int
+
+// dup returns a descriptor of dir as staging found it, or -1.
+func (h heldDirs) dup(dir string) int {
+	fd, ok := h[dir]
+	if !ok || !holdStagingDirs {
+		return -1
+	}
+	nfd, err := unix.Dup(fd)
+	if err != nil {
+		return -1
+	}
+	unix.CloseOnExec(nfd)
+	return nfd
+}
+
+func (h heldDirs) close() {
+	for d, fd := range h {
+		unix.Close(fd)
+		delete(h, d)
+	}
+}
+
+func stageAll(rootfd int, j *Journal, open Opener, held heldDirs) error {
 	var staged []stagedName
 	for i := range j.Ops {
 		op := &j.Ops[i]
@@ -279,6 +463,12 @@ func stageAll(rootfd int, j *Journal, open Opener) error {
 		if err != nil {
 			return fmt.Errorf("stage %s: %w", effects.Quote(string(op.Path)), err)
 		}
+		if _, ok := held[dir]; !ok {
+			if hfd, err := unix.Dup(dfd); err == nil {
+				unix.CloseOnExec(hfd)
+				held[dir] = hfd
+			}
+		}
 		err = stageOne(dfd, name, op, open, &staged, dir)
 		unix.Close(dfd)
 		if err != nil {
@@ -286,15 +476,18 @@ func stageAll(rootfd int, j *Journal, open Opener) error {
 		}
 		crashpoint.Hit(j.Kind + ".staging")
 	}
+	if err := crashpoint.Fault("stage.sync"); err != nil {
+		return fmt.Errorf("make the staged files durable: %w", err)
+	}
 	if err := syncStaged(rootfd, staged); err != nil {
 		return err
 	}
-	return lockAll(rootfd, j)
+	return lockAll(rootfd, j, held)
 }
 
 // lockAll takes git's lock of every Lock op with its new content in it,
 // then checks that each file still holds what was planned.
-func lockAll(rootfd int, j *Journal) error {
+func lockAll(rootfd int, j *Journal, held heldDirs) error {
 	dirs := map[string]bool{}
 	for i := range j.Ops {
 		op := &j.Ops[i]
@@ -308,6 +501,12 @@ func lockAll(rootfd int, j *Journal) error {
 		dfd, err := openDir(rootfd, dir)
 		if err != nil {
 			return fmt.Errorf("lock %s: %w", effects.Quote(string(op.Path)), err)
+		}
+		if _, ok := held[dir]; !ok {
+			if hfd, err := unix.Dup(dfd); err == nil {
+				unix.CloseOnExec(hfd)
+				held[dir] = hfd
+			}
 		}
 		err = lockOne(dfd, op)
 		unix.Close(dfd)
@@ -619,14 +818,19 @@ func syncDirs(rootfd int, dirs map[string]bool) error {
 	return nil
 }
 
-// rollBack removes whatever staging left: the folder is as it was.
-func rollBack(rootfd int, j *Journal) error {
+// rollBack removes whatever staging left: the folder is as it was. held,
+// when given, are the directories staging wrote into, as it found them: a
+// directory moved since (or replaced by a link) is cleaned where it went.
+func rollBack(rootfd int, j *Journal, held heldDirs) error {
 	var firstErr error
 	for _, op := range j.Ops {
 		if op.Kind != Replace && op.Kind != Lock || op.Tmp == "" {
 			continue
 		}
-		dfd, err := openDir(rootfd, relpath.Dir(string(op.Path)))
+		dfd, err := held.dup(relpath.Dir(string(op.Path))), error(nil)
+		if dfd < 0 {
+			dfd, err = openDir(rootfd, relpath.Dir(string(op.Path)))
+		}
 		if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ENOTDIR) || errors.Is(err, ErrLinkInPath) {
 			continue // nothing can have been staged there
 		}
@@ -668,6 +872,7 @@ func rollForward(rootfd int, journalPath string, j *Journal, finish Finish) erro
 		}
 	}
 	crashpoint.Hit(j.Kind + ".renamed")
+	skip := otherPaths(j)
 	for _, op := range j.Ops {
 		if op.Trash == "" {
 			continue
@@ -678,6 +883,14 @@ func rollForward(rootfd int, journalPath string, j *Journal, finish Finish) erro
 		}
 		if err != nil {
 			return fmt.Errorf("%s: clear trash: %w", j.Kind, err)
+		}
+		if same, err := seenStill(dfd, &op, skip); err != nil || !same {
+			unix.Close(dfd)
+			if err == nil {
+				err = ErrUnseen
+			}
+			return fmt.Errorf("%s: clear trash: %s, which %s held, was kept, not deleted: %w since the change was checked. The rest of the change is in place; look at %s in the folder, move it back or delete it yourself, then run any kule command on this task to finish (the journal %s keeps the change)",
+				j.Kind, op.Trash, effects.Quote(string(op.Path)), err, op.Trash, journalPath)
 		}
 		err = removeAllAt(dfd, op.Trash)
 		unix.Close(dfd)

@@ -1,13 +1,16 @@
 // Package crashpoint lets tests prove crash safety by killing the process at a
 // named step. `KULE_CRASH_AT=commit.staged` makes the process SIGKILL itself
 // when it reaches that step; `KULE_FAULT=stage.write:ENOSPC` makes a named
-// operation fail with that error. Both are read once at start; unset, each
+// operation fail with that error (`stage.write@3:ENOSPC`: its third call
+// only, so a refusal comes with work already staged). Both are read once at
+// start; unset, each
 // check is a single comparison. An in-process test may instead set a Hook to
 // act at a step (change the copy between judging and applying, say).
 package crashpoint
 
 import (
 	"os"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -27,20 +30,28 @@ func SetHook(fn func(step string)) (restore func()) {
 }
 
 var (
-	crashAt            = os.Getenv("KULE_CRASH_AT")
-	faultAt, faultErrn = parseFault(os.Getenv("KULE_FAULT"))
+	crashAt                      = os.Getenv("KULE_CRASH_AT")
+	faultAt, faultNth, faultErrn = parseFault(os.Getenv("KULE_FAULT"))
+	faultCalls                   atomic.Int64
 )
 
-func parseFault(f string) (string, syscall.Errno) {
+// parseFault reads name[@N][:ERRNO]; N (from 1) picks the one call that
+// fails, 0 fails every call.
+func parseFault(f string) (string, int64, syscall.Errno) {
 	if f == "" {
-		return "", 0
+		return "", 0, 0
 	}
 	name, errName, _ := strings.Cut(f, ":")
+	name, nth, _ := strings.Cut(name, "@")
+	n, err := strconv.ParseInt(nth, 10, 64)
+	if err != nil || n < 0 {
+		n = 0
+	}
 	errn := map[string]syscall.Errno{"ENOSPC": syscall.ENOSPC, "EIO": syscall.EIO, "EACCES": syscall.EACCES, "EDQUOT": syscall.EDQUOT}[errName]
 	if errn == 0 {
 		errn = syscall.EIO
 	}
-	return name, errn
+	return name, n, errn
 }
 
 // Hit kills the process with SIGKILL if KULE_CRASH_AT names this step, after
@@ -57,8 +68,11 @@ func Hit(step string) {
 
 // Fault returns the injected error for this operation, or nil.
 func Fault(op string) error {
-	if faultAt != "" && faultAt == op {
-		return faultErrn
+	if faultAt == "" || faultAt != op {
+		return nil
 	}
-	return nil
+	if n := faultCalls.Add(1); faultNth != 0 && n != faultNth {
+		return nil
+	}
+	return faultErrn
 }

@@ -243,7 +243,6 @@ func TestAgentConnectionWaitsForAPerson(t *testing.T) {
 	t.Parallel()
 	_, hp := loopbackServer(t, "the page")
 	cfg := Config{Kernel: newKernel(t)}
-	cfg.Policy = NewCedarPolicy(cfg.Kernel)
 	withPeerScript(t, &cfg, "fetch", "http://"+hp+"/")
 	d := startDaemon(t, cfg)
 	rep, err := d.k.NewTask(sampleFolder(t))

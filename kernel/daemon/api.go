@@ -43,7 +43,7 @@ func fail(w http.ResponseWriter, err error) {
 		code = http.StatusNotFound
 	case errors.Is(err, task.ErrBadID), errors.Is(err, task.ErrAmbiguous), errors.Is(err, ErrWaitRange),
 		errors.Is(err, ErrBadQuestion), errors.Is(err, errBadRequest), errors.Is(err, kernel.ErrNotFolder),
-		errors.Is(err, kernel.ErrInsideKuleHome), errors.Is(err, errNotImage), errors.Is(err, errPath),
+		errors.Is(err, kernel.ErrInsideKuleHome), errors.Is(err, kernel.ErrFolderRefused), errors.Is(err, errNotImage), errors.Is(err, errPath),
 		errors.Is(err, group.ErrBadGroup), errors.Is(err, group.ErrBadPolicy), errors.Is(err, group.ErrNoOwn), errors.Is(err, policy.ErrPolicy):
 		code = http.StatusBadRequest
 	case errors.Is(err, ErrAnswered), errors.Is(err, kernel.ErrChangedUnderneath), errors.Is(err, kernel.ErrUndoBlocked),
@@ -188,12 +188,14 @@ func (d *Daemon) viewWith(ctx context.Context, t *task.Task, st *kernel.Status) 
 	}
 	p := st.Pending(false)
 	v.Changes, v.Summary = len(p), effects.Summary(p)
-	if rs, err := d.cfg.Policy.Judge(ctx, t, p); err == nil {
+	if _, rs, err := d.judge(t, p); err != nil {
+		v.Error = err.Error()
+	} else {
 		for _, r := range rs {
 			switch r.Verdict {
-			case Ask:
+			case verdictAsk:
 				v.Asks++
-			case Deny:
+			case verdictDeny:
 				v.Denied++
 			}
 		}
@@ -228,6 +230,10 @@ func (d *Daemon) newTask(w http.ResponseWriter, r *http.Request) {
 		fail(w, fmt.Errorf("%w: give the folder as an absolute path (or ~/…)", errBadRequest))
 		return
 	}
+	if err := d.checkFolder(expandHome(in.Folder)); err != nil {
+		fail(w, err)
+		return
+	}
 	rep, err := d.k.NewTask(expandHome(in.Folder))
 	if err != nil {
 		fail(w, err)
@@ -251,6 +257,23 @@ func (d *Daemon) newTask(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, 201, map[string]any{"task": d.viewOf(r.Context(), t), "files": rep.Files, "skipped": len(rep.Problems)})
 }
 
+// refuseFolders keeps credential folders and Kule's home from being a
+// task's folder. Tests turn it off to show what it guards.
+var refuseFolders = true
+
+// checkFolder refuses a folder no task may copy (kernel.CheckTaskFolder):
+// a task on ~/.ssh would hand the keys to every command run in it.
+func (d *Daemon) checkFolder(folder string) error {
+	if !refuseFolders {
+		return nil
+	}
+	home := d.cfg.UserHome
+	if home == "" {
+		home, _ = os.UserHomeDir()
+	}
+	return kernel.CheckTaskFolder(folder, home, d.home)
+}
+
 func expandHome(p string) string {
 	if p == "~" || strings.HasPrefix(p, "~/") {
 		if h, err := os.UserHomeDir(); err == nil {
@@ -271,7 +294,7 @@ type ChangeView struct {
 	Files   int          `json:"files,omitempty"`
 	Line    string       `json:"line"` // as `kule status` prints it
 	Ignored bool         `json:"ignored,omitempty"`
-	Verdict Verdict      `json:"verdict"`
+	Verdict string       `json:"verdict"` // pass, ask or deny: the kernel's ruling
 	Rule    string       `json:"rule,omitempty"`
 	Reason  string       `json:"reason,omitempty"`
 	Names   []string     `json:"names,omitempty"`
@@ -283,9 +306,9 @@ func (d *Daemon) changes(ctx context.Context, t *task.Task) (*kernel.Status, []C
 	if err != nil {
 		return nil, nil, err
 	}
-	rulings, err := d.cfg.Policy.Judge(ctx, t, st.Pending(true))
+	_, rulings, err := d.judge(t, st.Pending(true))
 	if err != nil {
-		return nil, nil, fmt.Errorf("policy: %w", err)
+		return nil, nil, fmt.Errorf("%w — nothing can be committed until the policy reads; fix the file it names (kule policy shows what is in force)", err)
 	}
 	names, err := d.cfg.Reviewer.Entities(ctx, t, st)
 	if err != nil {
@@ -298,7 +321,7 @@ func (d *Daemon) changes(ctx context.Context, t *task.Task) (*kernel.Status, []C
 		if e.Kind == effects.Delete {
 			typ = e.OldType.String()
 		}
-		cv := ChangeView{Kind: e.Kind, Path: e.Path, From: e.From, Type: typ, Size: e.Size, Dir: e.Dir, Files: e.Files, Line: e.String(), Ignored: e.Ignored, Verdict: Pass}
+		cv := ChangeView{Kind: e.Kind, Path: e.Path, From: e.From, Type: typ, Size: e.Size, Dir: e.Dir, Files: e.Files, Line: e.String(), Ignored: e.Ignored, Verdict: verdictDeny}
 		if r, ok := rulings[e.Path]; ok {
 			cv.Verdict, cv.Rule, cv.Reason = r.Verdict, r.Rule, r.Reason
 		}
@@ -330,7 +353,7 @@ func (d *Daemon) taskStatus(w http.ResponseWriter, r *http.Request, t *task.Task
 		"changes":      cs,
 		"ignored":      st.IgnoredCount(),
 		"problems":     probs,
-		"can_remember": func() bool { _, ok := d.cfg.Policy.(Rememberer); return ok }(),
+		"can_remember": true,
 	})
 }
 
@@ -493,42 +516,40 @@ func (d *Daemon) commitTask(w http.ResponseWriter, r *http.Request, t *task.Task
 		fail(w, err)
 		return
 	}
-	rulings, err := d.cfg.Policy.Judge(r.Context(), t, st.Pending(false))
+	pending := st.Pending(false)
+	_, rulings, err := d.judge(t, pending)
 	if err != nil {
-		fail(w, fmt.Errorf("commit %s: policy: %w (nothing was applied)", t.ID, err))
+		fail(w, fmt.Errorf("commit %s: %w — nothing was applied; fix the file it names (kule policy shows what is in force) and commit again", t.ID, err))
 		return
 	}
-	var approved []string
-	pending := st.Pending(false)
+	// What the person approved: of what asks in the ruling they were shown,
+	// the paths they picked (or all, for Approve and commit).
 	judged := make(map[string]bool, len(pending))
+	var approved []string
 	for _, e := range pending {
 		judged[e.Path] = true
+		if rulings[e.Path].Verdict == verdictAsk && !slices.Contains(in.Exclude, e.Path) && !slices.Contains(approved, e.Path) &&
+			(in.ApproveAll || slices.Contains(in.Approve, e.Path) || slices.Contains(in.Remember, e.Path)) {
+			approved = append(approved, e.Path)
+		}
 	}
-	opts := kernel.CommitOptions{}
-	if _, ok := d.cfg.Policy.(CedarPolicy); ok {
-		// The kernel judges again under the commit's locks, from the status
-		// it applies: a deny never goes in, nor anything the policy did not
-		// see. Select below keeps the asked-about changes to those approved.
-		opts.Policy, opts.Approve = true, true
+	// The kernel judges again under the commit's locks, from the status it
+	// applies: a deny never goes in, nor anything the policy did not see,
+	// and of what asks only the approved paths (Approval). Select keeps out
+	// what the person held back and what appeared after they were shown.
+	opts := kernel.CommitOptions{Policy: true, Approve: len(approved) > 0}
+	if approvalLimits {
+		opts.Approval = &kernel.Approval{By: "app", Paths: approved}
 	}
 	opts.Select = func(e effects.Effect) bool {
-		if slices.Contains(in.Exclude, e.Path) {
-			return false
-		}
-		if !judged[e.Path] {
-			// It appeared after the app's status was judged: it stays in
-			// the copy for a commit that has judged it.
+		if slices.Contains(in.Exclude, e.Path) || !judged[e.Path] {
 			return false
 		}
 		switch rulings[e.Path].Verdict {
-		case Deny:
+		case verdictDeny:
 			return false
-		case Ask:
-			if in.ApproveAll || slices.Contains(in.Approve, e.Path) || slices.Contains(in.Remember, e.Path) {
-				approved = append(approved, e.Path)
-				return true
-			}
-			return false
+		case verdictAsk:
+			return slices.Contains(approved, e.Path)
 		}
 		return true
 	}
@@ -538,16 +559,9 @@ func (d *Daemon) commitTask(w http.ResponseWriter, r *http.Request, t *task.Task
 		fail(w, err)
 		return
 	}
-	if len(approved) > 0 && len(rep.Applied) > 0 {
-		if log, err := d.k.HistoryLog(t); err == nil {
-			if _, err := log.Append("approval", map[string]any{"checkpoint": rep.Checkpoint, "paths": approved, "by": "app"}); err != nil {
-				d.log.Warn("approval not recorded", "task", t.ID, "err", err)
-			}
-		}
-	}
 	var remembered []string
-	if rm, ok := d.cfg.Policy.(Rememberer); ok && len(in.Remember) > 0 && len(rep.Applied) > 0 {
-		remembered, err = rm.RememberPaths(r.Context(), t, pending, in.Remember)
+	if len(in.Remember) > 0 && len(rep.Applied) > 0 {
+		remembered, err = d.rememberPaths(t, rep.Judgement, rep.Applied, in.Remember)
 		if err != nil {
 			d.log.Warn("approval not remembered", "task", t.ID, "err", err)
 		}

@@ -2,11 +2,14 @@ package daemon
 
 import (
 	"context"
+	"crypto/rand"
 	"crypto/subtle"
 	"log/slog"
 	"net"
 	"net/http"
 	"strings"
+	"sync"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -71,11 +74,69 @@ func viaSocket(r *http.Request) bool { v, _ := r.Context().Value(viaSocketKey{})
 
 const cookieName = "kule_token"
 
-// guard lets a request through the HTTP port only when its Host is this
-// loopback address, its Origin (when sent) is this very origin, the browser
-// does not say it came from another site, and it carries the token — in the
-// cookie, or an Authorization: Bearer header. `/?token=…` sets the cookie
-// once and sends the browser on to `/` without the token in the address.
+// launchTTL is how long a launch code opens the app. The code goes into
+// xdg-open's arguments, which every local user can read: it opens the app
+// once, within this time, and is never the session's secret.
+const launchTTL = 60 * time.Second
+
+// launchOnce spends a launch code at its first use. Tests turn it off to
+// show what it guards.
+var launchOnce = true
+
+// launches holds the launch codes not yet used, with when each expires.
+type launches struct {
+	mu    sync.Mutex
+	codes map[string]time.Time
+	now   func() time.Time // time.Now; tests move it
+}
+
+// mint makes a new launch code, valid for launchTTL, and drops expired ones.
+func (l *launches) mint() string {
+	code := rand.Text()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	now := l.clock()
+	for c, exp := range l.codes {
+		if !now.Before(exp) {
+			delete(l.codes, c)
+		}
+	}
+	if l.codes == nil {
+		l.codes = map[string]time.Time{}
+	}
+	l.codes[code] = now.Add(launchTTL)
+	return code
+}
+
+// redeem reports whether code is a launch code still valid, and spends it.
+func (l *launches) redeem(code string) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	ok := false
+	for c, exp := range l.codes {
+		if subtle.ConstantTimeCompare([]byte(c), []byte(code)) == 1 && l.clock().Before(exp) {
+			ok = true
+		}
+	}
+	if launchOnce || !ok {
+		delete(l.codes, code)
+	}
+	return ok && code != ""
+}
+
+func (l *launches) clock() time.Time {
+	if l.now != nil {
+		return l.now()
+	}
+	return time.Now()
+}
+
+// guard lets a request through the HTTP port only when its Host is the
+// daemon's own loopback address, its Origin (when sent) is this very
+// origin, the browser does not say it came from another site, and it
+// carries the session token — in the cookie, or an Authorization: Bearer
+// header. `/?launch=CODE` (the address `kule app` opens) exchanges a
+// one-time launch code for the cookie and sends the browser on to `/`.
 func (d *Daemon) guard(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		port := d.httpL.Addr().(*net.TCPAddr).Port
@@ -91,13 +152,15 @@ func (d *Daemon) guard(h http.Handler) http.Handler {
 			http.Error(w, "refused: a request from another site", http.StatusForbidden)
 			return
 		}
-		if r.URL.Path == "/" && r.URL.Query().Has("token") {
-			if !d.tokenOK(r.URL.Query().Get("token")) {
-				http.Error(w, "refused: a wrong token (open the address `kule app --print-url` prints)", http.StatusUnauthorized)
+		if r.URL.Path == "/" && r.URL.Query().Has("launch") {
+			w.Header().Set("Cache-Control", "no-store")
+			if !d.launch.redeem(r.URL.Query().Get("launch")) {
+				w.Header().Set("Content-Type", "text/html; charset=utf-8")
+				w.WriteHeader(http.StatusUnauthorized)
+				w.Write([]byte(spentPage))
 				return
 			}
 			http.SetCookie(w, &http.Cookie{Name: cookieName, Value: d.token, Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode})
-			w.Header().Set("Cache-Control", "no-store")
 			http.Redirect(w, r, "/", http.StatusSeeOther)
 			return
 		}
@@ -115,7 +178,7 @@ func (d *Daemon) guard(h http.Handler) http.Handler {
 				w.Write([]byte(lockedPage))
 				return
 			}
-			http.Error(w, "refused: no valid token (open the address `kule app --print-url` prints)", http.StatusUnauthorized)
+			http.Error(w, "refused: not logged in (run `kule app` to open the app; nothing was changed)", http.StatusUnauthorized)
 			return
 		}
 		// A change must come as JSON: a form or a no-cors fetch from another
@@ -132,12 +195,15 @@ func (d *Daemon) tokenOK(t string) bool {
 	return t != "" && subtle.ConstantTimeCompare([]byte(t), []byte(d.token)) == 1
 }
 
+// hostOK accepts only the address the port listens on, by its IP: a
+// name (localhost) would put the cookie on a host every local server
+// shares.
 func (d *Daemon) hostOK(host string, port int) bool {
 	h, p, err := net.SplitHostPort(host)
 	if err != nil || p != itoa(port) {
 		return false
 	}
-	return h == "127.0.0.1" || h == "localhost" || h == "[::1]" || h == "::1"
+	return h == d.httpL.Addr().(*net.TCPAddr).IP.String()
 }
 
 func (d *Daemon) originOK(origin string, port int) bool {
@@ -163,3 +229,10 @@ const lockedPage = `<!doctype html><html lang="en"><meta charset="utf-8"><title>
 <body style="font:16px system-ui;margin:4rem;max-width:40rem">
 <h1>Kule is locked</h1><p>This address needs the token of this daemon's start.
 Run <code>kule app</code> (or <code>kule app --print-url</code>) in a terminal and open the address it gives.</p></body></html>`
+
+const spentPage = `<!doctype html><html lang="en"><meta charset="utf-8"><title>Kule — address used</title>
+<body style="font:16px system-ui;margin:4rem;max-width:40rem">
+<h1>This address was used already, or has expired</h1><p>An address from <code>kule app</code> opens the
+control room once, within a minute, and nothing else. Nobody was let in with it now.
+Run <code>kule app</code> again for a new one. If you did not open this address yourself before, someone
+else may have: stop the daemon (<code>kill</code> the pid in <code>kuled.lock</code>) and start it again.</p></body></html>`

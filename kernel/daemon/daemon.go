@@ -4,9 +4,10 @@
 // loopback HTTP port that carries the control room web app (embedded; no
 // network at run time), guarded by a per-start token, Host and Origin checks.
 //
-// The policy, the semantic review and the remembered rules plug in through
-// the small interfaces of hooks.go; the proxy and the ACP permission path post
-// to the Questions queue.
+// Effects are judged by the kernel's one judging path (judging.go); the
+// semantic review and the remembered rules plug in through the small
+// interfaces of hooks.go; the proxy and the ACP permission path post to the
+// Questions queue.
 package daemon
 
 import (
@@ -42,8 +43,7 @@ const DefaultIdle = 10 * time.Minute
 type Config struct {
 	Kernel   *kernel.Kernel
 	Idle     time.Duration // 0 = DefaultIdle; negative = never
-	HTTPAddr string        // "" = 127.0.0.1:0
-	Policy   Policy        // nil = PassAll
+	HTTPAddr string        // "" = the home's own loopback address (loopback.go), a free port
 	Reviewer Reviewer      // nil = NoNames
 	Rules    Rules         // nil = MemoryRules
 	// RunnerFor picks how one command of the app runs in t (the sandbox, as
@@ -62,6 +62,9 @@ type Config struct {
 	// is published ("limits" events); 0 = a second.
 	MeterEvery time.Duration
 	Log        *slog.Logger
+	// UserHome is the person's home folder, whose credential folders are
+	// never a task's folder; "" = os.UserHomeDir.
+	UserHome string
 }
 
 // Daemon is a running kule daemon.
@@ -72,6 +75,7 @@ type Daemon struct {
 	Bus    *Bus
 	Q      *Queue
 	token  string
+	launch launches
 	lockF  *os.File
 	sockL  net.Listener
 	httpL  net.Listener
@@ -104,9 +108,6 @@ func Start(cfg Config) (*Daemon, error) {
 	}
 	if cfg.Idle == 0 {
 		cfg.Idle = DefaultIdle
-	}
-	if cfg.Policy == nil {
-		cfg.Policy = PassAll{}
 	}
 	if cfg.Reviewer == nil {
 		cfg.Reviewer = NoNames{}
@@ -155,13 +156,13 @@ func Start(cfg Config) (*Daemon, error) {
 		return nil, fmt.Errorf("daemon: listen on %s: %w", sock, err)
 	}
 	d.sockL = &peerListener{Listener: sl, uid: os.Getuid(), log: d.log}
-	addr := cfg.HTTPAddr
-	if addr == "" {
-		addr = "127.0.0.1:0"
+	addr, err := listenAddr(home, cfg.HTTPAddr)
+	if err != nil {
+		return nil, err
 	}
 	hl, err := net.Listen("tcp", addr)
 	if err != nil {
-		return nil, fmt.Errorf("daemon: listen on %s: %w", addr, err)
+		return nil, fmt.Errorf("daemon: listen on %s: %w (the app's port needs a loopback address; on Linux all of 127.0.0.0/8 is one)", addr, err)
 	}
 	d.httpL = hl
 	d.touch()
@@ -169,14 +170,16 @@ func Start(cfg Config) (*Daemon, error) {
 	return d, nil
 }
 
-// Token is this start's secret for the HTTP port.
+// Token is this start's session secret for the HTTP port (the cookie's
+// value). It never leaves the daemon but in that cookie.
 func (d *Daemon) Token() string { return d.token }
 
 // Addr is the loopback address of the HTTP port.
 func (d *Daemon) Addr() string { return d.httpL.Addr().String() }
 
-// URL is the address that opens the app (it carries the token once).
-func (d *Daemon) URL() string { return "http://" + d.Addr() + "/?token=" + d.token }
+// URL is a new address that opens the app: it carries a launch code that
+// logs one browser in, once, within launchTTL.
+func (d *Daemon) URL() string { return "http://" + d.Addr() + "/?launch=" + d.launch.mint() }
 
 // Done is closed when the daemon has stopped.
 func (d *Daemon) Done() <-chan struct{} { return d.done }

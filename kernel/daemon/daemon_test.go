@@ -22,6 +22,7 @@ import (
 
 	"github.com/kulehq/kule/kernel"
 	"github.com/kulehq/kule/kernel/daemon/client"
+	"github.com/kulehq/kule/kernel/policy"
 	"github.com/kulehq/kule/kernel/runner"
 	"github.com/kulehq/kule/kernel/task"
 )
@@ -303,7 +304,9 @@ func TestHTTPGuard(t *testing.T) {
 		"app page without token":     {path: "/", want: 401},
 		"script without token":       {path: "/app.js", want: 401},
 		"api with a wrong token":     {path: "/api/tasks", cookie: &http.Cookie{Name: cookieName, Value: strings.Repeat("0", 48)}, want: 401},
-		"url with a wrong token":     {path: "/?token=" + strings.Repeat("a", 48), want: 401},
+		"url with a wrong launch":    {path: "/?launch=" + strings.Repeat("A", 26), want: 401},
+		"the session token as a url": {path: "/?token=" + d.Token(), want: 401}, // what a browser's history kept
+		"the session token as code":  {path: "/?launch=" + d.Token(), want: 401},
 		"api with the token":         {path: "/api/tasks", cookie: good, want: 200},
 		"bearer token":               {path: "/api/tasks", header: map[string]string{"Authorization": "Bearer " + d.Token()}, want: 200},
 		"same origin":                {path: "/api/tasks", cookie: good, header: map[string]string{"Origin": base}, want: 200},
@@ -314,7 +317,8 @@ func TestHTTPGuard(t *testing.T) {
 		"rebinding host":             {path: "/api/tasks", cookie: good, host: "evil.example:" + strings.Split(d.Addr(), ":")[1], want: 421},
 		"questions posted over http": {path: "/api/questions", cookie: good, want: 200}, // GET lists; POST is refused below
 		"app address over http":      {path: "/api/app", cookie: good, want: 400},
-		"token in url sets cookie":   {path: "/?token=" + d.Token(), want: 303},
+		"launch code sets cookie":    {path: strings.TrimPrefix(d.URL(), base), want: 303},
+		"localhost is another host":  {path: "/api/tasks", cookie: good, host: "localhost:" + strings.Split(d.Addr(), ":")[1], want: 421},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -337,11 +341,11 @@ func TestHTTPGuard(t *testing.T) {
 			}
 			if tc.want == 303 {
 				sc := resp.Cookies()
-				if len(sc) != 1 || sc[0].Value != d.Token() || !sc[0].HttpOnly || sc[0].SameSite != http.SameSiteStrictMode {
-					t.Fatalf("cookie = %+v, want the token, HttpOnly, SameSite=Strict", sc)
+				if len(sc) != 1 || sc[0].Value != d.Token() || !sc[0].HttpOnly || sc[0].SameSite != http.SameSiteStrictMode || sc[0].Path != "/" || sc[0].Domain != "" {
+					t.Fatalf("cookie = %+v, want the token, HttpOnly, SameSite=Strict, Path=/, host-only", sc)
 				}
-				if loc := resp.Header.Get("Location"); strings.Contains(loc, "token") {
-					t.Fatalf("redirect keeps the token in the address: %s", loc)
+				if loc := resp.Header.Get("Location"); loc != "/" {
+					t.Fatalf("redirect to %q, want / (nothing of the launch in the address)", loc)
 				}
 			}
 		})
@@ -373,17 +377,29 @@ func TestHTTPGuard(t *testing.T) {
 	}
 }
 
+// noSecrets is a repository's own rule (.kule/policy.cedar in the real
+// folder) that denies files ending in .secret.
+const noSecrets = `@id("no-secrets")
+@verdict("deny")
+@reason("secrets stay out of the folder")
+forbid (principal, action, resource is Kule::Path) when { resource.ext == "secret" };
+`
+
+// TestCommitFollowsVerdicts: Review shows the kernel's ruling (the built-in
+// policy asks about go.mod; the repository's own rule denies *.secret), a
+// plain commit applies what passes, Approve and commit what asks, never
+// what is denied — and the commit's own history entry says who approved
+// which path.
 func TestCommitFollowsVerdicts(t *testing.T) {
 	t.Parallel()
-	pol := StaticPolicy{ByPath: map[string]Ruling{
-		"go.mod":   {Verdict: Ask, Rule: "manifests-and-lockfiles", Reason: "a manifest change needs a person"},
-		"*.secret": {Verdict: Deny, Rule: "no-secrets"},
-	}}
-	d := startDaemon(t, Config{Policy: pol, Reviewer: StaticReviewer{"README.md": {"# Project"}}})
+	d := startDaemon(t, Config{Reviewer: StaticReviewer{"README.md": {"# Project"}}})
 	ctx := context.Background()
 	c := client.New(d.home)
+	folder := sampleFolder(t)
+	must(t, os.MkdirAll(filepath.Join(folder, ".kule"), 0o755))
+	must(t, os.WriteFile(filepath.Join(folder, ".kule", "policy.cedar"), []byte(noSecrets), 0o644))
 	var made struct{ Task TaskView }
-	must(t, c.Do(ctx, "POST", "/api/tasks", map[string]string{"folder": sampleFolder(t)}, &made))
+	must(t, c.Do(ctx, "POST", "/api/tasks", map[string]string{"folder": folder}, &made))
 	id := made.Task.ID
 	var step Step
 	must(t, c.Do(ctx, "POST", "/api/tasks/"+id+"/exec", ExecRequest{Command: "echo more >> README.md; echo 'module x' > go.mod; echo k > a.secret"}, &step))
@@ -394,7 +410,7 @@ func TestCommitFollowsVerdicts(t *testing.T) {
 	must(t, c.Do(ctx, "GET", "/api/tasks/"+id, nil, &st))
 	got := map[string]string{}
 	for _, cv := range st.Changes {
-		got[cv.Path] = string(cv.Verdict) + " " + strings.Join(cv.Names, ",")
+		got[cv.Path] = cv.Verdict + " " + strings.Join(cv.Names, ",")
 	}
 	want := map[string]string{"README.md": "pass # Project", "go.mod": "ask ", "a.secret": "deny "}
 	if fmt.Sprint(got) != fmt.Sprint(want) {
@@ -415,14 +431,93 @@ func TestCommitFollowsVerdicts(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(made.Task.Folder, "a.secret")); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("a denied file reached the folder: %v", err)
 	}
-	var hist struct{ Entries []struct{ Kind string } }
+	var hist struct {
+		Entries []struct {
+			Kind string
+			Data struct{ Approval *kernel.Approval }
+		}
+	}
 	must(t, c.Do(ctx, "GET", "/api/tasks/"+id+"/history", nil, &hist))
 	var kinds []string
 	for _, e := range hist.Entries {
 		kinds = append(kinds, e.Kind)
 	}
-	if strings.Join(kinds, ",") != "commit,commit,approval" {
-		t.Fatalf("history kinds %v, want commit,commit,approval", kinds)
+	if strings.Join(kinds, ",") != "commit,commit" {
+		t.Fatalf("history kinds %v, want commit,commit (the approval inside the second)", kinds)
+	}
+	if a := hist.Entries[0].Data.Approval; a != nil {
+		t.Fatalf("the plain commit records an approval: %+v", a)
+	}
+	if a := hist.Entries[1].Data.Approval; a == nil || a.By != "app" || fmt.Sprint(a.Paths) != "[go.mod]" {
+		t.Fatalf("the approved commit's entry records %+v, want go.mod approved by the app", a)
+	}
+}
+
+// TestAppCommitRefusesWithoutAPolicy: a policy that cannot be read is no
+// policy: the app shows no verdict as passing and its commit applies
+// nothing, saying what to fix.
+func TestAppCommitRefusesWithoutAPolicy(t *testing.T) {
+	t.Parallel()
+	d := startDaemon(t, Config{})
+	ctx := context.Background()
+	c := client.New(d.home)
+	folder := sampleFolder(t)
+	var made struct{ Task TaskView }
+	must(t, c.Do(ctx, "POST", "/api/tasks", map[string]string{"folder": folder}, &made))
+	var step Step
+	must(t, c.Do(ctx, "POST", "/api/tasks/"+made.Task.ID+"/exec", ExecRequest{Command: "echo more >> README.md"}, &step))
+	must(t, os.WriteFile(policy.PersonPath(d.home), []byte("permit (principal, action, resource) when { nonsense };\n"), 0o600))
+	err := c.Do(ctx, "POST", "/api/tasks/"+made.Task.ID+"/commit", CommitRequest{ApproveAll: true}, nil)
+	if err == nil || !strings.Contains(err.Error(), "nothing was applied") || !strings.Contains(err.Error(), "policy") {
+		t.Fatalf("a commit with an unreadable policy: %v, want a refusal naming the policy", err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(folder, "README.md")); strings.Contains(string(b), "more") {
+		t.Fatal("a commit with an unreadable policy changed the folder")
+	}
+	if err := c.Do(ctx, "GET", "/api/tasks/"+made.Task.ID, nil, nil); err == nil || !strings.Contains(err.Error(), "nothing can be committed") {
+		t.Fatalf("Review with an unreadable policy: %v, want the policy's error", err)
+	}
+}
+
+// TestApprovalOnlyLetsInWhatWasApproved: between the person's Review and
+// the commit, README.md comes to ask (the repository's rule changed). The
+// person approved go.mod only; the kernel, judging again under its locks,
+// lets in go.mod and keeps README.md in the copy. Without the approved
+// paths handed to the kernel, approving go.mod let README.md in unseen.
+func TestApprovalOnlyLetsInWhatWasApproved(t *testing.T) {
+	for _, guarded := range []bool{false, true} {
+		approvalLimits = guarded
+		d := startDaemon(t, Config{})
+		ctx := context.Background()
+		c := client.New(d.home)
+		folder := sampleFolder(t)
+		var made struct{ Task TaskView }
+		must(t, c.Do(ctx, "POST", "/api/tasks", map[string]string{"folder": folder}, &made))
+		var step Step
+		must(t, c.Do(ctx, "POST", "/api/tasks/"+made.Task.ID+"/exec", ExecRequest{Command: "echo more >> README.md; echo 'module x' > go.mod"}, &step))
+		afterJudging = func(*task.Task) {
+			must(t, os.MkdirAll(filepath.Join(folder, ".kule"), 0o755))
+			must(t, os.WriteFile(filepath.Join(folder, ".kule", "policy.cedar"), []byte(`@id("readme-asks")
+@verdict("ask")
+forbid (principal, action, resource is Kule::Path) when { resource.name == "README.md" };
+`), 0o644))
+		}
+		var res struct{ Applied []string }
+		err := c.Do(ctx, "POST", "/api/tasks/"+made.Task.ID+"/commit", CommitRequest{Approve: []string{"go.mod"}}, &res)
+		afterJudging = func(*task.Task) {}
+		approvalLimits = true
+		must(t, err)
+		b, _ := os.ReadFile(filepath.Join(folder, "README.md"))
+		in := strings.Contains(string(b), "more")
+		if guarded && in {
+			t.Fatalf("README.md, which asked and nobody approved, reached the folder (applied %v)", res.Applied)
+		}
+		if !guarded && !in {
+			t.Fatalf("without the approved paths handed to the kernel README.md should go in (the attack); applied %v", res.Applied)
+		}
+		if _, err := os.Stat(filepath.Join(folder, "go.mod")); err != nil {
+			t.Fatalf("the approved go.mod did not go in: %v (applied %v)", err, res.Applied)
+		}
 	}
 }
 
@@ -507,7 +602,7 @@ func TestRunnerForRefusalRunsNothing(t *testing.T) {
 // A file that appears in the copy after the app judged its status stays in
 // the copy: a commit applies only what was judged.
 func TestCommitLeavesWhatAppearedAfterJudging(t *testing.T) {
-	d := startDaemon(t, Config{Policy: StaticPolicy{}})
+	d := startDaemon(t, Config{})
 	ctx := context.Background()
 	c := client.New(d.home)
 	folder := sampleFolder(t)

@@ -47,7 +47,6 @@ func TestAppLiveConnectionsAgentAndGroups(t *testing.T) {
 	needCurl(t)
 	_, hp := loopbackServer(t, "hello from the server")
 	cfg := Config{Kernel: newKernel(t)}
-	cfg.Policy = NewCedarPolicy(cfg.Kernel)
 	cfg.Rules = &CedarRules{K: cfg.Kernel}
 	withPeerAgent(t, &cfg)
 	d := startDaemon(t, cfg)

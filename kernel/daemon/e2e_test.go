@@ -149,16 +149,16 @@ func readFile(p string) string { b, _ := os.ReadFile(p); return string(b) }
 // from Needs you by click and by keyboard, and the palette.
 func TestAppEndToEnd(t *testing.T) {
 	ctx, shot := browser(t)
-	pol := StaticPolicy{ByPath: map[string]Ruling{"go.mod": {Verdict: Ask, Rule: "manifests-and-lockfiles", Reason: "a manifest: new dependencies run code"}}}
-	d := startDaemon(t, Config{Policy: pol, Reviewer: StaticReviewer{"README.md": {"# Project", "## Usage"}}})
+	// The kernel's built-in policy asks about go.mod (manifests-and-lockfiles).
+	d := startDaemon(t, Config{Reviewer: StaticReviewer{"README.md": {"# Project", "## Usage"}}})
 	folder := sampleFolder(t)
 
-	step(t, ctx, shot, "open the app with its token",
+	step(t, ctx, shot, "open the app with a launch code",
 		chromedp.Navigate(d.URL()),
 		chromedp.WaitVisible(chromedp.CSS(`#btn-new`)))
-	loc := value(t, ctx, shot, "token gone from the address", chromedp.Location())
-	if strings.Contains(loc, "token") {
-		t.Fatalf("the token stays in the address bar: %s", loc)
+	loc := value(t, ctx, shot, "launch code gone from the address", chromedp.Location())
+	if strings.Contains(loc, "launch") || strings.Contains(loc, "token") {
+		t.Fatalf("the launch code stays in the address bar: %s", loc)
 	}
 
 	step(t, ctx, shot, "make a task",

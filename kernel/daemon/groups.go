@@ -13,7 +13,6 @@ import (
 	"github.com/kulehq/kule/kernel/agentrun"
 	"github.com/kulehq/kule/kernel/agents"
 	"github.com/kulehq/kule/kernel/config"
-	"github.com/kulehq/kule/kernel/effects"
 	"github.com/kulehq/kule/kernel/group"
 	"github.com/kulehq/kule/kernel/policy"
 	"github.com/kulehq/kule/kernel/sandbox"
@@ -117,19 +116,19 @@ func (d *Daemon) deleteGroup(w http.ResponseWriter, r *http.Request) {
 
 // VerdictChange is one pending change whose verdict a group move changes.
 type VerdictChange struct {
-	Path string  `json:"path"`
-	From Verdict `json:"from"`
-	To   Verdict `json:"to"`
+	Path string `json:"path"`
+	From string `json:"from"` // pass, ask or deny
+	To   string `json:"to"`
 }
 
-func (d *Daemon) verdictChanges(ctx context.Context, t *task.Task, to string) ([]VerdictChange, error) {
-	return VerdictChanges(ctx, d.cfg.Policy, d.k, t, to)
+func (d *Daemon) verdictChanges(_ context.Context, t *task.Task, to string) ([]VerdictChange, error) {
+	return VerdictChanges(d.k, t, to)
 }
 
-// VerdictChanges judges the task's pending changes in its group and in
-// group to, and lists the paths whose verdict differs: what moving it would
-// change.
-func VerdictChanges(ctx context.Context, pol Policy, k *kernel.Kernel, t *task.Task, to string) ([]VerdictChange, error) {
+// VerdictChanges judges the task's pending changes (Kernel.Judge) in its
+// group and in group to, and lists the paths whose verdict differs: what
+// moving it would change.
+func VerdictChanges(k *kernel.Kernel, t *task.Task, to string) ([]VerdictChange, error) {
 	st, err := k.Status(t)
 	if err != nil {
 		return nil, err
@@ -138,31 +137,24 @@ func VerdictChanges(ctx context.Context, pol Policy, k *kernel.Kernel, t *task.T
 	if len(p) == 0 {
 		return nil, nil
 	}
-	before, err := pol.Judge(ctx, t, p)
+	jb, err := k.Judge(t, p, false)
 	if err != nil {
 		return nil, err
 	}
 	moved := *t
 	moved.Group = to
-	after, err := pol.Judge(ctx, &moved, p)
+	ja, err := k.Judge(&moved, p, false)
 	if err != nil {
 		return nil, fmt.Errorf("the new group's policy: %w", err)
 	}
+	before, after := rulingsOf(jb), rulingsOf(ja)
 	var out []VerdictChange
 	for _, e := range p {
-		a, b := verdictOr(before, e), verdictOr(after, e)
-		if a != b {
+		if a, b := before[e.Path].Verdict, after[e.Path].Verdict; a != b {
 			out = append(out, VerdictChange{Path: e.Path, From: a, To: b})
 		}
 	}
 	return out, nil
-}
-
-func verdictOr(rs map[string]Ruling, e effects.Effect) Verdict {
-	if r, ok := rs[e.Path]; ok {
-		return r.Verdict
-	}
-	return Pass
 }
 
 // setGroup moves a task to a group ("" for none). A move that would change

@@ -64,7 +64,7 @@ func TestConnectionWaitsForAPerson(t *testing.T) {
 	needCurl(t)
 	_, hp := loopbackServer(t, "hello from the server")
 	k := newKernel(t)
-	d := startDaemon(t, Config{Kernel: k, Policy: NewCedarPolicy(k), Rules: &CedarRules{K: k}})
+	d := startDaemon(t, Config{Kernel: k, Rules: &CedarRules{K: k}})
 	ctx := context.Background()
 	c := client.New(d.home)
 	var made struct{ Task TaskView }
@@ -139,7 +139,7 @@ func TestUnansweredConnectionIsRefusedWhenTheWaitRunsOut(t *testing.T) {
 	needCurl(t)
 	_, hp := loopbackServer(t, "never")
 	k := newKernel(t)
-	d := startDaemon(t, Config{Kernel: k, Policy: NewCedarPolicy(k)})
+	d := startDaemon(t, Config{Kernel: k})
 	d.Q.testWait = 300 * time.Millisecond
 	rep, err := d.k.NewTask(sampleFolder(t))
 	must(t, err)
@@ -160,7 +160,7 @@ func TestUnansweredConnectionIsRefusedWhenTheWaitRunsOut(t *testing.T) {
 func TestGroupsPolicyAndMove(t *testing.T) {
 	t.Parallel()
 	k := newKernel(t)
-	d := startDaemon(t, Config{Kernel: k, Policy: NewCedarPolicy(k)})
+	d := startDaemon(t, Config{Kernel: k})
 	ctx := context.Background()
 	c := client.New(d.home)
 	var made struct{ Task TaskView }
@@ -203,7 +203,7 @@ permit (principal, action, resource);
 	must(t, c.Do(ctx, "POST", "/api/tasks/"+id+"/group", map[string]any{"group": g.ID, "confirm": true}, nil))
 	var st struct{ Changes []ChangeView }
 	must(t, c.Do(ctx, "GET", "/api/tasks/"+id, nil, &st))
-	if len(st.Changes) != 1 || st.Changes[0].Verdict != Ask || st.Changes[0].Rule != "markdown-waits" {
+	if len(st.Changes) != 1 || st.Changes[0].Verdict != verdictAsk || st.Changes[0].Rule != "markdown-waits" {
 		t.Fatalf("in the group, README.md = %+v, want ask by markdown-waits", st.Changes)
 	}
 	// Deleting the group leaves the task in none.
@@ -220,7 +220,7 @@ permit (principal, action, resource);
 func TestApproveAndRememberFromReview(t *testing.T) {
 	t.Parallel()
 	k := newKernel(t)
-	d := startDaemon(t, Config{Kernel: k, Policy: NewCedarPolicy(k)})
+	d := startDaemon(t, Config{Kernel: k})
 	ctx := context.Background()
 	c := client.New(d.home)
 	var made struct{ Task TaskView }
@@ -228,7 +228,7 @@ func TestApproveAndRememberFromReview(t *testing.T) {
 	id := made.Task.ID
 	var s Step
 	must(t, c.Do(ctx, "POST", "/api/tasks/"+id+"/exec", ExecRequest{Command: "printf 'module x\\n' > go.mod"}, &s))
-	verdict := func() Verdict {
+	verdict := func() string {
 		var st struct{ Changes []ChangeView }
 		must(t, c.Do(ctx, "GET", "/api/tasks/"+id, nil, &st))
 		for _, cv := range st.Changes {
@@ -238,7 +238,7 @@ func TestApproveAndRememberFromReview(t *testing.T) {
 		}
 		return ""
 	}
-	if v := verdict(); v != Ask {
+	if v := verdict(); v != verdictAsk {
 		t.Fatalf("a new go.mod is %q, want ask", v)
 	}
 	var res struct {
@@ -250,7 +250,7 @@ func TestApproveAndRememberFromReview(t *testing.T) {
 		t.Fatalf("approve and remember: %+v", res)
 	}
 	must(t, c.Do(ctx, "POST", "/api/tasks/"+id+"/exec", ExecRequest{Command: "printf 'module y\\n' > go.mod"}, &s))
-	if v := verdict(); v != Pass {
+	if v := verdict(); v != verdictPass {
 		t.Fatalf("after remembering, a change to go.mod is %q, want pass", v)
 	}
 }

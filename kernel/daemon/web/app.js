@@ -476,7 +476,9 @@ const fmtTime = (s) => { const d = new Date(s); return d.toLocaleTimeString([], 
 
 async function loadTimeline() {
   const id = state.current;
-  const [hist, steps, net, sb] = await Promise.all([api('GET', `/api/tasks/${id}/history`), api('GET', `/api/tasks/${id}/steps`), api('GET', `/api/tasks/${id}/network`), api('GET', `/api/tasks/${id}/sandbox`)]);
+  // The task's own status comes with the rest: the list's copy of it may
+  // not have heard of the step that just ended.
+  const [hist, steps, net, sb, detail] = await Promise.all([api('GET', `/api/tasks/${id}/history`), api('GET', `/api/tasks/${id}/steps`), api('GET', `/api/tasks/${id}/network`), api('GET', `/api/tasks/${id}/sandbox`), api('GET', `/api/tasks/${id}`)]);
   if (id !== state.current) return;
   const items = [];
   const undone = new Set(hist.entries.filter((e) => e.kind === 'undo').map((e) => e.data.checkpoint));
@@ -488,6 +490,7 @@ async function loadTimeline() {
       const c = d.counts || {};
       what = `Commit · checkpoint ${d.checkpoint}` + (undone.has(d.checkpoint) ? ' (undone)' : '');
       detail = (d.changes || []).join('\n') || `+${c.added || 0} ~${c.changed || 0} -${c.deleted || 0}`;
+      if (d.approval && d.approval.paths) detail += `\nApproved by ${d.approval.by}: ${d.approval.paths.join(', ')}`;
     } else if (e.kind === 'undo') { what = `Undo of checkpoint ${d.checkpoint}`; }
     else if (e.kind === 'approval') { what = 'Approved'; detail = (d.paths || []).join('\n'); }
     const canUndo = lastCommit && e.seq === lastCommit.seq;
@@ -497,7 +500,7 @@ async function loadTimeline() {
   // commit would take in: marked, so the Timeline says what is not in the
   // folder yet.
   const lastAt = lastCommit ? new Date(lastCommit.time) : new Date(0);
-  const open = (cur() || {}).changes > 0;
+  const open = ((detail && detail.task) || cur() || {}).changes > 0;
   const mark = (time) => (open && new Date(time) > lastAt ? h('span', { class: 'chip small uncommitted', title: 'after the last commit: its changes are in the copy, not yet in the folder' }, 'not committed') : null);
   for (const s of steps) {
     if (s.n === undefined) items.push({ time: s.time, kind: 'exec', badge: mark(s.time), what: `Ran ${s.command}`, detail: `exit ${s.code}${s.error ? ' · ' + s.error : ''}${s.summary ? ' · ' + s.summary : ''}` });

@@ -1,0 +1,125 @@
+package daemon
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/kulehq/kule/kernel"
+	"github.com/kulehq/kule/kernel/effects"
+	"github.com/kulehq/kule/kernel/policy"
+	"github.com/kulehq/kule/kernel/task"
+)
+
+// The daemon judges nothing itself: what Review shows is the kernel's
+// ruling (Kernel.Judge, the one judging path the CLI uses too), and a
+// commit from the app is the kernel's Commit, which judges again under its
+// locks and applies only what that ruling lets through. A policy that cannot
+// be read refuses: nothing is shown as passing and nothing is applied.
+
+// The verdict words of the app's JSON (ChangeView.Verdict).
+const (
+	verdictPass = "pass" // goes in with a plain commit
+	verdictAsk  = "ask"  // waits for a person: "Approve and commit" takes it in
+	verdictDeny = "deny" // never committed; stays in the copy
+)
+
+// pathRuling is the worst verdict of the requests about one path, with the
+// rules that gave it.
+type pathRuling struct {
+	Verdict string
+	Rule    string
+	Reason  string
+}
+
+// judge rules on es with the policy in force for t.
+func (d *Daemon) judge(t *task.Task, es []effects.Effect) (*kernel.Judgement, map[string]pathRuling, error) {
+	j, err := d.k.Judge(t, es, false)
+	if err != nil {
+		return nil, nil, err
+	}
+	return j, rulingsOf(j), nil
+}
+
+// rulingsOf gives each judged path its worst verdict. A path the policy
+// made no request about is never let through by the kernel: it shows as
+// denied, so the app never offers it as passing.
+func rulingsOf(j *kernel.Judgement) map[string]pathRuling {
+	out := map[string]pathRuling{}
+	for _, v := range j.Ruling.Verdicts {
+		i := v.Request.Effect
+		if i < 0 || i >= len(j.Pending) {
+			continue
+		}
+		path := j.Pending[i].Path
+		nv := verdictWord(v.Outcome)
+		if old, ok := out[path]; ok && rank(old.Verdict) >= rank(nv) {
+			continue
+		}
+		out[path] = pathRuling{Verdict: nv, Rule: strings.Join(v.Rules, ", "), Reason: v.Reason}
+	}
+	for _, e := range j.Pending {
+		if _, ok := out[e.Path]; !ok {
+			out[e.Path] = pathRuling{Verdict: verdictDeny, Reason: "the policy made no ruling on it, so it is never committed"}
+		}
+	}
+	return out
+}
+
+func verdictWord(o policy.Outcome) string {
+	switch o {
+	case policy.Pass:
+		return verdictPass
+	case policy.Ask:
+		return verdictAsk
+	}
+	return verdictDeny
+}
+
+func rank(v string) int {
+	switch v {
+	case verdictAsk:
+		return 1
+	case verdictDeny:
+		return 2
+	}
+	return 0
+}
+
+// approvalLimits hands the kernel the paths a person approved, so that under
+// its locks only those of what asks go in. Tests turn it off to show what it
+// guards: then approving one path let in anything else that asked by then.
+var approvalLimits = true
+
+// rememberPaths keeps, as rules for t's folder, the approvals of the paths
+// given that asked in the commit's own ruling and were applied. It returns
+// the rules added.
+func (d *Daemon) rememberPaths(t *task.Task, j *kernel.Judgement, applied []effects.Effect, paths []string) ([]string, error) {
+	if j == nil {
+		return nil, nil
+	}
+	done := map[string]bool{}
+	for _, e := range applied {
+		if slices.Contains(paths, e.Path) {
+			done[e.Path] = true
+		}
+	}
+	var vs []policy.Verdict
+	for _, v := range j.Ruling.Verdicts {
+		if i := v.Request.Effect; i >= 0 && i < len(j.Pending) && done[j.Pending[i].Path] {
+			vs = append(vs, v)
+		}
+	}
+	added, notKept, err := policy.Remember(d.home, t.Folder, vs)
+	if err != nil {
+		return nil, err
+	}
+	out := []string{}
+	for _, a := range added {
+		out = append(out, a.String())
+	}
+	if len(notKept) > 0 {
+		return out, fmt.Errorf("remember: %s cannot be written as a rule (approved this once only)", strings.Join(notKept, ", "))
+	}
+	return out, nil
+}
