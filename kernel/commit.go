@@ -18,7 +18,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/kulehq/kule/kernel/apply"
-	"github.com/kulehq/kule/kernel/atomicfile"
+	"github.com/kulehq/kule/kernel/beneath"
 	"github.com/kulehq/kule/kernel/checkpoint"
 	"github.com/kulehq/kule/kernel/clone"
 	"github.com/kulehq/kule/kernel/crashpoint"
@@ -762,13 +762,19 @@ func (k *Kernel) mergeUnderneath(t *task.Task, st *Status, chosen []effects.Effe
 	if err := k.resyncBase(t, paths); err != nil {
 		return nil, []string{err.Error()}, false
 	}
+	// The merge goes into the copy beneath its root: a directory on the way
+	// that the task turned into a link is an error, never written through.
+	copyRoot, err := beneath.Open(t.Paths.Copy)
+	if err != nil {
+		return nil, []string{err.Error()}, false
+	}
+	defer copyRoot.Close()
 	for p, r := range results {
-		dst := filepath.Join(t.Paths.Copy, p)
-		info, err := os.Lstat(dst)
+		st, err := copyRoot.Lstat(p)
 		if err != nil {
 			return nil, []string{err.Error()}, false
 		}
-		if err := atomicfile.Write(dst, r.merged, info.Mode().Perm()); err != nil {
+		if err := copyRoot.WriteFile(p, r.merged, os.FileMode(st.Mode&0o777)); err != nil {
 			return nil, []string{err.Error()}, false
 		}
 		out[p] = r.how
