@@ -14,17 +14,22 @@ import (
 type Approval struct {
 	By    string   `json:"by"`    // who gave it: "app", "cli", a transport's operator
 	Paths []string `json:"paths"` // the paths approved one by one, or every asked-about path applied
+	// All approves everything that asks, as `kule commit --approve` does:
+	// the record then names the asked-about paths the commit applied.
+	All bool `json:"all,omitempty"`
 }
 
 // within keeps the approval's paths the commit applies, in order; nil when
-// none is left (or a is nil).
-func (a *Approval) within(applied []effects.Effect) *Approval {
+// none is left (or a is nil). For an approval of All, they are the applied
+// paths that asked in j.
+func (a *Approval) within(j *Judgement, applied []effects.Effect) *Approval {
 	if a == nil {
 		return nil
 	}
 	var kept []string
 	for _, e := range applied {
-		if slices.Contains(a.Paths, e.Path) && !slices.Contains(kept, e.Path) {
+		named := slices.Contains(a.Paths, e.Path) || (a.All && asks(j, e))
+		if named && !slices.Contains(kept, e.Path) {
 			kept = append(kept, e.Path)
 		}
 	}
@@ -38,7 +43,16 @@ func (a *Approval) within(applied []effects.Effect) *Approval {
 // the person approved other paths, not this one, so it stays in the copy
 // even when the commit lets through what asks.
 func (a *Approval) keepsOut(j *Judgement, e effects.Effect) bool {
-	if a == nil || j == nil || slices.Contains(a.Paths, e.Path) {
+	if a == nil || a.All || slices.Contains(a.Paths, e.Path) {
+		return false
+	}
+	return asks(j, e)
+}
+
+// asks reports whether the ruling j holds a verdict that e waits for a
+// person.
+func asks(j *Judgement, e effects.Effect) bool {
+	if j == nil {
 		return false
 	}
 	for _, v := range j.Ruling.Verdicts {

@@ -226,7 +226,7 @@ func (k *Kernel) Commit(t *task.Task, opt CommitOptions) (*CommitReport, error) 
 		}
 	}
 	crashpoint.Hit("commit.checkpoint-saved")
-	data := journalData{Kind: "commit", Checkpoint: rec.ID, Paths: topPaths(chosen), Counts: effects.Count(chosen), Summary: append(summaryLines(chosen), gitLines(git)...), Git: gitJ, Approval: opt.Approval.within(chosen)}
+	data := journalData{Kind: "commit", Checkpoint: rec.ID, Paths: topPaths(chosen), Counts: effects.Count(chosen), Summary: append(summaryLines(chosen), gitLines(git)...), Git: gitJ, Approval: opt.Approval.within(rep.Judgement, chosen)}
 	raw, _ := json.Marshal(data)
 	j := &apply.Journal{ID: jid, Kind: "commit", Ops: ops, Data: raw}
 	if err := apply.Run(t.Folder, t.Paths.Journal, j, k.opener(t, cp, p.env), func(j *apply.Journal) error { return k.finish(t, j) }); err != nil {

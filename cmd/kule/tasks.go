@@ -384,7 +384,12 @@ func commitCommand() *cobra.Command {
 			// --approve covers what of git waits too; a changed hook never
 			// goes in (the policy denies hooks), and stays in the copy.
 			gitOK := kernel.GitApproval{Rewrites: approve, StagedDiffers: approve, Config: approve}
-			rep, err := k.Commit(t, kernel.CommitOptions{IncludeIgnored: includeIgnored, Policy: true, Approve: approve, Git: gitOK})
+			opts := kernel.CommitOptions{IncludeIgnored: includeIgnored, Policy: true, Approve: approve, Git: gitOK}
+			if approve {
+				// The commit's own history entry says what was approved, and by whom.
+				opts.Approval = &kernel.Approval{By: "cli", All: true}
+			}
+			rep, err := k.Commit(t, opts)
 			if err != nil {
 				return err
 			}
