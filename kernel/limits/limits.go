@@ -193,8 +193,18 @@ type Supervisor struct {
 	onTick func(time.Time) // keeps the task's time, when there is a file for it
 	extra  []int           // more roots (an agent's terminals), watched with Root's tree
 	group  *runGroup       // the run's cgroups (pids.max, memory); nil: the sums alone
+	joined chan struct{}   // closed once the run's tree was moved into group (or there is none)
 	looks  int             // how many times the loop has measured the run (under mu)
 }
+
+// cgroupJoinAfter is how long a run goes before its processes are moved into
+// its cgroups. Moving a process into a cgroup waits for the kernel's RCU
+// grace period (milliseconds on cgroup v1, and every fork of the run waits
+// behind it), which was a third of a quick `kule exec`: a command that ends
+// sooner never pays it. A longer run, a fork bomb among them, is moved then;
+// until then, and at every tick after, the supervisor's own count holds the
+// limit too.
+const cgroupJoinAfter = 50 * time.Millisecond
 
 // Add watches the tree rooted at pid too, as part of the run (a command an
 // agent's terminal started beside the agent). It is not the run's end: the
@@ -244,20 +254,16 @@ func Start(ctx context.Context, lim Limits, w Watch) *Supervisor {
 	if w.Began.IsZero() {
 		w.Began = time.Now()
 	}
-	s := &Supervisor{lim: lim, w: w, done: make(chan struct{}), finish: make(chan struct{})}
+	s := &Supervisor{lim: lim, w: w, done: make(chan struct{}), finish: make(chan struct{}), joined: make(chan struct{})}
 	if lim.Disk > 0 {
 		_ = SetFileSizeLimit(w.Root, lim.Disk)
 	}
 	if !w.noCgroup && (lim.Pids > 0 || lim.Memory > 0 && !w.noMemCgroup) {
-		if g := newRunGroup(lim.Pids, lim.Memory > 0 && !w.noMemCgroup); g != nil {
-			if g.joinTree(w.Root) == nil {
-				s.group = g
-				s.usage.PidsCgroup = g.pidsDir != ""
-				s.usage.MemoryCgroup = g.memDir != ""
-			} else {
-				g.remove()
-			}
-		}
+		// Made now, joined by the loop after cgroupJoinAfter.
+		s.group = newRunGroup(lim.Pids, lim.Memory > 0 && !w.noMemCgroup)
+	}
+	if s.group == nil {
+		close(s.joined)
 	}
 	if lim.Pids > 0 && (s.group == nil || s.group.pidsDir == "") && s.w.Tick > 100*time.Millisecond {
 		// The count alone holds the limit: look often, a fork bomb
@@ -266,6 +272,27 @@ func Start(ctx context.Context, lim Limits, w Watch) *Supervisor {
 	}
 	go s.loop(ctx)
 	return s
+}
+
+// joinGroup moves the run's tree into its cgroups once cgroupJoinAfter has
+// passed; false when the run ended (or the watch did) before then.
+func (s *Supervisor) joinGroup(ctx context.Context) bool {
+	defer close(s.joined)
+	select {
+	case <-ctx.Done():
+		return false
+	case <-s.finish:
+		return false
+	case <-time.After(cgroupJoinAfter):
+	}
+	if s.group.joinTree(s.w.Root) != nil {
+		return true // the sums hold the limits; each tick tries the move again
+	}
+	s.mu.Lock()
+	s.usage.PidsCgroup = s.group.pidsDir != ""
+	s.usage.MemoryCgroup = s.group.memDir != ""
+	s.mu.Unlock()
+	return true
 }
 
 // SetFileSizeLimit caps the size of any file pid (and what it starts from now
@@ -347,6 +374,9 @@ func (s *Supervisor) loop(ctx context.Context) {
 			}
 		}
 		s.onTick = saved
+	}
+	if s.group != nil && !s.joinGroup(ctx) {
+		return // the run ended before it was moved
 	}
 	lastActive := start
 	var lastCPU float64

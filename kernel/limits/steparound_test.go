@@ -62,6 +62,18 @@ func line(sc *bufio.Scanner, prefix string) string {
 
 // ticksAfter waits until the supervisor has begun and finished n more
 // looks at the run after now, or it stopped; bounded so a broken run ends.
+// joined waits until the supervisor moved the run into its cgroups (it
+// waits cgroupJoinAfter first), so that what the program does next is
+// counted there.
+func joined(t *testing.T, s *Supervisor) {
+	t.Helper()
+	select {
+	case <-s.joined:
+	case <-time.After(30 * time.Second):
+		t.Fatalf("the run was not moved into its cgroups within 30 s")
+	}
+}
+
 func ticksAfter(t *testing.T, s *Supervisor, n int) {
 	t.Helper()
 	looks := func() int {
@@ -149,6 +161,7 @@ time.sleep(600)
 			w.Root = cmd.Process.Pid
 			s := Start(ctx, Limits{Memory: 48 << 20}, w)
 			defer func() { s.End(); s.Wait() }()
+			joined(t, s)
 			if tc.needsCgroup && !s.Usage().MemoryCgroup {
 				if os.Geteuid() == 0 && os.Getenv("CI") != "" {
 					t.Fatalf("as root on CI the run must get a memory cgroup of its own")
@@ -245,6 +258,7 @@ signal.pause()
 		defer cancel()
 		s := Start(ctx, Limits{Pids: 100}, Watch{Root: cmd.Process.Pid})
 		defer func() { s.End(); s.Wait() }()
+		joined(t, s)
 		if !s.Usage().PidsCgroup {
 			if os.Geteuid() == 0 && os.Getenv("CI") != "" {
 				t.Fatalf("as root on CI the run must get a cgroup of its own for its pids limit")
