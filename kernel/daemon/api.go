@@ -301,15 +301,47 @@ type ChangeView struct {
 	Image   bool         `json:"image,omitempty"` // before/after pictures may be asked for
 }
 
-func (d *Daemon) changes(ctx context.Context, t *task.Task) (*kernel.Status, []ChangeView, error) {
+// GitView is one line of what the task did to a repository, as Review
+// shows it: each part a commit would apply (a ref, the index, a hook, a
+// config file) with the kernel's verdict on it; lines that only inform (new
+// objects, a repository refused by name) carry none.
+type GitView struct {
+	Line    string `json:"line"`
+	Verdict string `json:"verdict,omitempty"` // pass, ask or deny
+	Rule    string `json:"rule,omitempty"`
+	Reason  string `json:"reason,omitempty"`
+}
+
+// gitViews are st's repository lines with the verdicts j gave their parts.
+func gitViews(st *kernel.Status, j *kernel.Judgement) []GitView {
+	byLine := map[string]policy.Verdict{}
+	for _, it := range j.Git {
+		byLine[it.Line] = it.Verdict
+	}
+	out := []GitView{}
+	for _, e := range st.Git {
+		for _, l := range e.Lines() {
+			gv := GitView{Line: l}
+			if v, ok := byLine[l]; ok {
+				gv.Verdict, gv.Rule, gv.Reason = verdictWord(v.Outcome), strings.Join(v.Rules, ", "), v.Reason
+			}
+			out = append(out, gv)
+		}
+	}
+	return out
+}
+
+func (d *Daemon) changes(ctx context.Context, t *task.Task) (*kernel.Status, []ChangeView, []GitView, error) {
 	st, err := d.k.Status(t)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
-	_, rulings, err := d.judge(t, st.Pending(true))
+	// The files and the repositories in one ruling, as a commit judges them.
+	j, err := d.k.JudgeStatus(t, st, true, false)
 	if err != nil {
-		return nil, nil, fmt.Errorf("%w — nothing can be committed until the policy reads; fix the file it names (kule policy shows what is in force)", err)
+		return nil, nil, nil, fmt.Errorf("%w — nothing can be committed until the policy reads; fix the file it names (kule policy shows what is in force)", err)
 	}
+	rulings := rulingsOf(j)
 	names, err := d.cfg.Reviewer.Entities(ctx, t, st)
 	if err != nil {
 		d.log.Warn("review names failed", "task", t.ID, "err", err)
@@ -329,7 +361,7 @@ func (d *Daemon) changes(ctx context.Context, t *task.Task) (*kernel.Status, []C
 		cv.Image = !e.Dir && typ == "file" && imageExt(e.Path)
 		out = append(out, cv)
 	}
-	return st, out, nil
+	return st, out, gitViews(st, j), nil
 }
 
 func (d *Daemon) taskStatus(w http.ResponseWriter, r *http.Request, t *task.Task) {
@@ -337,7 +369,7 @@ func (d *Daemon) taskStatus(w http.ResponseWriter, r *http.Request, t *task.Task
 		writeJSON(w, 200, map[string]any{"task": d.viewOf(r.Context(), t), "running": true, "changes": []ChangeView{}})
 		return
 	}
-	st, cs, err := d.changes(r.Context(), t)
+	st, cs, gs, err := d.changes(r.Context(), t)
 	if err != nil {
 		fail(w, err)
 		return
@@ -351,6 +383,7 @@ func (d *Daemon) taskStatus(w http.ResponseWriter, r *http.Request, t *task.Task
 		"task":         d.viewWith(r.Context(), t, st),
 		"summary":      map[string]int{"added": c.Added, "changed": c.Changed, "deleted": c.Deleted, "moved": c.Moved},
 		"changes":      cs,
+		"git":          gs,
 		"ignored":      st.IgnoredCount(),
 		"problems":     probs,
 		"can_remember": true,

@@ -400,13 +400,29 @@ async function loadReview(countOnly = false) {
   if (s.deleted) parts.push(`${s.deleted} deleted`);
   if (s.moved) parts.push(`${s.moved} moved`);
   $('r-summary').textContent = d.running ? 'A command is running…' : (parts.join(' · ') || 'No changes');
-  $('no-changes').hidden = cs.length > 0 || d.running;
+  const gs = d.git || [];
+  $('no-changes').hidden = cs.length > 0 || gs.length > 0 || d.running;
   const asks = cs.filter((c) => c.verdict === 'ask').length;
-  $('btn-commit').disabled = !cs.length || !!d.running;
+  $('btn-commit').disabled = !(cs.length || gs.some((g) => g.verdict === 'pass')) || !!d.running;
   $('btn-rollback').disabled = !cs.length || !!d.running;
   $('btn-approve-commit').hidden = !asks;
   $('btn-approve-commit').textContent = `Approve and commit (${asks})`;
   $('changes').replaceChildren(...cs.map(changeRow));
+  $('git-changes').replaceChildren(...gs.map(gitRow));
+}
+
+// gitRow is one line of what the task did to a repository. What passes goes
+// in with a commit; what waits is approved with `kule commit --approve`
+// (an approval of files here is never one of git), and what is denied stays
+// in the copy.
+function gitRow(g) {
+  const held = g.verdict === 'ask' || g.verdict === 'deny';
+  const why = g.verdict === 'ask' ? 'waits: kule commit --approve takes it in' : g.reason;
+  return h('li', { class: 'gitline' + (held ? ' held' : '') },
+    h('span', { class: 'sym git', 'aria-label': 'git', title: 'git' }, '⎇'),
+    h('span', { class: 'path' }, g.line),
+    g.verdict ? h('span', { class: 'verdict ' + g.verdict, title: g.rule ? `rule ${g.rule}` : 'policy verdict' }, g.verdict) : null,
+    why ? h('span', { class: 'reason' }, why) : null);
 }
 
 function changeRow(c) {
