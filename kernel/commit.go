@@ -55,7 +55,9 @@ type CommitOptions struct {
 	// by lines); NoMerge refuses every such file instead.
 	Merge   func(path string, base, ours, theirs []byte) (merged []byte, conflicts, notes []string)
 	NoMerge bool
-	// Git is what a person approved of the repositories' changes (git.go).
+	// Git is what a commit without the policy (Policy false, which only
+	// tests make) applies of the repositories' changes; with the policy,
+	// the ruling alone decides (git.go).
 	Git GitApproval
 	// Approval, when set, is who approved which paths: of what asks, only
 	// those go in (with Approve), and the commit's history entry records

@@ -46,7 +46,9 @@ func saveGitBase(t *task.Task) error {
 	return b.Save(gitBasePath(t.Paths))
 }
 
-// gitWaits lists what in effs needs an approval that a does not give.
+// gitWaits lists what in effs needs an approval that a does not give, for a
+// commit made without the policy (CommitOptions.Policy false: tests only);
+// every client's commit is judged by the policy instead (gitjudge.go).
 func gitWaits(effs []*gitstate.Effects, a GitApproval) []string {
 	var out []string
 	for _, e := range effs {
@@ -219,15 +221,4 @@ func (s *Status) GitLines() []string {
 		return gitLinesJudged(s.Git, s.judged)
 	}
 	return gitLines(s.Git)
-}
-
-// GitWaits lists what of the repositories' changes waits for a person
-// (history rewrites, staged content that differs from its file), given what
-// was approved, for a status the policy has not judged; once JudgeStatus
-// judged it, the ruling says what waits and GitWaits is empty.
-func (s *Status) GitWaits(a GitApproval) []string {
-	if s.judged != nil {
-		return nil
-	}
-	return gitWaits(applicableGit(s.Git), a)
 }

@@ -267,12 +267,6 @@ func printStatus(w io.Writer, st *kernel.Status, header bool, names *namesView, 
 	for _, l := range st.GitLines() {
 		fmt.Fprintln(w, safeLine(l))
 	}
-	if waits := st.GitWaits(kernel.GitApproval{}); len(waits) > 0 {
-		fmt.Fprintln(w, "git: waits for approval (kule commit --approve):")
-		for _, l := range waits {
-			fmt.Fprintln(w, "  "+safeLine(l))
-		}
-	}
 	if n := st.IgnoredCount(); n > 0 {
 		fmt.Fprintf(w, "%d ignored by the folder's .gitignore (kept in the copy; kule commit --include-ignored applies them):\n", n)
 		for _, e := range st.Effects {
@@ -383,8 +377,7 @@ func commitCommand() *cobra.Command {
 			}
 			// --approve covers what of git waits too; a changed hook never
 			// goes in (the policy denies hooks), and stays in the copy.
-			gitOK := kernel.GitApproval{Rewrites: approve, StagedDiffers: approve, Config: approve}
-			opts := kernel.CommitOptions{IncludeIgnored: includeIgnored, Policy: true, Approve: approve, Git: gitOK}
+			opts := kernel.CommitOptions{IncludeIgnored: includeIgnored, Policy: true, Approve: approve}
 			if approve {
 				// The commit's own history entry says what was approved, and by whom.
 				opts.Approval = &kernel.Approval{By: "cli", All: true}
