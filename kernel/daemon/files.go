@@ -28,7 +28,7 @@ import (
 	"github.com/kulehq/kule/kernel/task"
 )
 
-// Picture limits (issue 9): larger files or images are not shown.
+// Picture limits: larger files or images are not shown.
 const (
 	MaxImageBytes  = 8 << 20
 	MaxImagePixels = 40_000_000

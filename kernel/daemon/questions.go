@@ -23,7 +23,7 @@ const (
 	Expired  = "expired" // the wait ran out: refused
 )
 
-// Wait bounds (issue 9): 15 minutes unless set from 1 minute to 8 hours;
+// Wait bounds: 15 minutes unless set from 1 minute to 8 hours;
 // never off.
 const (
 	DefaultWait = 15 * time.Minute

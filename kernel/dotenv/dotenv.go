@@ -7,7 +7,7 @@
 // them back into a settings file the agent changed (Unmask), keeping the
 // agent's other edits.
 //
-// When the lead calls what:
+// When the kernel calls what:
 //   - a new task: Mask(copy) and Mask(base) with the same Vault (the same
 //     value gets the same placeholder, so the two stay equal and no effect is
 //     seen), then Vault.Save;
