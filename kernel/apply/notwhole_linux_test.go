@@ -5,11 +5,11 @@ package apply
 import (
 	"errors"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
+
+	"github.com/kulehq/kule/internal/asnobody"
 )
 
 // TestNotWholeDirectoryAsNobody runs TestNotWholeDirectoryInner as the
@@ -17,47 +17,10 @@ import (
 // removes everything, so only an unprivileged run can meet a directory it
 // cannot read.
 func TestNotWholeDirectoryAsNobody(t *testing.T) {
-	if os.Getuid() != 0 {
-		t.Skip("already unprivileged: TestNotWholeDirectoryInner runs as this user")
+	if asnobody.Inside(t) {
+		return
 	}
-	// A directory of its own under the system's temporary one: the test's
-	// own t.TempDir sits in a 0700 parent nobody cannot enter.
-	root, err := os.MkdirTemp("", "kule-apply-nobody")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(root) })
-	if err := os.Chmod(root, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := os.ReadFile(exe)
-	if err != nil {
-		t.Fatal(err)
-	}
-	bin := filepath.Join(root, "apply.test")
-	if err := os.WriteFile(bin, b, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	work := filepath.Join(root, "work")
-	if err := os.Mkdir(work, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Chown(work, 65534, 65534); err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(bin, "-test.run=^TestNotWholeDirectoryInner$", "-test.v")
-	cmd.Env = []string{"KULE_TEST_ROOT=" + work, "KULE_APPLY_INNER=1", "PATH=/usr/bin:/bin", "HOME=" + work}
-	cmd.Dir = work
-	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
-	out, err := cmd.CombinedOutput()
-	t.Logf("%s", out)
-	if err != nil || !strings.Contains(string(out), "--- PASS: TestNotWholeDirectoryInner") {
-		t.Fatalf("as nobody: %v", err)
-	}
+	asnobody.Rerun(t, "TestNotWholeDirectoryAsNobody", []string{"TestNotWholeDirectoryInner"})
 }
 
 // TestNotWholeDirectoryInner: a commit that deletes a directory holding what
@@ -67,10 +30,13 @@ func TestNotWholeDirectoryAsNobody(t *testing.T) {
 // "clear trash", leaving .kule-…trash in the folder and its journal behind
 // (every later command then fails on it): the attack.
 func TestNotWholeDirectoryInner(t *testing.T) {
-	work := os.Getenv("KULE_TEST_ROOT")
-	if os.Getenv("KULE_APPLY_INNER") != "1" && os.Getuid() != 0 {
+	var work string
+	switch {
+	case asnobody.Inside(t):
+		work = os.Getenv("HOME") // a folder nobody owns, in a parent nobody may enter
+	case os.Getuid() != 0:
 		work = t.TempDir() // an unprivileged go test runs it directly
-	} else if os.Getenv("KULE_APPLY_INNER") != "1" {
+	default:
 		t.Skip("runs as nobody inside TestNotWholeDirectoryAsNobody")
 	}
 	cases := map[string]struct {
