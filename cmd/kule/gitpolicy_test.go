@@ -9,6 +9,8 @@ import (
 	"testing"
 )
 
+// gitRun runs the real git in dir with a fixed author and no system or
+// personal config, as the CLI tests' person does.
 func gitRun(t *testing.T, dir string, args ...string) string {
 	t.Helper()
 	if _, err := exec.LookPath("git"); err != nil {
