@@ -193,7 +193,11 @@ func TestSandboxAttacks(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		defer dl.Close()
+		// Open until the subtest ends, after its drain: a connection the
+		// plugin made waits in the socket's backlog, and closing the
+		// listener when run returns dropped it before serve accepted it
+		// (the unsandboxed run then missed its "daemon" reach).
+		t.Cleanup(func() { dl.Close() })
 		go serve(dl, "daemon")
 		attempts := []string{
 			"write " + filepath.Join(outside, "pwned"),
