@@ -13,13 +13,13 @@ import (
 
 	"github.com/kulehq/kule/internal/asnobody"
 	"github.com/kulehq/kule/kernel"
-	"github.com/kulehq/kule/kernel/beneath"
+	"github.com/kulehq/kule/kernel/internal/beneath"
 	"github.com/kulehq/kule/kernel/runner"
 	"github.com/kulehq/kule/kernel/sandbox"
 	"github.com/kulehq/kule/kernel/task"
 )
 
-// guarded runs attack twice: with kernel/beneath's guard taken away (the
+// guarded runs attack twice: with kernel/internal/beneath's guard taken away (the
 // attack must harm the victim, or the test proves nothing) and with it (the
 // victim must be untouched). attack returns whether the victim was harmed
 // and the error Kule gave.

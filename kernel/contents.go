@@ -8,8 +8,8 @@ import (
 	"path/filepath"
 
 	"github.com/kulehq/kule/kernel/effects"
-	"github.com/kulehq/kule/kernel/manifest"
-	"github.com/kulehq/kule/kernel/scan"
+	"github.com/kulehq/kule/kernel/internal/manifest"
+	"github.com/kulehq/kule/kernel/internal/scan"
 	"github.com/kulehq/kule/kernel/task"
 
 	"golang.org/x/sys/unix"

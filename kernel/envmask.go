@@ -11,17 +11,17 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/kulehq/kule/kernel/beneath"
-	"github.com/kulehq/kule/kernel/dotenv"
 	"github.com/kulehq/kule/kernel/effects"
-	"github.com/kulehq/kule/kernel/manifest"
-	"github.com/kulehq/kule/kernel/scan"
+	"github.com/kulehq/kule/kernel/internal/beneath"
+	"github.com/kulehq/kule/kernel/internal/dotenv"
+	"github.com/kulehq/kule/kernel/internal/manifest"
+	"github.com/kulehq/kule/kernel/internal/scan"
 	"github.com/kulehq/kule/kernel/secrets"
 	"github.com/kulehq/kule/kernel/task"
 	"github.com/kulehq/kule/kernel/walk"
 )
 
-// This file is where the kernel meets kernel/dotenv: the copy's settings
+// This file is where the kernel meets kernel/internal/dotenv: the copy's settings
 // files (.env, .env.local, *.env, .envrc; not .env.example) hold
 // placeholders where the folder holds values that look secret. The folder
 // and the base keep the real values; the task keeps what it masked in its

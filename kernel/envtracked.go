@@ -10,8 +10,8 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/object"
 
-	"github.com/kulehq/kule/kernel/dotenv"
-	"github.com/kulehq/kule/kernel/manifest"
+	"github.com/kulehq/kule/kernel/internal/dotenv"
+	"github.com/kulehq/kule/kernel/internal/manifest"
 )
 
 // EnvTrackedNote is what Kule says of a settings file git tracks: masking
@@ -22,7 +22,7 @@ func EnvTrackedNote(rel string) string {
 }
 
 // envTracked lists the settings files (.env and the like, as
-// kernel/dotenv names them) that the git repository at the top of folder
+// kernel/internal/dotenv names them) that the git repository at the top of folder
 // holds in its index or in the tree of HEAD: their values are readable in
 // the copy's .git whatever the copy's file says. A folder that is not a
 // repository, or a .git that is a link or a file pointing elsewhere (which

@@ -7,7 +7,7 @@ import (
 	"strings"
 
 	"github.com/kulehq/kule/kernel/agents"
-	"github.com/kulehq/kule/kernel/credentials"
+	"github.com/kulehq/kule/kernel/internal/credentials"
 )
 
 // ErrFolderRefused: the folder is one Kule never makes a task on (the root,

@@ -8,14 +8,14 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/kulehq/kule/kernel/apply"
-	"github.com/kulehq/kule/kernel/atomicfile"
-	"github.com/kulehq/kule/kernel/gitstate"
+	"github.com/kulehq/kule/kernel/internal/apply"
+	"github.com/kulehq/kule/kernel/internal/atomicfile"
+	"github.com/kulehq/kule/kernel/internal/gitstate"
 	"github.com/kulehq/kule/kernel/relpath"
 	"github.com/kulehq/kule/kernel/task"
 )
 
-// This file is where the engine meets kernel/gitstate: every `.git` is left
+// This file is where the engine meets kernel/internal/gitstate: every `.git` is left
 // out of the file-by-file comparison (scan.IsGitPath) and judged by meaning
 // here instead.
 

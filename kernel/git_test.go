@@ -9,12 +9,12 @@ import (
 	"testing"
 
 	"github.com/kulehq/kule/kernel"
-	"github.com/kulehq/kule/kernel/apply"
-	"github.com/kulehq/kule/kernel/gitstate"
+	"github.com/kulehq/kule/kernel/internal/apply"
+	"github.com/kulehq/kule/kernel/internal/gitstate"
 )
 
 // The folder is a git repository; the task and the person both run the real
-// git. .git is judged by meaning (kernel/gitstate), the files by the engine.
+// git. .git is judged by meaning (kernel/internal/gitstate), the files by the engine.
 
 const gitID = "git -c user.name=Ada -c user.email=ada@example.com "
 

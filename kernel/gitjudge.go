@@ -4,7 +4,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/kulehq/kule/kernel/gitstate"
+	"github.com/kulehq/kule/kernel/internal/gitstate"
 	"github.com/kulehq/kule/kernel/policy"
 )
 

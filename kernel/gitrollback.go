@@ -9,7 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/kulehq/kule/kernel/gitstate"
+	"github.com/kulehq/kule/kernel/internal/gitstate"
 	"github.com/kulehq/kule/kernel/task"
 )
 

@@ -10,7 +10,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/kulehq/kule/kernel"
-	"github.com/kulehq/kule/kernel/gitstate"
+	"github.com/kulehq/kule/kernel/internal/gitstate"
 	"github.com/kulehq/kule/kernel/task"
 )
 

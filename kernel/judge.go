@@ -7,11 +7,11 @@ import (
 	"path/filepath"
 	"slices"
 
-	"github.com/kulehq/kule/kernel/atomicfile"
+	"github.com/kulehq/kule/kernel/internal/atomicfile"
 
 	"github.com/kulehq/kule/kernel/effects"
-	"github.com/kulehq/kule/kernel/gitstate"
-	"github.com/kulehq/kule/kernel/manifest"
+	"github.com/kulehq/kule/kernel/internal/gitstate"
+	"github.com/kulehq/kule/kernel/internal/manifest"
 	"github.com/kulehq/kule/kernel/policy"
 	"github.com/kulehq/kule/kernel/task"
 )

@@ -8,7 +8,7 @@ import (
 	"github.com/kulehq/kule/kernel/effects"
 	"github.com/kulehq/kule/kernel/pluginhost"
 	"github.com/kulehq/kule/kernel/review"
-	"github.com/kulehq/kule/kernel/summary"
+	"github.com/kulehq/kule/kernel/internal/summary"
 	"github.com/kulehq/kule/kernel/task"
 )
 
@@ -167,7 +167,7 @@ func (n *Naming) Close() {
 
 // Review names what changed inside st's files, and finds where st meets
 // the other tasks on its folder and the person's edits since the base. It
-// keeps what it found as the task's summary (kernel/summary), which kule
+// keeps what it found as the task's summary (kernel/internal/summary), which kule
 // list reads; the names of a file whose bytes are as at the last status
 // are reused from it, so no differ is asked about them.
 func (n *Naming) Review(ctx context.Context, st *Status) Names {
@@ -272,7 +272,7 @@ type TaskSummary struct {
 	Meets   []Meet
 }
 
-// Summaries lists every task with its summary (see kernel/summary), and the
+// Summaries lists every task with its summary (see kernel/internal/summary), and the
 // meetings between them. A task without a summary, whose base moved since,
 // or with an interrupted commit to finish gets one status now (no names);
 // fresh does that for every task.

@@ -9,14 +9,14 @@ import (
 	"strings"
 
 	"github.com/kulehq/kule/kernel/effects"
-	"github.com/kulehq/kule/kernel/gitstate"
+	"github.com/kulehq/kule/kernel/internal/gitstate"
 	"github.com/kulehq/kule/kernel/homelayer"
-	"github.com/kulehq/kule/kernel/ignore"
+	"github.com/kulehq/kule/kernel/internal/ignore"
 	"github.com/kulehq/kule/kernel/limits"
-	"github.com/kulehq/kule/kernel/manifest"
+	"github.com/kulehq/kule/kernel/internal/manifest"
 	"github.com/kulehq/kule/kernel/relpath"
 	"github.com/kulehq/kule/kernel/runner"
-	"github.com/kulehq/kule/kernel/scan"
+	"github.com/kulehq/kule/kernel/internal/scan"
 	"github.com/kulehq/kule/kernel/task"
 	"github.com/kulehq/kule/kernel/walk"
 )
@@ -27,7 +27,7 @@ type Status struct {
 	Effects  []effects.Effect
 	Problems []walk.Problem
 	// Git holds, per repository in the folder, what the task did to it by
-	// meaning (kernel/gitstate); its Lines go under the file changes and
+	// meaning (kernel/internal/gitstate); its Lines go under the file changes and
 	// each is the `git` object of status --json.
 	Git     []*gitstate.Effects
 	gitBase *gitstate.Base

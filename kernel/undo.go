@@ -10,9 +10,9 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/kulehq/kule/kernel/apply"
-	"github.com/kulehq/kule/kernel/checkpoint"
-	"github.com/kulehq/kule/kernel/clone"
+	"github.com/kulehq/kule/kernel/internal/apply"
+	"github.com/kulehq/kule/kernel/internal/checkpoint"
+	"github.com/kulehq/kule/kernel/internal/clone"
 	"github.com/kulehq/kule/kernel/effects"
 	"github.com/kulehq/kule/kernel/relpath"
 	"github.com/kulehq/kule/kernel/task"

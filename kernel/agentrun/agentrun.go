@@ -32,7 +32,7 @@ import (
 	"github.com/kulehq/kule/kernel/agents"
 	"github.com/kulehq/kule/kernel/budget"
 	"github.com/kulehq/kule/kernel/effects"
-	"github.com/kulehq/kule/kernel/proxy"
+	"github.com/kulehq/kule/kernel/internal/proxy"
 	"github.com/kulehq/kule/kernel/runner"
 	"github.com/kulehq/kule/kernel/secrets"
 	"github.com/kulehq/kule/kernel/task"

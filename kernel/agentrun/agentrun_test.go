@@ -18,7 +18,7 @@ import (
 	"github.com/kulehq/kule/kernel/acp"
 	"github.com/kulehq/kule/kernel/agentrun"
 	"github.com/kulehq/kule/kernel/agents"
-	"github.com/kulehq/kule/kernel/proxy"
+	"github.com/kulehq/kule/kernel/internal/proxy"
 	"github.com/kulehq/kule/kernel/runner"
 	"github.com/kulehq/kule/kernel/sandbox"
 	"github.com/kulehq/kule/kernel/task"

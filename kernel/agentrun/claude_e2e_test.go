@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kulehq/kule/kernel/proxy"
+	"github.com/kulehq/kule/kernel/internal/proxy"
 )
 
 // Claude Code over ACP (the Claude Agent SDK's ACP adapter, at the version

@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/kulehq/kule/kernel/agentrun"
-	"github.com/kulehq/kule/kernel/proxy"
+	"github.com/kulehq/kule/kernel/internal/proxy"
 )
 
 // Codex over ACP (codex-acp, which drives `codex app-server`), at the

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kulehq/kule/kernel/proxy"
+	"github.com/kulehq/kule/kernel/internal/proxy"
 )
 
 // Gemini CLI in ACP mode, at the version the built-in profile pins, against

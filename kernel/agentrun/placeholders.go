@@ -8,8 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/kulehq/kule/kernel/atomicfile"
-	"github.com/kulehq/kule/kernel/proxy"
+	"github.com/kulehq/kule/kernel/internal/atomicfile"
+	"github.com/kulehq/kule/kernel/internal/proxy"
 	"github.com/kulehq/kule/kernel/task"
 )
 

@@ -13,7 +13,7 @@ import (
 
 	"github.com/kulehq/kule/kernel"
 	"github.com/kulehq/kule/kernel/agents"
-	"github.com/kulehq/kule/kernel/proxy"
+	"github.com/kulehq/kule/kernel/internal/proxy"
 )
 
 // ErrNoTrial: Try was given no profile to try.

@@ -4,7 +4,7 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/kulehq/kule/kernel/credentials"
+	"github.com/kulehq/kule/kernel/internal/credentials"
 )
 
 // TestBuiltinLoginsAreHidden: the sandbox hides every agent's login from

@@ -5,8 +5,8 @@ import (
 	"path"
 	"strings"
 
-	"github.com/kulehq/kule/kernel/credentials"
-	"github.com/kulehq/kule/kernel/lazyre"
+	"github.com/kulehq/kule/kernel/internal/credentials"
+	"github.com/kulehq/kule/kernel/internal/lazyre"
 )
 
 // Hidden lists what Kule hides from every sandbox (paths under ~): keys,

@@ -9,7 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/kulehq/kule/kernel/atomicfile"
+	"github.com/kulehq/kule/kernel/internal/atomicfile"
 )
 
 // The app's port listens on a loopback address of the home's own,

@@ -12,7 +12,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/kulehq/kule/kernel/atomicfile"
+	"github.com/kulehq/kule/kernel/internal/atomicfile"
 )
 
 // Question states.

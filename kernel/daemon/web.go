@@ -12,7 +12,7 @@ import (
 	"regexp"
 	"strings"
 
-	"github.com/kulehq/kule/kernel/atomicfile"
+	"github.com/kulehq/kule/kernel/internal/atomicfile"
 )
 
 //go:embed web

@@ -17,7 +17,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/kulehq/kule/kernel/atomicfile"
+	"github.com/kulehq/kule/kernel/internal/atomicfile"
 	"github.com/kulehq/kule/kernel/policy"
 	"github.com/kulehq/kule/kernel/task"
 )

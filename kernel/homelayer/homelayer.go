@@ -21,9 +21,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/kulehq/kule/kernel/atomicfile"
-	"github.com/kulehq/kule/kernel/beneath"
-	"github.com/kulehq/kule/kernel/credentials"
+	"github.com/kulehq/kule/kernel/internal/atomicfile"
+	"github.com/kulehq/kule/kernel/internal/beneath"
+	"github.com/kulehq/kule/kernel/internal/credentials"
 )
 
 // Errors a caller can test for.

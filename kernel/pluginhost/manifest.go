@@ -11,7 +11,7 @@ import (
 
 	"github.com/BurntSushi/toml"
 
-	"github.com/kulehq/kule/kernel/lazyre"
+	"github.com/kulehq/kule/kernel/internal/lazyre"
 )
 
 // ManifestFile is the name of a plugin's manifest beside its executable.

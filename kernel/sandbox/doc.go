@@ -9,7 +9,7 @@
 // millisecond, more than anything else it does. A binary built without cgo
 // has no helper, and refuses to run commands. The helper is PID 1 of new
 // user, mount, PID, network, IPC and UTS namespaces. It makes every mount
-// read-only, nosuid and nodev; covers hidden paths (kernel/credentials'
+// read-only, nosuid and nodev; covers hidden paths (kernel/internal/credentials'
 // list, agents' logins but the run's own, personal folders by their XDG
 // names, every project beside the workspace, /run and the named sockets
 // bound on the system, Kule's home and the other tasks; see hiding.go and

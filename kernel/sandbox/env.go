@@ -135,7 +135,7 @@ func ProxyEnv(port int, token ...string) []string {
 // dropped, since a program reading its environment takes the first of two
 // (glibc's getenv, Go's os.Getenv), and the person's SSL_CERT_FILE would
 // make every intercepted TLS connection fail. The proxy's bundle holds the
-// roots of the person's file (kernel/proxy reads it outside the sandbox).
+// roots of the person's file (kernel/internal/proxy reads it outside the sandbox).
 // taskWins false is the guard taken away, for attack tests.
 func commandEnv(spec runner.Spec, p *plan, taskWins bool) []string {
 	kept, _ := FilterEnv(spec.Env)

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/kulehq/kule/kernel/credentials"
+	"github.com/kulehq/kule/kernel/internal/credentials"
 )
 
 // guards are the parts of the plan an attack test takes away one at a time,

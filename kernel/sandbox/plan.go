@@ -13,8 +13,8 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/kulehq/kule/kernel/beneath"
-	"github.com/kulehq/kule/kernel/credentials"
+	"github.com/kulehq/kule/kernel/internal/beneath"
+	"github.com/kulehq/kule/kernel/internal/credentials"
 	"github.com/kulehq/kule/kernel/runner"
 )
 

@@ -10,7 +10,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/kulehq/kule/kernel/credentials"
+	"github.com/kulehq/kule/kernel/internal/credentials"
 	"github.com/kulehq/kule/kernel/runner"
 )
 

@@ -23,8 +23,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/kulehq/kule/kernel/atomicfile"
-	"github.com/kulehq/kule/kernel/lazyre"
+	"github.com/kulehq/kule/kernel/internal/atomicfile"
+	"github.com/kulehq/kule/kernel/internal/lazyre"
 )
 
 // Errors a caller can test for.

@@ -16,7 +16,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/kulehq/kule/kernel/atomicfile"
+	"github.com/kulehq/kule/kernel/internal/atomicfile"
 	"github.com/kulehq/kule/kernel/limits"
 )
 

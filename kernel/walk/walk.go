@@ -19,7 +19,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/kulehq/kule/kernel/bigalloc"
+	"github.com/kulehq/kule/kernel/internal/bigalloc"
 	"github.com/kulehq/kule/kernel/effects"
 )
 

@@ -35,9 +35,9 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/kulehq/kule/kernel/atomicfile"
-	"github.com/kulehq/kule/kernel/crashpoint"
 	"github.com/kulehq/kule/kernel/effects"
+	"github.com/kulehq/kule/kernel/internal/atomicfile"
+	"github.com/kulehq/kule/kernel/internal/crashpoint"
 	"github.com/kulehq/kule/kernel/relpath"
 )
 

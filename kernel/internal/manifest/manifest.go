@@ -19,8 +19,8 @@ import (
 	"sort"
 	"unsafe"
 
-	"github.com/kulehq/kule/kernel/bigalloc"
 	"github.com/kulehq/kule/kernel/effects"
+	"github.com/kulehq/kule/kernel/internal/bigalloc"
 	"github.com/kulehq/kule/kernel/walk"
 )
 

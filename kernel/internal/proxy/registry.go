@@ -7,7 +7,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/kulehq/kule/kernel/proxy/framing"
+	"github.com/kulehq/kule/kernel/internal/proxy/framing"
 )
 
 // methodOverrides are the header fields web frameworks read as the request's

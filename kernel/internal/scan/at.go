@@ -4,9 +4,9 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/kulehq/kule/kernel/clone"
 	"github.com/kulehq/kule/kernel/effects"
-	"github.com/kulehq/kule/kernel/manifest"
+	"github.com/kulehq/kule/kernel/internal/clone"
+	"github.com/kulehq/kule/kernel/internal/manifest"
 	"github.com/kulehq/kule/kernel/walk"
 )
 

@@ -50,7 +50,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/kulehq/kule/kernel/proxy/framing"
+	"github.com/kulehq/kule/kernel/internal/proxy/framing"
 )
 
 // Errors a caller can test for.

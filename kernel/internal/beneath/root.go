@@ -10,7 +10,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/kulehq/kule/kernel/atomicfile"
+	"github.com/kulehq/kule/kernel/internal/atomicfile"
 )
 
 // Root is an open directory that paths are resolved beneath. Its methods

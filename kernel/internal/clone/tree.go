@@ -14,9 +14,9 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/kulehq/kule/kernel/beneath"
 	"github.com/kulehq/kule/kernel/effects"
-	"github.com/kulehq/kule/kernel/manifest"
+	"github.com/kulehq/kule/kernel/internal/beneath"
+	"github.com/kulehq/kule/kernel/internal/manifest"
 	"github.com/kulehq/kule/kernel/relpath"
 	"github.com/kulehq/kule/kernel/walk"
 )

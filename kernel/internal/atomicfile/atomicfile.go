@@ -3,7 +3,7 @@
 // same directory, fsynced, renamed over the target, and the directory fsynced
 // so the rename itself lasts. Every record Kule keeps (task.json, journals,
 // history heads, sealed secrets, remembered rules) is written this way, and
-// kernel/beneath writes into a task's trees with WriteAt.
+// kernel/internal/beneath writes into a task's trees with WriteAt.
 package atomicfile
 
 import (

@@ -13,10 +13,10 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/kulehq/kule/kernel/clone"
 	"github.com/kulehq/kule/kernel/effects"
-	"github.com/kulehq/kule/kernel/ignore"
-	"github.com/kulehq/kule/kernel/manifest"
+	"github.com/kulehq/kule/kernel/internal/clone"
+	"github.com/kulehq/kule/kernel/internal/ignore"
+	"github.com/kulehq/kule/kernel/internal/manifest"
 	"github.com/kulehq/kule/kernel/relpath"
 	"github.com/kulehq/kule/kernel/walk"
 )
@@ -26,13 +26,13 @@ type Result struct {
 	Effects  []effects.Effect
 	Problems []walk.Problem
 	// GitDirs are the directories (slash paths, "." for the root) that hold
-	// a `.git` entry, which the walk left out: where kernel/gitstate looks
+	// a `.git` entry, which the walk left out: where kernel/internal/gitstate looks
 	// for repositories, so it need not walk the tree again.
 	GitDirs []string
 }
 
 // IsGitPath reports whether rel lies in a repository's git directory (or is
-// a worktree's .git file). Those are judged by meaning (kernel/gitstate),
+// a worktree's .git file). Those are judged by meaning (kernel/internal/gitstate),
 // never file by file.
 func IsGitPath(rel string) bool {
 	return rel == ".git" || strings.HasPrefix(rel, ".git/") || strings.HasSuffix(rel, "/.git") || strings.Contains(rel, "/.git/")

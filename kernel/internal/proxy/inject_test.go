@@ -9,7 +9,7 @@ import (
 	"testing"
 	"testing/iotest"
 
-	"github.com/kulehq/kule/kernel/proxy/framing"
+	"github.com/kulehq/kule/kernel/internal/proxy/framing"
 )
 
 // FuzzBlanker: however the body is split into reads, the blanked stream is

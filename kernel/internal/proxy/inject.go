@@ -9,7 +9,7 @@ import (
 	"regexp"
 	"strings"
 
-	"github.com/kulehq/kule/kernel/proxy/framing"
+	"github.com/kulehq/kule/kernel/internal/proxy/framing"
 )
 
 // Secret is one value the proxy puts into requests to its hosts in place of

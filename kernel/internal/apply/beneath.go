@@ -5,17 +5,17 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/kulehq/kule/kernel/beneath"
+	"github.com/kulehq/kule/kernel/internal/beneath"
 )
 
 // ErrLinkInPath is returned when a path in the folder passes through a
 // symbolic link: Kule never writes through one, so a task that replaced a
 // directory by a link to /etc cannot make a commit write into /etc. It is
-// kernel/beneath's ErrLink: one implementation resolves every path Kule
+// kernel/internal/beneath's ErrLink: one implementation resolves every path Kule
 // writes beneath a root.
 var ErrLinkInPath = beneath.ErrLink
 
-// The folder side of a commit resolves its paths through kernel/beneath.
+// The folder side of a commit resolves its paths through kernel/internal/beneath.
 var (
 	openDir     = beneath.OpenDirAt
 	removeAllAt = beneath.RemoveAllAt
