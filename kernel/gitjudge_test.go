@@ -108,7 +108,7 @@ func TestGitAttackHeldBackCommitNeverMovesTheBranch(t *testing.T) {
 	if !strings.Contains(lines, "fast-forward · 1 commit · waits for approval (ci, manifests-and-lockfiles)") {
 		t.Errorf("status git lines:\n%s", lines)
 	}
-	rep = commitPolicy(t, f, tk, true)
+	commitPolicy(t, f, tk, true)
 	if got := gitIn(t, f.folder, "log", "-1", "--format=%s", "main"); got != "innocent" {
 		t.Errorf("after --approve main is at %q", got)
 	}

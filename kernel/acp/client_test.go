@@ -389,8 +389,7 @@ func TestClientErrors(t *testing.T) {
 
 func TestClientServesFilesInsideTheCopy(t *testing.T) {
 	t.Parallel()
-	var h *harness
-	h = startPeer(t, "fs", nil)
+	h := startPeer(t, "fs", nil)
 	parent := filepath.Dir(h.copy)
 	os.WriteFile(filepath.Join(parent, "secret.txt"), []byte("secret"), 0o600)
 	os.WriteFile(filepath.Join(h.copy, "a.txt"), []byte("1\n2\n3\n4\n"), 0o644)

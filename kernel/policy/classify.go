@@ -57,7 +57,6 @@ var (
 	bGitConfig    = tagBit(TagGitConfig)
 	bGitDir       = tagBit(TagGitDir)
 	bKuleSettings = tagBit(TagKuleSettings)
-	bRegistry     = tagBit(TagPackageRegistry)
 	bModelAPI     = tagBit(TagModelAPI)
 )
 

@@ -24,18 +24,18 @@ func TestMissingCommandIsTheCommandsError(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer os.Remove(notProgram)
-	run := func(args ...string) (int, error, []Refusal) {
+	run := func(args ...string) (int, []Refusal, error) {
 		t.Helper()
 		var told []Refusal
 		s := w.sandbox()
 		s.Refused = func(r Refusal) { told = append(told, r) }
 		var out strings.Builder
 		code, err := s.Run(context.Background(), runner.Spec{Task: w.task, Env: []string{"PATH=/usr/bin:/bin"}, Args: args, Stdout: &out, Stderr: &out})
-		return code, err, told
+		return code, told, err
 	}
 
 	commandErrors = false
-	_, err, told := run("/nonexistent/cmd")
+	_, told, err := run("/nonexistent/cmd")
 	commandErrors = true
 	if !errors.Is(err, ErrSetup) || len(told) != 1 || !strings.Contains(told[0].Do, "--accept-weaker on") {
 		t.Fatalf("without the check: err %v, told %+v; want it taken for a setup failure (else this test shows nothing)", err, told)
@@ -51,7 +51,7 @@ func TestMissingCommandIsTheCommandsError(t *testing.T) {
 		{[]string{"nosuchcmd", "--flag"}, 127, ErrCommandNotFound, "command not found: nosuchcmd"},
 		{[]string{"./notes.txt"}, 126, ErrCommandCannotRun, "command cannot run: ./notes.txt"},
 	} {
-		code, err, told := run(c.args...)
+		code, told, err := run(c.args...)
 		if code != c.code || !errors.Is(err, c.want) || errors.Is(err, ErrSetup) || !strings.Contains(err.Error(), c.says) {
 			t.Errorf("%q: code %d, err %v; want %d and %q", c.args, code, err, c.code, c.says)
 		}
@@ -60,7 +60,7 @@ func TestMissingCommandIsTheCommandsError(t *testing.T) {
 		}
 	}
 	// The sandbox still runs what exists.
-	if code, err, _ := run("true"); code != 0 || err != nil {
+	if code, _, err := run("true"); code != 0 || err != nil {
 		t.Fatalf("true: %d, %v", code, err)
 	}
 }

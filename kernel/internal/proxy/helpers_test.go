@@ -111,9 +111,7 @@ type world struct {
 	logPath string
 	bundle  string
 	secret  Secret
-	apiPort int
 	servers []*http.Server
-	gitRepo string
 	begin   bool  // start with Begin: the authority is made in the background
 	off     guard // checks taken away, to show the attack each stops
 }

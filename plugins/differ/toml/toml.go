@@ -72,12 +72,11 @@ type scanner struct {
 	l    naming.List
 	lead int // start of the comment lines right above, -1 if none
 
-	table    int    // index of the open table entity, -1 at the root
-	tname    string // its name
-	lastEnd  int    // end of the table's last content
-	arrays   map[string]int
-	elems    map[string]string // array-of-tables path → current element name
-	inTables bool
+	table   int    // index of the open table entity, -1 at the root
+	tname   string // its name
+	lastEnd int    // end of the table's last content
+	arrays  map[string]int
+	elems   map[string]string // array-of-tables path → current element name
 }
 
 func (s *scanner) closeTable() {
