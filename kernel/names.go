@@ -6,9 +6,9 @@ import (
 	"sync"
 
 	"github.com/kulehq/kule/kernel/effects"
+	"github.com/kulehq/kule/kernel/internal/summary"
 	"github.com/kulehq/kule/kernel/pluginhost"
 	"github.com/kulehq/kule/kernel/review"
-	"github.com/kulehq/kule/kernel/internal/summary"
 	"github.com/kulehq/kule/kernel/task"
 )
 

@@ -9,8 +9,8 @@ import (
 
 	"github.com/kulehq/kule/kernel/config"
 	"github.com/kulehq/kule/kernel/group"
-	"github.com/kulehq/kule/kernel/policy"
 	"github.com/kulehq/kule/kernel/internal/proxy"
+	"github.com/kulehq/kule/kernel/policy"
 	"github.com/kulehq/kule/kernel/runner"
 	"github.com/kulehq/kule/kernel/secrets"
 	"github.com/kulehq/kule/kernel/task"

@@ -9,14 +9,14 @@ import (
 	"strings"
 
 	"github.com/kulehq/kule/kernel/effects"
-	"github.com/kulehq/kule/kernel/internal/gitstate"
 	"github.com/kulehq/kule/kernel/homelayer"
+	"github.com/kulehq/kule/kernel/internal/gitstate"
 	"github.com/kulehq/kule/kernel/internal/ignore"
-	"github.com/kulehq/kule/kernel/limits"
 	"github.com/kulehq/kule/kernel/internal/manifest"
+	"github.com/kulehq/kule/kernel/internal/scan"
+	"github.com/kulehq/kule/kernel/limits"
 	"github.com/kulehq/kule/kernel/relpath"
 	"github.com/kulehq/kule/kernel/runner"
-	"github.com/kulehq/kule/kernel/internal/scan"
 	"github.com/kulehq/kule/kernel/task"
 	"github.com/kulehq/kule/kernel/walk"
 )

@@ -10,10 +10,10 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/kulehq/kule/kernel/effects"
 	"github.com/kulehq/kule/kernel/internal/apply"
 	"github.com/kulehq/kule/kernel/internal/checkpoint"
 	"github.com/kulehq/kule/kernel/internal/clone"
-	"github.com/kulehq/kule/kernel/effects"
 	"github.com/kulehq/kule/kernel/relpath"
 	"github.com/kulehq/kule/kernel/task"
 	"github.com/kulehq/kule/kernel/walk"

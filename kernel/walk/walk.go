@@ -19,8 +19,8 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/kulehq/kule/kernel/internal/bigalloc"
 	"github.com/kulehq/kule/kernel/effects"
+	"github.com/kulehq/kule/kernel/internal/bigalloc"
 )
 
 // Errors a caller can test for.
