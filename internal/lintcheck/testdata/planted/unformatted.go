@@ -1,0 +1,4 @@
+package planted
+
+// Unformatted is not gofmt-formatted.
+func  Unformatted( ) {}
