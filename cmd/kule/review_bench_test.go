@@ -53,7 +53,10 @@ func BenchmarkReviewRefresh(b *testing.B) {
 		os.WriteFile(filepath.Join(rep.Task.Paths.Copy, "main.go"), []byte("package main\n\nfunc a() { println() }\n\nfunc c() {}\n"), 0o644)
 		os.WriteFile(filepath.Join(rep.Task.Paths.Copy, "README.md"), []byte("# T\n\n## Use\n\ny\n"), 0o644)
 		c := client.New(k.Store.Root)
-		for !c.Running(ctx) {
+		for deadline := time.Now().Add(30 * time.Second); !c.Running(ctx); {
+			if time.Now().After(deadline) {
+				b.Fatal("waited 30 s for the daemon to answer on its socket")
+			}
 			time.Sleep(10 * time.Millisecond)
 		}
 		var v struct {

@@ -64,7 +64,10 @@ func startDaemonB(b *testing.B) *Daemon {
 	ctx, cancel := context.WithCancel(context.Background())
 	go d.Serve(ctx)
 	b.Cleanup(func() { cancel(); <-d.Done() })
-	for !client.New(d.home).Running(ctx) {
+	for deadline := time.Now().Add(30 * time.Second); !client.New(d.home).Running(ctx); {
+		if time.Now().After(deadline) {
+			b.Fatal("waited 30 s for the daemon to answer on its socket")
+		}
 		time.Sleep(10 * time.Millisecond)
 	}
 	return d

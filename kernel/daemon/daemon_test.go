@@ -207,7 +207,10 @@ func TestOpenStreamKeepsDaemonUp(t *testing.T) {
 	resp, err := http.DefaultClient.Do(req)
 	must(t, err)
 	defer resp.Body.Close()
-	for !d.Bus.Listening() {
+	for deadline := time.Now().Add(30 * time.Second); !d.Bus.Listening(); {
+		if time.Now().After(deadline) {
+			t.Fatal("waited 30 s for the event stream to listen")
+		}
 		time.Sleep(5 * time.Millisecond)
 	}
 	release()

@@ -85,7 +85,10 @@ func TestAnswers(t *testing.T) {
 			done := make(chan Question, 1)
 			go func() { a, _ := q.Ask(context.Background(), in); done <- a }()
 			var id string
-			for id == "" {
+			for deadline := time.Now().Add(30 * time.Second); id == ""; {
+				if time.Now().After(deadline) {
+					t.Fatal("waited 30 s for the question to be listed")
+				}
 				for _, x := range q.List() {
 					id = x.ID
 				}

@@ -15,6 +15,7 @@ import (
 	"sync"
 	"syscall"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -76,11 +77,20 @@ func (s *screen) read() {
 	}
 }
 
-// waitFor blocks until the terminal showed text, or showed all it will.
+// waitFor blocks until the terminal showed text, or showed all it will, or
+// 30 s passed (which only a broken run takes).
 func (s *screen) waitFor(text string) bool {
+	expired := false
+	timer := time.AfterFunc(30*time.Second, func() {
+		s.mu.Lock()
+		expired = true
+		s.cond.Broadcast()
+		s.mu.Unlock()
+	})
+	defer timer.Stop()
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for !strings.Contains(s.buf.String(), text) && !s.ended {
+	for !strings.Contains(s.buf.String(), text) && !s.ended && !expired {
 		s.cond.Wait()
 	}
 	return strings.Contains(s.buf.String(), text)
@@ -147,7 +157,12 @@ func (w *world) fromTerminal(t *testing.T, interact func(s *screen), args ...str
 	}
 	slave.Close() // the last holder: the master reads EIO after the rest
 	s.waitFor("\x00never")
-	out := strings.ReplaceAll(s.buf.String(), "\r\n", "\n")
+	s.mu.Lock()
+	ended, out := s.ended, strings.ReplaceAll(s.buf.String(), "\r\n", "\n")
+	s.mu.Unlock()
+	if !ended {
+		t.Fatalf("waited 30 s for the terminal to close after the command ended:\n%s", out)
+	}
 	if code == 99 {
 		t.Fatalf("the sandbox did not run: %s", out)
 	}
