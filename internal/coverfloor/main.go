@@ -31,7 +31,7 @@ func main() {
 		for _, p := range problems {
 			fmt.Fprintf(os.Stderr, "coverfloor: %s\n", p)
 		}
-		fmt.Fprintln(os.Stderr, "coverfloor: nothing was changed; add tests to the packages named above, then run make cover again")
+		fmt.Fprintln(os.Stderr, "coverfloor: these packages guard the person's folder; add tests to those named above, then run make cover again")
 		os.Exit(1)
 	}
 }
