@@ -13,9 +13,10 @@ STATICCHECK ?= $(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2
 # Each Go module of the tree: the root, and those below it that have a go.mod
 # of their own (contrib/samples holds a sample folder, not Kule's code).
 MODULES = . $(patsubst %/go.mod,%,$(wildcard sdk/go.mod contrib/example-differ/go.mod))
-# What make lint runs gofmt over: every Go file git knows or would add, but
-# testdata, which holds inputs kept as they are (some do not even parse).
-FMT_FILES = $$(git ls-files -co --exclude-standard '*.go' | grep -v '/testdata/')
+# What make lint runs gofmt over: every Go file git knows or would add and
+# that is there, but testdata, which holds inputs kept as they are (some do
+# not even parse).
+FMT_FILES = $$(git ls-files -co --exclude-standard '*.go' | grep -v '/testdata/' | while read -r f; do [ -f "$$f" ] && echo "$$f"; done)
 # What make cover measures (a subset, such as the guarded packages, runs faster).
 COVER_PKGS ?= ./...
 # The sandbox's helper is C run before the Go runtime (kernel/sandbox/pid1_linux.c),
