@@ -3,6 +3,7 @@
 package sandbox
 
 /*
+#cgo CFLAGS: -Wall -Wextra -Werror -U_FORTIFY_SOURCE -D_FORTIFY_SOURCE=2 -fstack-protector-strong -fstack-clash-protection -fPIE
 #include <stdlib.h>
 #include "pid1_linux.h"
 */
