@@ -10,7 +10,7 @@
 //   pid1_mounts_linux.c    the sandbox's view of the file system
 //   pid1_net_linux.c       loopback and the proxy bridge
 //   pid1_privs_linux.c     capabilities and no_new_privs (narrow)
-//   pid1_landlock_linux.c  the command's Landlock domain
+//   pid1_landlock_linux.c  the Landlock domain the plan hands over
 //   pid1_seccomp_linux.c   the seccomp filter
 //   pid1_pty_linux.c       the command's pty and the relay to the terminal
 //   pid1_command_linux.c   finding, forking and executing the command
@@ -40,6 +40,23 @@ struct kule_link {
 	char *path, *target;
 };
 
+// kule_rule is one Landlock rule as the plan hands it over (landlock.go's
+// landlockRule): access beneath path or, with a port, TCP connect to it.
+struct kule_rule {
+	char *path;
+	int64_t access;
+	int64_t port;
+	int optional;
+};
+
+// kule_ruleset is the command's Landlock domain (landlock.go's
+// landlockRuleset); nothing handled: no domain.
+struct kule_ruleset {
+	int64_t handled_fs, handled_net, scoped;
+	size_t nrules;
+	struct kule_rule *rules;
+};
+
 // kule_plan mirrors the Go plan field by field (plan.go); kule_plan_shape is
 // the Go planShape() this decoder reads, checked by a Go test.
 struct kule_plan {
@@ -55,7 +72,7 @@ struct kule_plan {
 	struct kule_strs devices;
 	int netns;
 	int64_t proxy_port;
-	int landlock;
+	struct kule_ruleset landlock;
 	int64_t seccomp;
 	int pty;
 	void *arena; // every string and list above
@@ -115,8 +132,10 @@ int kule_bridge(int ln);
 // (pid1_privs_linux.c).
 void kule_narrow(const struct kule_plan *p);
 
-// kule_restrict_landlock puts the calling process in the command's
-// Landlock domain (pid1_landlock_linux.c).
+// kule_landlock_ruleset makes the plan's Landlock ruleset, not yet in
+// force; kule_restrict_landlock puts the calling process in it
+// (pid1_landlock_linux.c). The rules are the plan's alone.
+int kule_landlock_ruleset(const struct kule_plan *p);
 void kule_restrict_landlock(const struct kule_plan *p);
 
 // kule_seccomp_filter puts the calling process (no_new_privs already set)

@@ -12,7 +12,9 @@ const char kule_plan_shape[] =
 	"Args:[]string;Dir:string;Env:[]string;Copy:string;Tmp:string;Home:string;Cache:string;"
 	"FSize:int64;Writable:[]string;ReadOnly:[]string;Keep:[]string;"
 	"HideDirs:[]string;HideFiles:[]string;Links:[]sandbox.link;Path:string;Target:string;"
-	"Devices:[]string;NetNS:bool;ProxyPort:int;Landlock:bool;Seccomp:int;"
+	"Devices:[]string;NetNS:bool;ProxyPort:int;"
+	"Landlock:sandbox.landlockRuleset;HandledFS:int64;HandledNet:int64;Scoped:int64;"
+	"Rules:[]sandbox.landlockRule;Path:string;Access:int64;Port:int;Optional:bool;Seccomp:int;"
 	"PTY:bool;Shape:string;";
 
 static const char plan_magic[] = "KSP1";
@@ -192,7 +194,20 @@ const char *kule_plan_decode(const unsigned char *b, size_t n, struct kule_plan 
 	p->devices = strs(&d);
 	p->netns = flag(&d);
 	p->proxy_port = varint(&d);
-	p->landlock = flag(&d);
+	p->landlock.handled_fs = varint(&d);
+	p->landlock.handled_net = varint(&d);
+	p->landlock.scoped = varint(&d);
+	size_t nr = count(&d, 4);
+	if (nr > 0) {
+		p->landlock.rules = take_mem(&d, nr * sizeof(struct kule_rule));
+		for (size_t i = 0; i < nr && !d.err; i++) {
+			p->landlock.rules[i].path = str(&d);
+			p->landlock.rules[i].access = varint(&d);
+			p->landlock.rules[i].port = varint(&d);
+			p->landlock.rules[i].optional = flag(&d);
+		}
+		p->landlock.nrules = d.err ? 0 : nr;
+	}
 	p->seccomp = varint(&d);
 	p->pty = flag(&d);
 	if (!d.err && d.n > 0)

@@ -79,7 +79,7 @@ void kule_narrow(const struct kule_plan *p) {
 		kule_die("drop capabilities: %s: %s", what, kule_why(errno));
 	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0)
 		kule_die("set no_new_privs: %s", kule_why(errno));
-	if (p->landlock)
+	if (p->landlock.handled_fs)
 		kule_restrict_landlock(p);
 	if (p->seccomp) { // last: what the helper does after it is exec alone
 		const char *what = kule_seccomp_filter(p->seccomp);

@@ -49,10 +49,13 @@ type plan struct {
 	ProxyPort int  // >0: listen on 127.0.0.1:ProxyPort and bridge to the host
 	NoTCP     bool `wire:"-"` // Seatbelt: no TCP connect at all (on Linux the namespace has no proxy)
 
-	Landlock bool // apply Landlock (false only with weaker isolation accepted)
+	// Landlock is the command's Landlock domain (landlock.go), which the
+	// helper makes as it is written here; with nothing handled (weaker
+	// isolation accepted) there is none.
+	Landlock landlockRuleset
 
-	// Seccomp is the errno the helper's seccomp filter (pid1_linux.c's
-	// seccomp_filter) refuses system calls with: EPERM. Only attack tests
+	// Seccomp is the errno the helper's seccomp filter
+	// (pid1_seccomp_linux.c's kule_seccomp_filter) refuses system calls with: EPERM. Only attack tests
 	// set another (guards.seccompErrno: an errno no refused call answers
 	// by itself, to tell the filter's refusals from the kernel's) or 0, no
 	// filter (guards.seccomp); no option reaches it.
@@ -79,7 +82,10 @@ var planShape = sync.OnceValue(func() string {
 				continue
 			}
 			b.WriteString(f.Name + ":" + f.Type.String() + ";")
-			if f.Type.Kind() == reflect.Slice && f.Type.Elem().Kind() == reflect.Struct {
+			switch {
+			case f.Type.Kind() == reflect.Struct:
+				walk(f.Type)
+			case f.Type.Kind() == reflect.Slice && f.Type.Elem().Kind() == reflect.Struct:
 				walk(f.Type.Elem())
 			}
 		}

@@ -327,11 +327,16 @@ func (s *Sandbox) framedPlan(spec runner.Spec, avail Availability, pty bool) ([]
 	if err != nil {
 		return nil, err
 	}
-	p.Landlock = avail.Landlock()
 	p.Shape = planShape()
 	p.PTY = pty
 	if !avail.UserNS {
 		p.NetNS, p.ProxyPort = false, 0
+	}
+	if avail.Landlock() {
+		p.Landlock = landlockRules(p, avail.LandlockABI)
+		if s.off.landlock != nil {
+			s.off.landlock(&p.Landlock)
+		}
 	}
 	return encodePlan(p)
 }
