@@ -107,16 +107,16 @@ static void wait_for_go(void) {
 	kule_close(FD_PLAN, "the plan's pipe");
 }
 
-// stage_init is PID 1 of the sandbox's namespaces.
-__attribute__((noreturn)) static void stage_init(void) {
-	// Signals are held from the first instruction, so none sent before the
-	// command exists is lost or takes PID 1's default action; they are read
-	// from a signalfd once it runs.
-	sigset_t mask;
-	int bad = sigemptyset(&mask) != 0 || sigaddset(&mask, SIGCHLD) != 0;
+// hold_signals holds the forwarded signals and SIGCHLD in mask from PID
+// 1's first instruction, so that none sent before the command exists is
+// lost or takes PID 1's default action (they are read from a signalfd once
+// it runs); it makes SIGCHLD's action the default, every inherited
+// descriptor close-on-exec and PID 1 undumpable.
+static void hold_signals(sigset_t *mask) {
+	int bad = sigemptyset(mask) != 0 || sigaddset(mask, SIGCHLD) != 0;
 	for (size_t i = 0; i < sizeof forwarded / sizeof forwarded[0]; i++)
-		bad |= sigaddset(&mask, forwarded[i]) != 0;
-	if (bad || sigprocmask(SIG_BLOCK, &mask, NULL) != 0)
+		bad |= sigaddset(mask, forwarded[i]) != 0;
+	if (bad || sigprocmask(SIG_BLOCK, mask, NULL) != 0)
 		kule_die("hold signals: %s", kule_why(errno));
 	// Children must be waited for, whatever kule's parent left SIGCHLD as
 	// (ignored, the kernel would reap them unseen and send no SIGCHLD).
@@ -129,6 +129,78 @@ __attribute__((noreturn)) static void stage_init(void) {
 		kule_die("close inherited descriptors: %s", kule_why(errno));
 	if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0)
 		kule_die("make PID 1 undumpable: %s", kule_why(errno));
+}
+
+// start_relay starts the output thread of the command's pty. It is made
+// before the command, so that a relay that cannot be made is a setup
+// failure and nothing runs. It holds no lock a fork could copy held (it
+// only polls, reads and writes), and it has every forwarded signal held,
+// as PID 1 does.
+static void start_relay(struct kule_relay *r) {
+	int fl = fcntl(r->master, F_GETFL);
+	if (fl < 0 || fcntl(r->master, F_SETFL, fl | O_NONBLOCK) != 0)
+		kule_die("the command's pty: make it non-blocking: %s", kule_why(errno));
+	int e = pthread_create(&r->output, NULL, kule_relay_output, r);
+	if (e != 0)
+		kule_die("relay the command's terminal: %s", kule_why(e));
+	r->output_started = 1;
+}
+
+// pid1_loop forwards signals, bridges connections and passes on keys until
+// the command has ended, and returns its exit code (125 when PID 1 could
+// no longer wait for it).
+static int pid1_loop(int sfd, int ln, pid_t cmd, struct kule_relay *r, const struct kule_terminal *term) {
+	int code = 125, running = 1;
+	while (running) {
+		struct pollfd fds[4];
+		int nfds = 0, i_sig = nfds++, i_ln = -1, i_in = -1;
+		fds[i_sig] = (struct pollfd){sfd, POLLIN, 0};
+		if (ln >= 0)
+			fds[i_ln = nfds++] = (struct pollfd){ln, POLLIN, 0};
+		if (r->stdin_open && r->in_len == 0)
+			fds[i_in = nfds++] = (struct pollfd){0, POLLIN, 0};
+		if (r->in_len && __atomic_load_n(&r->master_open, __ATOMIC_ACQUIRE))
+			fds[nfds++] = (struct pollfd){r->master, POLLOUT, 0}; // room for the held keys
+		if (poll(fds, nfds, -1) < 0) {
+			if (errno == EINTR)
+				continue;
+			break;
+		}
+		if (fds[i_sig].revents)
+			running = on_signals(sfd, cmd, term, &code);
+		if (i_ln >= 0 && fds[i_ln].revents)
+			ln = kule_bridge(ln);
+		if (i_in >= 0 && fds[i_in].revents)
+			kule_read_keys(r, fds[i_in].revents);
+		kule_write_keys(r);
+	}
+	return code;
+}
+
+// end_all ends whatever the command left running (it may hold the pty
+// open; and kule goes on once told the code, so that it need not wait for
+// the kernel to take the namespaces down), then tells kule the code: every
+// process of the namespace descends from PID 1, so none is left at ECHILD.
+__attribute__((noreturn)) static void end_all(int code, struct kule_relay *r) {
+	// kill answers ESRCH when nothing is left, the one error it can give
+	// PID 1 here: then there is nothing to end.
+	(void)kill(-1, SIGKILL);
+	while (waitpid(-1, NULL, 0) > 0 || errno == EINTR)
+		;
+	// The last of the output, up to the pty's end (EIO). The thread is
+	// joinable and joined once, so pthread_join cannot fail; were it to,
+	// the code is told all the same (the output is all that is lost).
+	if (r->output_started)
+		(void)pthread_join(r->output, NULL);
+	unsigned char b[4] = {code & 0xff, (code >> 8) & 0xff, (code >> 16) & 0xff, (code >> 24) & 0xff};
+	kule_write_all(FD_DONE, (char *)b, 4);
+	_exit(code);
+}
+
+// stage_init is PID 1 of the sandbox's namespaces.
+__attribute__((noreturn)) static void stage_init(void) {
+	sigset_t mask;
+	hold_signals(&mask);
 
 	struct kule_plan p;
 	read_plan(&p);
@@ -154,67 +226,17 @@ __attribute__((noreturn)) static void stage_init(void) {
 	struct sigaction ign = {.sa_handler = SIG_IGN};
 	if (sigaction(SIGTTOU, &ign, NULL) != 0 || sigaction(SIGTTIN, &ign, NULL) != 0)
 		kule_die("write to the terminal from the background: %s", kule_why(errno));
+	// The relay lives in this frame, which never returns: the output
+	// thread reads it to the end.
 	struct kule_relay r = {.master = term.master, .out = term.out, .stdin_open = p.pty, .master_open = p.pty};
-	if (p.pty) {
-		int fl = fcntl(term.master, F_GETFL);
-		if (fl < 0 || fcntl(term.master, F_SETFL, fl | O_NONBLOCK) != 0)
-			kule_die("the command's pty: make it non-blocking: %s", kule_why(errno));
-		// Made before the command, so that a relay that cannot be made
-		// is a setup failure and nothing runs. It holds no lock a fork
-		// could copy held (it only polls, reads and writes), and it
-		// has every forwarded signal held, as PID 1 does.
-		int e = pthread_create(&r.output, NULL, kule_relay_output, &r);
-		if (e != 0)
-			kule_die("relay the command's terminal: %s", kule_why(e));
-		r.output_started = 1;
-	}
+	if (p.pty)
+		start_relay(&r);
 	pid_t cmd = kule_start_command(&p, p.pty ? &term : NULL);
 	kule_close(FD_STATUS, "the status pipe"); // EOF without text: the command runs
 	kule_status_fd = -1;
 	if (p.pty)
 		kule_close(term.slave, "the command's pty"); // the output ends (EIO) when the last process in the sandbox does
-	int code = 125, running = 1;
-	while (running) {
-		struct pollfd fds[4];
-		int nfds = 0, i_sig = nfds++, i_ln = -1, i_in = -1;
-		fds[i_sig] = (struct pollfd){sfd, POLLIN, 0};
-		if (ln >= 0)
-			fds[i_ln = nfds++] = (struct pollfd){ln, POLLIN, 0};
-		if (r.stdin_open && r.in_len == 0)
-			fds[i_in = nfds++] = (struct pollfd){0, POLLIN, 0};
-		if (r.in_len && __atomic_load_n(&r.master_open, __ATOMIC_ACQUIRE))
-			fds[nfds++] = (struct pollfd){r.master, POLLOUT, 0}; // room for the held keys
-		if (poll(fds, nfds, -1) < 0) {
-			if (errno == EINTR)
-				continue;
-			break;
-		}
-		if (fds[i_sig].revents)
-			running = on_signals(sfd, cmd, p.pty ? &term : NULL, &code);
-		if (i_ln >= 0 && fds[i_ln].revents)
-			ln = kule_bridge(ln);
-		if (i_in >= 0 && fds[i_in].revents)
-			kule_read_keys(&r, fds[i_in].revents);
-		kule_write_keys(&r);
-	}
-
-	// Whatever the command left running is ended now (it may hold the pty
-	// open; and kule goes on once told the code, so that it need not wait
-	// for the kernel to take the namespaces down): every process of the
-	// namespace descends from PID 1, so none is left at ECHILD.
-	// kill answers ESRCH when nothing is left, the one error it can give
-	// PID 1 here: then there is nothing to end.
-	(void)kill(-1, SIGKILL);
-	while (waitpid(-1, NULL, 0) > 0 || errno == EINTR)
-		;
-	// The last of the output, up to the pty's end (EIO). The thread is
-	// joinable and joined once, so pthread_join cannot fail; were it to,
-	// the code is told all the same (the output is all that is lost).
-	if (r.output_started)
-		(void)pthread_join(r.output, NULL);
-	unsigned char b[4] = {code & 0xff, (code >> 8) & 0xff, (code >> 16) & 0xff, (code >> 24) & 0xff};
-	kule_write_all(FD_DONE, (char *)b, 4);
-	_exit(code);
+	end_all(pid1_loop(sfd, ln, cmd, &r, p.pty ? &term : NULL), &r);
 }
 
 // stage_exec is the helper without namespaces (no user namespaces here, and

@@ -227,56 +227,47 @@ static int by_name(const void *a, const void *b) {
 	return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-// setup_mounts builds the sandbox's view of the file system in PID 1's own
-// mount namespace. Order matters: clone what must stay visible, make
-// everything read-only, hide, put the clones back, hide again what lies in
-// them, then /dev, /proc and the reveal links.
-void kule_setup_mounts(struct kule_plan *p) {
-	if (mount_("", "/", NULL, MS_REC | MS_PRIVATE, NULL) != 0)
-		kule_die("mount namespace: make / private: %s", kule_why(errno));
-	struct trees t = {0}, devs = {0};
-	take(&t, p->copy, p->copy, 1, 0);
-	take(&t, p->home, p->home, 1, 0);
-	take(&t, p->cache, p->cache, 1, 0);
-	take(&t, p->tmp, "/tmp", 1, 0);
+// take_trees clones what must stay visible (the task's folders, openings,
+// reveals and keeps into t, the named devices into devs) before anything
+// is hidden.
+static void take_trees(const struct kule_plan *p, struct trees *t, struct trees *devs) {
+	take(t, p->copy, p->copy, 1, 0);
+	take(t, p->home, p->home, 1, 0);
+	take(t, p->cache, p->cache, 1, 0);
+	take(t, p->tmp, "/tmp", 1, 0);
 	for (size_t i = 0; i < p->writable.n; i++)
-		take(&t, p->writable.v[i], p->writable.v[i], 1, 0);
+		take(t, p->writable.v[i], p->writable.v[i], 1, 0);
 	for (size_t i = 0; i < p->readonly.n; i++)
-		take(&t, p->readonly.v[i], p->readonly.v[i], 0, 0);
+		take(t, p->readonly.v[i], p->readonly.v[i], 0, 0);
 	for (size_t i = 0; i < p->keep.n; i++)
-		take(&t, p->keep.v[i], p->keep.v[i], 0, 0);
+		take(t, p->keep.v[i], p->keep.v[i], 0, 0);
 	for (size_t i = 0; i < p->devices.n; i++) {
 		char *d = kule_join("/dev", p->devices.v[i]);
-		take(&devs, d, d, 0, 1);
+		take(devs, d, d, 0, 1);
 	}
+}
 
-	// Every mount: read-only, no setuid, no devices.
-	if (k_mount_setattr(AT_FDCWD, "/", K_AT_RECURSIVE, K_MOUNT_ATTR_RDONLY | K_MOUNT_ATTR_NOSUID | K_MOUNT_ATTR_NODEV, 0) != 0)
-		kule_die("make every mount read-only: %s", kule_why(errno));
-
-	struct fds tmpfs_hides = {0};
-	if (p->hide_dirs.n > 1)
-		qsort(p->hide_dirs.v, p->hide_dirs.n, sizeof(char *), by_name);
-	hide(p, &t, &tmpfs_hides, 0);
-
-	// Put the kept trees back, shallow first (a stable insertion sort: equal
-	// depths keep the plan's order).
-	for (size_t i = 1; i < t.n; i++) {
-		struct tree x = t.v[i];
+// put_back places the kept trees again, shallow first (a stable insertion
+// sort: equal depths keep the plan's order).
+static void put_back(struct trees *t) {
+	for (size_t i = 1; i < t->n; i++) {
+		struct tree x = t->v[i];
 		size_t j = i;
-		for (; j > 0 && kule_depth(t.v[j - 1].target) > kule_depth(x.target); j--)
-			t.v[j] = t.v[j - 1];
-		t.v[j] = x;
+		for (; j > 0 && kule_depth(t->v[j - 1].target) > kule_depth(x.target); j--)
+			t->v[j] = t->v[j - 1];
+		t->v[j] = x;
 	}
-	for (size_t i = 0; i < t.n; i++)
-		place(&t.v[i]);
-	hide(p, &t, &tmpfs_hides, 1);
+	for (size_t i = 0; i < t->n; i++)
+		place(&t->v[i]);
+}
 
-	// A /dev of named devices only.
+// make_dev mounts a /dev of the named devices only, with a private devpts,
+// its own /dev/shm and the usual links.
+static void make_dev(const struct trees *devs) {
 	if (mount_("tmpfs", "/dev", "tmpfs", MS_NOSUID | MS_NOEXEC, "mode=0755,size=64k,nr_inodes=1024") != 0)
 		kule_die("/dev: %s", kule_why(errno));
-	for (size_t i = 0; i < devs.n; i++)
-		place(&devs.v[i]);
+	for (size_t i = 0; i < devs->n; i++)
+		place(&devs->v[i]);
 	if (mkdir("/dev/pts", 0755) != 0 || mkdir("/dev/shm", 0755) != 0)
 		kule_die("/dev: mkdir: %s", kule_why(errno));
 	if (mount_("devpts", "/dev/pts", "devpts", MS_NOSUID | MS_NOEXEC, "newinstance,ptmxmode=0666,mode=0620") != 0)
@@ -290,12 +281,11 @@ void kule_setup_mounts(struct kule_plan *p) {
 	for (size_t i = 0; i < sizeof dev_links / sizeof dev_links[0]; i++)
 		if (symlink(dev_links[i][1], dev_links[i][0]) != 0)
 			kule_die("/dev: symlink %s: %s", dev_links[i][0], kule_why(errno));
+}
 
-	// A /proc of this PID namespace only.
-	if (mount_("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, "") != 0)
-		kule_die("/proc: %s", kule_why(errno));
-
-	// The copy sits next to links to the revealed projects.
+// make_links makes the plan's links: to the revealed projects beside the
+// copy, and the run folders' top-level links inside their hides.
+static void make_links(const struct kule_plan *p) {
 	for (size_t i = 0; i < p->nlinks; i++) {
 		const struct kule_link *l = &p->links[i];
 		char *dir = kule_parent(l->path);
@@ -306,20 +296,54 @@ void kule_setup_mounts(struct kule_plan *p) {
 		if (symlink(l->target, l->path) != 0 && errno != EEXIST)
 			kule_die("reveal link %s: %s", l->path, kule_why(errno));
 	}
+}
 
-	// The hiding tmpfs and /dev become read-only too (by descriptor: a hide
-	// may since lie beneath another mount).
-	for (size_t i = 0; i < tmpfs_hides.n; i++)
-		if (k_mount_setattr(tmpfs_hides.v[i], "", AT_EMPTY_PATH, K_MOUNT_ATTR_RDONLY, 0) != 0)
+// seal makes the hiding tmpfs and /dev read-only too (by descriptor: a hide
+// may since lie beneath another mount) and closes every descriptor the
+// mounts were made with.
+static void seal(struct trees *t, struct trees *devs, struct fds *tmpfs_hides) {
+	for (size_t i = 0; i < tmpfs_hides->n; i++)
+		if (k_mount_setattr(tmpfs_hides->v[i], "", AT_EMPTY_PATH, K_MOUNT_ATTR_RDONLY, 0) != 0)
 			kule_die("make a hiding tmpfs read-only: %s", kule_why(errno));
 	if (k_mount_setattr(AT_FDCWD, "/dev", 0, K_MOUNT_ATTR_RDONLY, 0) != 0)
 		kule_die("make /dev read-only: %s", kule_why(errno));
-	for (size_t i = 0; i < t.n; i++)
-		kule_close(t.v[i].fd, "a kept tree");
-	for (size_t i = 0; i < devs.n; i++)
-		kule_close(devs.v[i].fd, "a device");
-	for (size_t i = 0; i < tmpfs_hides.n; i++)
-		kule_close(tmpfs_hides.v[i], "a hiding tmpfs");
+	for (size_t i = 0; i < t->n; i++)
+		kule_close(t->v[i].fd, "a kept tree");
+	for (size_t i = 0; i < devs->n; i++)
+		kule_close(devs->v[i].fd, "a device");
+	for (size_t i = 0; i < tmpfs_hides->n; i++)
+		kule_close(tmpfs_hides->v[i], "a hiding tmpfs");
 	if (empty_tree >= 0)
 		kule_close(empty_tree, "the empty tmpfs");
+}
+
+// kule_setup_mounts builds the sandbox's view of the file system in PID 1's
+// own mount namespace. Order matters: clone what must stay visible, make
+// everything read-only, hide, put the clones back, hide again what lies in
+// them, then /dev, /proc and the reveal links.
+void kule_setup_mounts(struct kule_plan *p) {
+	if (mount_("", "/", NULL, MS_REC | MS_PRIVATE, NULL) != 0)
+		kule_die("mount namespace: make / private: %s", kule_why(errno));
+	struct trees t = {0}, devs = {0};
+	take_trees(p, &t, &devs);
+
+	// Every mount: read-only, no setuid, no devices.
+	if (k_mount_setattr(AT_FDCWD, "/", K_AT_RECURSIVE, K_MOUNT_ATTR_RDONLY | K_MOUNT_ATTR_NOSUID | K_MOUNT_ATTR_NODEV, 0) != 0)
+		kule_die("make every mount read-only: %s", kule_why(errno));
+
+	struct fds tmpfs_hides = {0};
+	if (p->hide_dirs.n > 1)
+		qsort(p->hide_dirs.v, p->hide_dirs.n, sizeof(char *), by_name);
+	hide(p, &t, &tmpfs_hides, 0);
+	put_back(&t);
+	hide(p, &t, &tmpfs_hides, 1);
+	make_dev(&devs);
+
+	// A /proc of this PID namespace only.
+	if (mount_("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, "") != 0)
+		kule_die("/proc: %s", kule_why(errno));
+
+	// The copy sits next to links to the revealed projects.
+	make_links(p);
+	seal(&t, &devs, &tmpfs_hides);
 }

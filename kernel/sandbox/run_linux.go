@@ -532,12 +532,12 @@ func bridgeHost(c net.Conn, proxy string) {
 		}
 		msgs, err := unix.ParseSocketControlMessage(oob[:oobn])
 		if err != nil {
-			continue
+			continue // no descriptor came with this byte: nothing to join
 		}
 		for _, m := range msgs {
 			fds, err := unix.ParseUnixRights(&m)
 			if err != nil {
-				continue
+				continue // a message of another kind carries no connection
 			}
 			for _, fd := range fds {
 				go joinProxy(os.NewFile(uintptr(fd), "bridged"), proxy)
@@ -546,23 +546,30 @@ func bridgeHost(c net.Conn, proxy string) {
 	}
 }
 
+// joinProxy joins one connection the command made inside the sandbox (f)
+// to a new one to the proxy, until both directions end. Its errors end the
+// connection and nothing else: the command sees its connection closed, as
+// it would any connection that broke, and the run goes on. So the closes
+// (of f, a dup's source, and of the two connections), the copies' errors
+// (a side that closed or reset) and CloseWrite (the peer gone already) are
+// not acted on.
 func joinProxy(f *os.File, proxy string) {
 	inner, err := net.FileConn(f)
-	f.Close()
+	_ = f.Close()
 	if err != nil {
 		return
 	}
-	defer inner.Close()
+	defer func() { _ = inner.Close() }()
 	outer, err := net.DialTimeout("tcp", proxy, 10*time.Second)
 	if err != nil {
 		return // the command sees its connection closed
 	}
-	defer outer.Close()
+	defer func() { _ = outer.Close() }()
 	done := make(chan struct{}, 2)
 	pipe := func(dst, src net.Conn) {
-		io.Copy(dst, src)
+		_, _ = io.Copy(dst, src)
 		if cw, ok := dst.(interface{ CloseWrite() error }); ok {
-			cw.CloseWrite()
+			_ = cw.CloseWrite()
 		}
 		done <- struct{}{}
 	}
