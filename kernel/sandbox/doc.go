@@ -23,7 +23,9 @@
 // It then forks the command, which first drops every capability, sets
 // no_new_privs and the file size limit and enters a Landlock domain (writes
 // only to the copy, /tmp, /dev's named devices and --allow-write; TCP
-// connect only to the proxy port; abstract unix sockets and signals scoped)
+// connect only to the proxy port; abstract unix sockets and signals scoped:
+// the rules are made on this side, landlock.go, and the helper applies
+// exactly those)
 // and, last, a seccomp filter (io_uring, ptrace, keyrings, new user
 // namespaces, TIOCSTI and the usual privileged calls refused with EPERM)
 // before it execs, so the command is narrowed from its first instruction

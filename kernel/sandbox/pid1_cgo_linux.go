@@ -3,6 +3,7 @@
 package sandbox
 
 /*
+#cgo CFLAGS: -Wall -Wextra -Werror -U_FORTIFY_SOURCE -D_FORTIFY_SOURCE=2 -fstack-protector-strong -fstack-clash-protection -fPIE
 #include <stdlib.h>
 #include "pid1_linux.h"
 */
@@ -58,7 +59,13 @@ func decodePlanC(b []byte) (*plan, error) {
 		FSize: int64(cp.fsize), Writable: strs(cp.writable), ReadOnly: strs(cp.readonly), Keep: strs(cp.keep),
 		HideDirs: strs(cp.hide_dirs), HideFiles: strs(cp.hide_files),
 		Devices: strs(cp.devices), NetNS: cp.netns != 0, ProxyPort: int(cp.proxy_port),
-		Landlock: cp.landlock != 0, Seccomp: int(cp.seccomp), PTY: cp.pty != 0,
+		Seccomp: int(cp.seccomp), PTY: cp.pty != 0,
+		Landlock: landlockRuleset{HandledFS: int64(cp.landlock.handled_fs), HandledNet: int64(cp.landlock.handled_net), Scoped: int64(cp.landlock.scoped)},
+	}
+	if cp.landlock.nrules > 0 {
+		for _, r := range unsafe.Slice(cp.landlock.rules, cp.landlock.nrules) {
+			p.Landlock.Rules = append(p.Landlock.Rules, landlockRule{Path: C.GoString(r.path), Access: int64(r.access), Port: int(r.port), Optional: r.optional != 0})
+		}
 	}
 	if cp.nlinks > 0 {
 		for _, l := range unsafe.Slice(cp.links, cp.nlinks) {

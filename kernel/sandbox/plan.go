@@ -49,10 +49,13 @@ type plan struct {
 	ProxyPort int  // >0: listen on 127.0.0.1:ProxyPort and bridge to the host
 	NoTCP     bool `wire:"-"` // Seatbelt: no TCP connect at all (on Linux the namespace has no proxy)
 
-	Landlock bool // apply Landlock (false only with weaker isolation accepted)
+	// Landlock is the command's Landlock domain (landlock.go), which the
+	// helper makes as it is written here; with nothing handled (weaker
+	// isolation accepted) there is none.
+	Landlock landlockRuleset
 
-	// Seccomp is the errno the helper's seccomp filter (pid1_linux.c's
-	// seccomp_filter) refuses system calls with: EPERM. Only attack tests
+	// Seccomp is the errno the helper's seccomp filter
+	// (pid1_seccomp_linux.c's kule_seccomp_filter) refuses system calls with: EPERM. Only attack tests
 	// set another (guards.seccompErrno: an errno no refused call answers
 	// by itself, to tell the filter's refusals from the kernel's) or 0, no
 	// filter (guards.seccomp); no option reaches it.
@@ -79,7 +82,10 @@ var planShape = sync.OnceValue(func() string {
 				continue
 			}
 			b.WriteString(f.Name + ":" + f.Type.String() + ";")
-			if f.Type.Kind() == reflect.Slice && f.Type.Elem().Kind() == reflect.Struct {
+			switch {
+			case f.Type.Kind() == reflect.Struct:
+				walk(f.Type)
+			case f.Type.Kind() == reflect.Slice && f.Type.Elem().Kind() == reflect.Struct:
 				walk(f.Type.Elem())
 			}
 		}
@@ -119,244 +125,54 @@ var sdkVars = []string{
 	"ASDF_DIR", "ASDF_DATA_DIR", "PNPM_HOME",
 }
 
+// plan decides, on the host side, everything the helper does for spec. It
+// goes in the steps below, each of which may refuse the spec before any
+// helper acts on it:
+//
+//  1. taskDirs: the task's own folders, made and resolved to real paths;
+//  2. the proxy's port, when the command reaches the network through it;
+//  3. the hides: strong ones (nothing may reopen them) and soft ones
+//     (personal folders, projects beside the workspace, the run folders);
+//  4. the openings: --allow-write, then --reveal, refused when they would
+//     open a strong hide;
+//  5. the keeps: PATH and SDK folders inside soft hides;
+//  6. the hides as the helper makes them (folders and files), the agents'
+//     logins and the sockets among them;
+//  7. the devices and the command's environment.
 func (s *Sandbox) plan(spec runner.Spec) (*plan, error) {
 	if len(spec.Args) == 0 {
 		return nil, runner.ErrNoCommand
 	}
-	res := newResolver()
-	t := spec.Task
-	for name, p := range map[string]string{"copy": t.Copy, "tmp": t.Tmp, "kule home": t.KuleDir} {
-		if !filepath.IsAbs(p) {
-			return nil, fmt.Errorf("%w: task %s path %q is not absolute", ErrBadSpec, name, p)
-		}
+	pl := &planning{s: s, spec: spec, res: newResolver()}
+	if err := pl.taskDirs(); err != nil {
+		return nil, err
 	}
-	copyDir, err := res.realDir(t.Copy)
-	if err != nil {
-		return nil, fmt.Errorf("%w: the task's copy: %w", ErrBadSpec, err)
-	}
-	if err := os.MkdirAll(t.Tmp, 0o700); err != nil {
-		return nil, fmt.Errorf("%w: the task's tmp: %w", ErrBadSpec, err)
-	}
-	tmpDir, _ := res.realDir(t.Tmp)
-	home := t.Home
-	if home == "" {
-		home = filepath.Join(t.Dir, "home")
-	}
-	if err := os.MkdirAll(home, 0o700); err != nil {
-		return nil, fmt.Errorf("%w: the task's home: %w", ErrBadSpec, err)
-	}
-	homeDir, _ := res.realDir(home)
-	cache := filepath.Join(t.Dir, "cache")
-	if t.Dir == "" {
-		cache = filepath.Join(filepath.Dir(t.Copy), "cache")
-	}
-	if err := os.MkdirAll(cache, 0o700); err != nil {
-		return nil, fmt.Errorf("%w: the task's caches: %w", ErrBadSpec, err)
-	}
-	cacheDir, _ := res.realDir(cache)
-	kule, err := res.realDir(t.KuleDir)
-	if err != nil {
-		return nil, fmt.Errorf("%w: kule home: %w", ErrBadSpec, err)
-	}
-	dir := spec.Dir
-	if dir == "" {
-		dir = t.Copy
-	}
-	if rd, err := res.realDir(dir); err == nil {
-		dir = rd
-	}
-	if !within(dir, copyDir) {
-		return nil, fmt.Errorf("%w: working directory %s is not inside the task's copy %s", ErrBadSpec, spec.Dir, t.Copy)
-	}
-
+	d := pl.dirs
 	p := &plan{
-		Args: spec.Args, Dir: dir, Copy: copyDir, Tmp: tmpDir, Home: homeDir, Cache: cacheDir, FSize: spec.FileSizeLimit,
+		Args: spec.Args, Dir: d.work, Copy: d.copy, Tmp: d.tmp, Home: d.home, Cache: d.cache, FSize: spec.FileSizeLimit,
 		NetNS: spec.Network != runner.NetworkOpen, NoTCP: spec.Network == runner.NetworkNone,
 		Seccomp: s.seccompErrno(),
 	}
-	if spec.Network == runner.NetworkProxy && spec.ProxyAddr != "" {
-		_, port, err := net.SplitHostPort(spec.ProxyAddr)
-		n, err2 := strconv.Atoi(port)
-		if err != nil || err2 != nil || n <= 0 || n > 65535 {
-			return nil, fmt.Errorf("%w: proxy address %q is not host:port", ErrBadSpec, spec.ProxyAddr)
-		}
-		p.ProxyPort = n
+	port, err := proxyPort(spec)
+	if err != nil {
+		return nil, err
 	}
-	hostEnv := s.hostEnv()
-	personHome := s.home()
-	if rh, err := res.realDir(personHome); err == nil {
-		personHome = rh
+	p.ProxyPort = port
+	pl.hostEnv = s.hostEnv()
+	pl.personHome = s.home()
+	if rh, err := pl.res.realDir(pl.personHome); err == nil {
+		pl.personHome = rh // else the home as named: what lies under it is looked up as named too
 	}
-
-	// Strong hides: nothing kept or revealed may reopen them.
-	var strong []string
-	addStrong := func(path string) {
-		if rp, ok := res.existing(path); ok {
-			strong = append(strong, rp)
-		}
+	pl.strongHides()
+	runLinks := pl.softHides()
+	if p.Writable, err = pl.writable(); err != nil {
+		return nil, err
 	}
-	if personHome != "" && personHome != "/" {
-		if !s.off.credentials {
-			for _, c := range credentials.Home {
-				addStrong(filepath.Join(personHome, filepath.FromSlash(c)))
-			}
-		}
+	if p.ReadOnly, p.Links, err = pl.reveals(); err != nil {
+		return nil, err
 	}
-	for _, v := range []string{"CARGO_HOME"} {
-		if d := lookupEnv(hostEnv, v); d != "" {
-			addStrong(filepath.Join(d, "credentials"))
-			addStrong(filepath.Join(d, "credentials.toml"))
-		}
-	}
-	if x := lookupEnv(hostEnv, "XDG_RUNTIME_DIR"); x != "" {
-		addStrong(x)
-	}
-	for _, sock := range systemSockets {
-		addStrong(sock)
-	}
-	addStrong(kule)
-	for _, h := range spec.Hide {
-		rp, ok := res.existing(absFrom(h, dir))
-		if !ok {
-			continue // nothing there to hide; writes there are refused anyway
-		}
-		strong = append(strong, rp)
-	}
-
-	// Soft hides: personal folders and the projects beside the workspace.
-	var soft []string
-	if personHome != "" && personHome != "/" {
-		soft = append(soft, s.personalFolders(res, personHome, hostEnv)...)
-		if t.Folder != "" {
-			folder := t.Folder
-			if rf, err := res.realDir(folder); err == nil {
-				folder = rf
-			}
-			if d := besideWorkspace(folder, personHome, s.off.siblings); d != "" {
-				soft = append(soft, d)
-			}
-		}
-	}
-	var runLinks []link
-	if !s.off.sockets {
-		for _, d := range runDirs {
-			rp, ok := res.existing(d)
-			if isDir, _ := res.isDir(rp); !ok || !isDir {
-				continue
-			}
-			soft = append(soft, rp)
-			runLinks = append(runLinks, topLinks(rp)...)
-		}
-	}
-	underStrong := func(path string) bool {
-		for _, h := range strong {
-			if within(path, h) {
-				return true
-			}
-		}
-		return false
-	}
-	underAny := func(path string, hides []string) bool {
-		for _, h := range hides {
-			if within(path, h) && path != h {
-				return true
-			}
-		}
-		return false
-	}
-
-	for _, w := range spec.AllowWrite {
-		abs := absFrom(w, dir)
-		// Resolved once, here, outside the sandbox: a link a command put in
-		// the task's trees (out -> ~/.config/autostart) is never followed.
-		if err := beneath.NoLinkBelow(abs, copyDir, tmpDir, homeDir, cacheDir, t.Copy, t.Tmp, home, cache); err != nil {
-			return nil, fmt.Errorf("%w: --allow-write %s: %w; a command in the task made it a link, so it was not opened and nothing ran — remove the link, or name the directory you mean by its own path", ErrBadSpec, w, err)
-		}
-		rp, err := res.realDir(abs)
-		if err != nil {
-			return nil, fmt.Errorf("%w: --allow-write %s: %w", ErrBadSpec, w, err)
-		}
-		if rp != filepath.Clean(w) {
-			fmt.Fprintf(s.warn(), "kule: --allow-write %s opens %s\n", w, rp)
-		}
-		if underStrong(rp) || covers(rp, strong) {
-			return nil, s.openingRefused(spec, fmt.Errorf("%w: --allow-write %s would open a hidden path (credentials, Kule's home or another task)", ErrBadSpec, w), "--allow-write", w, hiddenBy(rp, strong))
-		}
-		p.Writable = append(p.Writable, rp)
-	}
-	for _, r := range spec.Reveal {
-		abs := absFrom(r, dir)
-		if t.Folder != "" && !filepath.IsAbs(r) {
-			abs = filepath.Join(t.Folder, r) // reveals are relative to the folder
-		}
-		rp, err := realPath(abs)
-		if err != nil {
-			return nil, fmt.Errorf("%w: --reveal %s: %w", ErrBadSpec, r, err)
-		}
-		if underStrong(rp) {
-			return nil, s.openingRefused(spec, fmt.Errorf("%w: --reveal %s would open a hidden path (credentials, Kule's home or another task)", ErrBadSpec, r), "--reveal", r, hiddenBy(rp, strong))
-		}
-		p.ReadOnly = append(p.ReadOnly, rp)
-		if t.Folder != "" {
-			if rel, err := filepath.Rel(t.Folder, abs); err == nil && strings.HasPrefix(rel, "..") {
-				l := filepath.Join(copyDir, rel)
-				if within(l, kule) && !within(l, copyDir) && !within(l, tmpDir) && !within(l, homeDir) && !within(l, cacheDir) {
-					p.Links = append(p.Links, link{Path: l, Target: rp})
-				}
-			}
-		}
-	}
-
-	// Keeps: PATH entries, SDK folders, the person's Go module cache
-	// (which the task's GOPROXY reads first), the workspace's git
-	// directory.
-	var keeps []string
-	for _, env := range [][]string{hostEnv, spec.Env} {
-		keeps = append(keeps, filepath.SplitList(lookupEnv(env, "PATH"))...)
-		keeps = append(keeps, goModCache(env))
-		for _, v := range sdkVars {
-			keeps = append(keeps, filepath.SplitList(lookupEnv(env, v))...)
-		}
-	}
-	if t.Folder != "" {
-		keeps = append(keeps, gitDirs(t.Folder)...)
-	}
-	keeps = append(keeps, etcLinksIntoRun...)
-	seen := map[string]bool{}
-	for _, k := range keeps {
-		if !filepath.IsAbs(k) {
-			continue
-		}
-		rp, ok := res.existing(k)
-		if !ok || seen[rp] || underStrong(rp) || !underAny(rp, soft) {
-			continue
-		}
-		seen[rp] = true
-		p.Keep = append(p.Keep, rp)
-	}
-
-	logins := s.loginHides(res, personHome, hostEnv, append(append([]string(nil), p.Writable...), p.ReadOnly...))
-
-	var sockets []string
-	if !s.off.sockets {
-		sockets = s.socketsToHide(spec, res, p, strong, soft, logins)
-		p.Links = append(p.Links, runLinks...)
-	}
-
-	p.Strong, p.Soft, p.Logins = dedupe(strong), dedupe(soft), dedupe(logins)
-	for _, h := range append(append(append(strong, soft...), logins...), sockets...) {
-		isDir, ok := res.isDir(h)
-		if !ok {
-			continue
-		}
-		if isDir {
-			p.HideDirs = append(p.HideDirs, h)
-		} else {
-			p.HideFiles = append(p.HideFiles, h)
-		}
-	}
-	p.HideDirs, p.HideFiles = dedupe(p.HideDirs), dedupe(p.HideFiles)
-
+	p.Keep = pl.keeps()
+	pl.hides(p, runLinks)
 	devs, refused, err := s.devices()
 	if err != nil {
 		if refused != "" {
@@ -368,6 +184,304 @@ func (s *Sandbox) plan(spec runner.Spec) (*plan, error) {
 	p.Devices = devs
 	p.Env = commandEnv(spec, p, !s.off.caEnv)
 	return p, nil
+}
+
+// planning is one plan in the making: what its steps share.
+type planning struct {
+	s    *Sandbox
+	spec runner.Spec
+	res  resolver
+	dirs taskDirs
+
+	hostEnv    []string
+	personHome string   // the person's home, real when it resolves
+	strong     []string // hidden for good
+	soft       []string // hidden, with keeps and reveals put back
+}
+
+// taskDirs are the task's folders: each as the task names it and as its
+// real path (what the helper mounts).
+type taskDirs struct {
+	copy, tmp, home, cache, kule string // real paths
+	work                         string // the working directory, real, inside copy
+	// As named (home and cache as made from the task's folder): the
+	// --allow-write check refuses a link below either form.
+	namedHome, namedCache string
+}
+
+// taskDirs makes the task's tmp, home and caches and resolves every folder
+// of the task; a folder that is missing, not absolute or not a directory
+// refuses the spec.
+func (pl *planning) taskDirs() error {
+	t := pl.spec.Task
+	for name, p := range map[string]string{"copy": t.Copy, "tmp": t.Tmp, "kule home": t.KuleDir} {
+		if !filepath.IsAbs(p) {
+			return fmt.Errorf("%w: task %s path %q is not absolute", ErrBadSpec, name, p)
+		}
+	}
+	d := &pl.dirs
+	var err error
+	if d.copy, err = pl.res.realDir(t.Copy); err != nil {
+		return fmt.Errorf("%w: the task's copy: %w", ErrBadSpec, err)
+	}
+	if d.tmp, err = pl.madeDir("the task's tmp", t.Tmp); err != nil {
+		return err
+	}
+	d.namedHome = t.Home
+	if d.namedHome == "" {
+		d.namedHome = filepath.Join(t.Dir, "home")
+	}
+	if d.home, err = pl.madeDir("the task's home", d.namedHome); err != nil {
+		return err
+	}
+	d.namedCache = filepath.Join(t.Dir, "cache")
+	if t.Dir == "" {
+		d.namedCache = filepath.Join(filepath.Dir(t.Copy), "cache")
+	}
+	if d.cache, err = pl.madeDir("the task's caches", d.namedCache); err != nil {
+		return err
+	}
+	if d.kule, err = pl.res.realDir(t.KuleDir); err != nil {
+		return fmt.Errorf("%w: kule home: %w", ErrBadSpec, err)
+	}
+	d.work = pl.spec.Dir
+	if d.work == "" {
+		d.work = t.Copy
+	}
+	if rd, err := pl.res.realDir(d.work); err == nil {
+		d.work = rd // else as named: the check below refuses it unless it lies in the copy as named
+	}
+	if !within(d.work, d.copy) {
+		return fmt.Errorf("%w: working directory %s is not inside the task's copy %s", ErrBadSpec, pl.spec.Dir, t.Copy)
+	}
+	return nil
+}
+
+// madeDir makes dir (what: the task's folder it is) and returns its real
+// path.
+func (pl *planning) madeDir(what, dir string) (string, error) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return "", fmt.Errorf("%w: %s: %w", ErrBadSpec, what, err)
+	}
+	rd, err := pl.res.realDir(dir)
+	if err != nil {
+		return "", fmt.Errorf("%w: %s: %w", ErrBadSpec, what, err)
+	}
+	return rd, nil
+}
+
+// proxyPort is the port the command's proxy listens on inside the sandbox,
+// 0 when the command does not reach the network through the proxy.
+func proxyPort(spec runner.Spec) (int, error) {
+	if spec.Network != runner.NetworkProxy || spec.ProxyAddr == "" {
+		return 0, nil
+	}
+	_, port, err := net.SplitHostPort(spec.ProxyAddr)
+	n, err2 := strconv.Atoi(port)
+	if err != nil || err2 != nil || n <= 0 || n > 65535 {
+		return 0, fmt.Errorf("%w: proxy address %q is not host:port", ErrBadSpec, spec.ProxyAddr)
+	}
+	return n, nil
+}
+
+// strongHides are hidden for good: nothing kept or revealed may reopen
+// them (credentials, the session's sockets, Kule's home, --hide).
+func (pl *planning) strongHides() {
+	add := func(path string) {
+		if rp, ok := pl.res.existing(path); ok {
+			pl.strong = append(pl.strong, rp)
+		}
+	}
+	if pl.personHome != "" && pl.personHome != "/" && !pl.s.off.credentials {
+		for _, c := range credentials.Home {
+			add(filepath.Join(pl.personHome, filepath.FromSlash(c)))
+		}
+	}
+	if d := lookupEnv(pl.hostEnv, "CARGO_HOME"); d != "" {
+		add(filepath.Join(d, "credentials"))
+		add(filepath.Join(d, "credentials.toml"))
+	}
+	if x := lookupEnv(pl.hostEnv, "XDG_RUNTIME_DIR"); x != "" {
+		add(x)
+	}
+	for _, sock := range systemSockets {
+		add(sock)
+	}
+	add(pl.dirs.kule)
+	for _, h := range pl.spec.Hide {
+		add(absFrom(h, pl.dirs.work)) // nothing there: nothing to hide, and writes there are refused anyway
+	}
+}
+
+// softHides are the personal folders, the projects beside the workspace
+// and the run folders; it returns the links the run folders' hides make
+// again (their top-level links).
+func (pl *planning) softHides() (runLinks []link) {
+	if pl.personHome != "" && pl.personHome != "/" {
+		pl.soft = append(pl.soft, pl.s.personalFolders(pl.res, pl.personHome, pl.hostEnv)...)
+		if folder := pl.spec.Task.Folder; folder != "" {
+			if rf, err := pl.res.realDir(folder); err == nil {
+				folder = rf // else as named: a folder that is gone has no siblings to find
+			}
+			if d := besideWorkspace(folder, pl.personHome, pl.s.off.siblings); d != "" {
+				pl.soft = append(pl.soft, d)
+			}
+		}
+	}
+	if pl.s.off.sockets {
+		return nil
+	}
+	for _, d := range runDirs {
+		rp, ok := pl.res.existing(d)
+		if !ok {
+			continue
+		}
+		if isDir, known := pl.res.isDir(rp); !known || !isDir {
+			continue
+		}
+		pl.soft = append(pl.soft, rp)
+		runLinks = append(runLinks, topLinks(rp)...)
+	}
+	return runLinks
+}
+
+// underStrong reports whether path lies in a strong hide.
+func (pl *planning) underStrong(path string) bool {
+	for _, h := range pl.strong {
+		if within(path, h) {
+			return true
+		}
+	}
+	return false
+}
+
+// underSoft reports whether path lies strictly inside a soft hide.
+func (pl *planning) underSoft(path string) bool {
+	for _, h := range pl.soft {
+		if within(path, h) && path != h {
+			return true
+		}
+	}
+	return false
+}
+
+// writable resolves --allow-write, refusing a link a command made in the
+// task's trees and an opening of a strong hide.
+func (pl *planning) writable() ([]string, error) {
+	var out []string
+	d := pl.dirs
+	t := pl.spec.Task
+	for _, w := range pl.spec.AllowWrite {
+		abs := absFrom(w, d.work)
+		// Resolved once, here, outside the sandbox: a link a command put in
+		// the task's trees (out -> ~/.config/autostart) is never followed.
+		if err := beneath.NoLinkBelow(abs, d.copy, d.tmp, d.home, d.cache, t.Copy, t.Tmp, d.namedHome, d.namedCache); err != nil {
+			return nil, fmt.Errorf("%w: --allow-write %s: %w; a command in the task made it a link, so it was not opened and nothing ran — remove the link, or name the directory you mean by its own path", ErrBadSpec, w, err)
+		}
+		rp, err := pl.res.realDir(abs)
+		if err != nil {
+			return nil, fmt.Errorf("%w: --allow-write %s: %w", ErrBadSpec, w, err)
+		}
+		if rp != filepath.Clean(w) {
+			fmt.Fprintf(pl.s.warn(), "kule: --allow-write %s opens %s\n", w, rp)
+		}
+		if pl.underStrong(rp) || covers(rp, pl.strong) {
+			return nil, pl.s.openingRefused(pl.spec, fmt.Errorf("%w: --allow-write %s would open a hidden path (credentials, Kule's home or another task)", ErrBadSpec, w), "--allow-write", w, hiddenBy(rp, pl.strong))
+		}
+		out = append(out, rp)
+	}
+	return out, nil
+}
+
+// reveals resolves --reveal (relative to the task's folder), refusing an
+// opening of a strong hide; a revealed project beside the folder gets a
+// link beside the copy, as it lies beside the folder.
+func (pl *planning) reveals() (readOnly []string, links []link, err error) {
+	d := pl.dirs
+	t := pl.spec.Task
+	for _, r := range pl.spec.Reveal {
+		abs := absFrom(r, d.work)
+		if t.Folder != "" && !filepath.IsAbs(r) {
+			abs = filepath.Join(t.Folder, r) // reveals are relative to the folder
+		}
+		rp, err := realPath(abs)
+		if err != nil {
+			return nil, nil, fmt.Errorf("%w: --reveal %s: %w", ErrBadSpec, r, err)
+		}
+		if pl.underStrong(rp) {
+			return nil, nil, pl.s.openingRefused(pl.spec, fmt.Errorf("%w: --reveal %s would open a hidden path (credentials, Kule's home or another task)", ErrBadSpec, r), "--reveal", r, hiddenBy(rp, pl.strong))
+		}
+		readOnly = append(readOnly, rp)
+		if t.Folder == "" {
+			continue
+		}
+		rel, err := filepath.Rel(t.Folder, abs)
+		if err != nil || !strings.HasPrefix(rel, "..") {
+			continue // inside the folder (or not relative to it): the copy holds it already
+		}
+		l := filepath.Join(d.copy, rel)
+		if within(l, d.kule) && !within(l, d.copy) && !within(l, d.tmp) && !within(l, d.home) && !within(l, d.cache) {
+			links = append(links, link{Path: l, Target: rp})
+		}
+	}
+	return readOnly, links, nil
+}
+
+// keeps are the folders put back inside soft hides: PATH entries, SDK
+// folders, the person's Go module cache (which the task's GOPROXY reads
+// first), the workspace's git directory and what /etc links into /run.
+func (pl *planning) keeps() []string {
+	var cands []string
+	for _, env := range [][]string{pl.hostEnv, pl.spec.Env} {
+		cands = append(cands, filepath.SplitList(lookupEnv(env, "PATH"))...)
+		cands = append(cands, goModCache(env))
+		for _, v := range sdkVars {
+			cands = append(cands, filepath.SplitList(lookupEnv(env, v))...)
+		}
+	}
+	if pl.spec.Task.Folder != "" {
+		cands = append(cands, gitDirs(pl.spec.Task.Folder)...)
+	}
+	cands = append(cands, etcLinksIntoRun...)
+	var out []string
+	seen := map[string]bool{}
+	for _, k := range cands {
+		if !filepath.IsAbs(k) {
+			continue
+		}
+		rp, ok := pl.res.existing(k)
+		if !ok || seen[rp] || pl.underStrong(rp) || !pl.underSoft(rp) {
+			continue
+		}
+		seen[rp] = true
+		out = append(out, rp)
+	}
+	return out
+}
+
+// hides sets the plan's hidden folders and files: the strong and soft
+// hides, the agents' logins not opened by name, and the sockets left in
+// reach; runLinks join the plan's links when the run folders are hidden.
+func (pl *planning) hides(p *plan, runLinks []link) {
+	logins := pl.s.loginHides(pl.res, pl.personHome, pl.hostEnv, append(append([]string(nil), p.Writable...), p.ReadOnly...))
+	var sockets []string
+	if !pl.s.off.sockets {
+		sockets = pl.s.socketsToHide(pl.spec, pl.res, p, pl.strong, pl.soft, logins)
+		p.Links = append(p.Links, runLinks...)
+	}
+	p.Strong, p.Soft, p.Logins = dedupe(pl.strong), dedupe(pl.soft), dedupe(logins)
+	for _, h := range append(append(append(pl.strong, pl.soft...), logins...), sockets...) {
+		isDir, ok := pl.res.isDir(h)
+		if !ok {
+			continue // gone since it was found: nothing to cover
+		}
+		if isDir {
+			p.HideDirs = append(p.HideDirs, h)
+		} else {
+			p.HideFiles = append(p.HideFiles, h)
+		}
+	}
+	p.HideDirs, p.HideFiles = dedupe(p.HideDirs), dedupe(p.HideFiles)
 }
 
 // gitDirs finds the git directory of folder when it lies outside the folder

@@ -58,7 +58,16 @@ func planBytes(p *plan, room int) (b []byte, nul string) {
 	e.strs(p.Devices)
 	e.bool(p.NetNS)
 	e.int(int64(p.ProxyPort))
-	e.bool(p.Landlock)
+	e.int(p.Landlock.HandledFS)
+	e.int(p.Landlock.HandledNet)
+	e.int(p.Landlock.Scoped)
+	e.b = binary.AppendUvarint(e.b, uint64(len(p.Landlock.Rules)))
+	for _, r := range p.Landlock.Rules {
+		e.str(r.Path)
+		e.int(r.Access)
+		e.int(int64(r.Port))
+		e.bool(r.Optional)
+	}
 	e.int(int64(p.Seccomp))
 	e.bool(p.PTY)
 	return e.b, e.nul

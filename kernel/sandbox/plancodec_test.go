@@ -50,7 +50,15 @@ func decodePlan(b []byte) (*plan, error) {
 	p.Devices = d.strs()
 	p.NetNS = d.bool()
 	p.ProxyPort = int(d.int())
-	p.Landlock = d.bool()
+	p.Landlock.HandledFS = d.int()
+	p.Landlock.HandledNet = d.int()
+	p.Landlock.Scoped = d.int()
+	if n := d.count(4); n > 0 {
+		p.Landlock.Rules = make([]landlockRule, n)
+		for i := range p.Landlock.Rules {
+			p.Landlock.Rules[i] = landlockRule{Path: d.str(), Access: d.int(), Port: int(d.int()), Optional: d.bool()}
+		}
+	}
 	p.Seccomp = int(d.int())
 	p.PTY = d.bool()
 	if d.err == nil && len(d.b) > 0 {
@@ -178,6 +186,12 @@ func fullPlan(t testing.TB) *plan {
 			f.SetBool(true)
 		case reflect.Int, reflect.Int64:
 			f.SetInt(int64(1000 + i))
+		case reflect.Struct:
+			if f.Type() != reflect.TypeOf(landlockRuleset{}) {
+				t.Fatalf("plan field %s: a struct the test does not fill", v.Type().Field(i).Name)
+			}
+			f.Set(reflect.ValueOf(landlockRuleset{HandledFS: 1<<16 - 1, HandledNet: 2, Scoped: 3, Rules: []landlockRule{
+				{Path: "/", Access: 13}, {Path: "/dev/ptmx ✓", Access: 1<<15 | 7, Optional: true}, {Port: 8080, Access: 2}, {}}}))
 		case reflect.Slice:
 			switch f.Type().Elem().Kind() {
 			case reflect.String:
