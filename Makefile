@@ -18,8 +18,8 @@ install:
 	CGO_ENABLED=1 $(GO) install $(HELPER_FLAGS) ./cmd/kule-sandbox
 
 test:
-	$(GO) vet ./...
-	$(GO) test -race -timeout $(TIMEOUT) ./...
+	for m in . sdk contrib/example-differ; do (cd $$m && $(GO) vet ./...) || exit 1; done
+	for m in . sdk contrib/example-differ; do (cd $$m && $(GO) test -race -timeout $(TIMEOUT) ./...) || exit 1; done
 
 test-short:
 	$(GO) test -short ./...
@@ -34,7 +34,7 @@ proto:
 	bash sdk/proto/generate.sh
 
 vet:
-	$(GO) vet ./...
+	for m in . sdk contrib/example-differ; do (cd $$m && $(GO) vet ./...) || exit 1; done
 
 fmt:
 	gofmt -w $$(git ls-files '*.go')
