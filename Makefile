@@ -34,8 +34,8 @@ install:
 	CGO_ENABLED=1 $(GO) install $(HELPER_FLAGS) ./cmd/kule-sandbox
 
 test: lint
-	$(GO) vet ./...
-	$(GO) test -race -timeout $(TIMEOUT) ./...
+	for m in $(MODULES); do (cd $$m && $(GO) vet ./...) || exit 1; done
+	for m in $(MODULES); do (cd $$m && $(GO) test -race -timeout $(TIMEOUT) ./...) || exit 1; done
 
 # gofmt over FMT_FILES, then staticcheck over each module. internal/lintcheck
 # runs this target on planted violations.
@@ -74,7 +74,7 @@ proto:
 	bash sdk/proto/generate.sh
 
 vet:
-	$(GO) vet ./...
+	for m in $(MODULES); do (cd $$m && $(GO) vet ./...) || exit 1; done
 
 fmt:
 	gofmt -w $(FMT_FILES)

@@ -12,6 +12,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"time"
@@ -65,6 +66,11 @@ type Config struct {
 	// Differs, when set, reads file formats instead of the plugin host
 	// (tests give review.InProcess).
 	Differs review.Differs
+	// Agents is the catalogue of agents that ship with Kule, one <name>.toml
+	// of profiles each (cmd/kule hands over plugins/agent's: the kernel holds
+	// how profiles are read, checked and approved, never which agents exist).
+	// Nil: no built-in agents, only the person's agents.toml.
+	Agents fs.FS
 }
 
 // Kernel is Kule's core.

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -29,12 +30,18 @@ import (
 	agentplug "github.com/kulehq/kule/plugins/agent"
 )
 
+// builtinAgents is the catalogue of agents that ship with Kule, handed to
+// the kernel (kernel.Config.Agents): plugins/agent's profiles.
+func builtinAgents() fs.FS { return agentplug.Builtins }
+
+// loadAgents reads the agents for the commands that open no kernel: the
+// built-in catalogue and the person's agents.toml, as Kernel.Agents does.
 func loadAgents() (*agents.Set, string, error) {
 	home, err := task.DefaultRoot()
 	if err != nil {
 		return nil, "", err
 	}
-	set, err := agents.Load(agentplug.Builtins, home)
+	set, err := agents.Load(builtinAgents(), home)
 	return set, home, err
 }
 
@@ -314,10 +321,11 @@ profile then waits for approval like any change.`,
 			if err != nil {
 				return err
 			}
-			set, home, err := loadAgents()
+			set, err := k.Agents()
 			if err != nil {
 				return err
 			}
+			home := k.Store.Root
 			out, errw := cmd.OutOrStdout(), cmd.ErrOrStderr()
 			p, gerr := set.Get(args[0])
 			fromRegistry := false
@@ -434,7 +442,7 @@ Nothing reaches the folder until kule commit.`,
 
 func runAgent(cmd *cobra.Command, k *kernel.Kernel, t *task.Task, name, prompt string, ask, fresh bool, sf *sandboxFlags, pids int) error {
 	out, errw := cmd.OutOrStdout(), cmd.ErrOrStderr()
-	set, _, err := loadAgents()
+	set, err := k.Agents()
 	if err != nil {
 		return err
 	}

@@ -17,7 +17,6 @@ import (
 
 	"github.com/kulehq/kule/kernel"
 	"github.com/kulehq/kule/kernel/acp"
-	"github.com/kulehq/kule/kernel/agents"
 	"github.com/kulehq/kule/kernel/daemon"
 	"github.com/kulehq/kule/kernel/daemon/client"
 	"github.com/kulehq/kule/kernel/pluginhost"
@@ -47,7 +46,7 @@ kule app starts it for you.`,
 				},
 				Reviewer: daemon.DiffReviewer{Hosts: daemon.NewSharedHost(k.Store.Root, func() *pluginhost.Host { return pluginHost(k.Store.Root) })}, // one plugin host for the daemon's life
 				Rules:    &daemon.CedarRules{K: k},
-				AgentSet: func() (*agents.Set, error) { set, _, err := loadAgents(); return set, err },
+				AgentSet: k.Agents,
 			})
 			if err != nil {
 				return err

@@ -4,7 +4,7 @@
 package main
 
 import (
-	"github.com/kulehq/kule/contrib/example-differ/ini"
+	"example.com/kule-ini-differ/ini"
 	"github.com/kulehq/kule/sdk/plugin"
 )
 

@@ -132,48 +132,32 @@ type Result struct {
 
 // Start runs the agent on t with the prompt; see the package doc. ctx bounds
 // the start-up; cancelling it once the turn runs cancels the turn.
+//
+// Its steps, in order; an error at any step stops there and cleanup undoes
+// the steps before it, so nothing is left running:
+//  1. profileFor: the profile, checked and approved (or the trial);
+//  2. installAgent: its package installed once, its command line;
+//  3. holdTask: the task read and locked for the run;
+//  4. the agent's own home, and what its profile opens in the sandbox;
+//  5. sandboxFor: the runner and the spec the agent starts with;
+//  6. startProxy: the task's proxy, with the agent's keys as placeholders;
+//  7. agentEnv: the agent's environment, through that proxy;
+//  8. acpOptions: the run's files and the ACP client's options;
+//  9. the limits, the agent itself, its session (open), then the turn.
 func Start(ctx context.Context, k *kernel.Kernel, t *task.Task, o Options) (_ *Run, err error) {
 	if (o.Agent == "" && o.Trial == nil) || o.Agents == nil {
 		return nil, ErrNoAgent
 	}
+	o = o.withDefaults()
 	errw := o.Stderr
 	if errw == nil {
 		errw = io.Discard
 	}
-	if o.Getenv == nil {
-		o.Getenv = os.Getenv
+	p, err := profileFor(k.Store.Root, t, o)
+	if err != nil {
+		return nil, err
 	}
-	if o.Home == "" {
-		o.Home, _ = os.UserHomeDir()
-	}
-	home := k.Store.Root
-	set := o.Agents
-	var p agents.Profile
-	if o.Trial != nil {
-		// A trial profile opens nothing but its command (Try makes it):
-		// it needs no approval, and runs only in an empty task.
-		p = *o.Trial
-		if err := agents.Validate(p, set.Profiles); err != nil {
-			return nil, recordOpening(t, err, o.Stderr)
-		}
-	} else {
-		if p, err = set.Get(o.Agent); err != nil {
-			return nil, recordOpening(t, err, o.Stderr)
-		}
-		if err := agents.CheckApproved(home, p); err != nil {
-			return nil, err
-		}
-	}
-	root := o.PackagesRoot
-	if root == "" {
-		if root, err = agents.PackagesRoot(); err != nil {
-			return nil, err
-		}
-	}
-	if pkg, ok, _ := agents.PackageOf(p.Command); ok && pkg.Runner == "npx" && !agents.Installed(root, pkg) {
-		fmt.Fprintf(errw, "installing %s@%s once into %s (no install scripts run)…\n", pkg.Name, pkg.Version, root)
-	}
-	argv, err := agents.Launch(ctx, p, root, true, errw)
+	root, argv, err := installAgent(ctx, p, o.PackagesRoot, errw)
 	if err != nil {
 		return nil, err
 	}
@@ -183,11 +167,7 @@ func Start(ctx context.Context, k *kernel.Kernel, t *task.Task, o Options) (_ *R
 			r.cleanup()
 		}
 	}()
-	// The run holds the task: no commit applies a copy the agent is writing.
-	if _, err := k.Status(t); err != nil {
-		return nil, err
-	}
-	if r.lock, err = task.LockFile(t.Paths.Lock); err != nil {
+	if err := r.holdTask(); err != nil {
 		return nil, err
 	}
 	ownHome := ""
@@ -196,38 +176,161 @@ func Start(ctx context.Context, k *kernel.Kernel, t *task.Task, o Options) (_ *R
 			return nil, err
 		}
 	}
-	open, openNotes := agents.OpeningsOf(p, set.Profiles, o.Home, ownHome).Prepare()
-
-	// What the profile opens in the sandbox (the direct runner ignores it),
-	// then the run's own isolation options on top.
-	var spec runner.Spec
-	spec.AllowWrite, spec.Reveal, spec.Hide = open.AllowWrite, open.Reveal, open.Hide
-	spec.Network = runner.NetworkProxy
-	spec.Env = []string{} // set below from the profile; never the person's whole environment
-	run := o.Runner
-	if run == nil {
-		sbo := o.Sandbox
-		if sbo.Run == "" {
-			sbo.Run = "agent " + p.Name
-		}
-		if run, err = kernel.SandboxRunner(home, t, &spec, sbo); err != nil {
-			return nil, err
-		}
+	open, openNotes := agents.OpeningsOf(p, o.Agents.Profiles, o.Home, ownHome).Prepare()
+	spec, run, err := r.sandboxFor(open)
+	if err != nil {
+		return nil, err
 	}
 	_, direct := run.(runner.Direct)
-
-	// The task's proxy, judged by the policy: the agent's profile hosts
-	// pass while it runs, registries as the policy says, and each key it
-	// names reaches it as a placeholder that the proxy swaps for the key
-	// on the way to that key's hosts only.
 	keyValue := r.keyLookup()
+	runCtx, endRun := context.WithCancel(context.WithoutCancel(ctx))
+	r.endRun = endRun
+	if err := r.startProxy(runCtx, open, direct, keyValue); err != nil {
+		return nil, err
+	}
+	env, notes := r.agentEnv(spec, ownHome, direct, keyValue)
+	for _, n := range append(openNotes, notes...) {
+		fmt.Fprintln(errw, "note:", n)
+	}
+	ao, err := r.acpOptions(run)
+	if err != nil {
+		return nil, err
+	}
+	spec.Args = argv
+	spec.Env = env
+	spec.Task = runner.Task{ID: t.ID, Dir: t.Paths.Dir, Copy: t.Paths.Copy, Folder: t.Folder, Tmp: t.Paths.Tmp, Home: t.Paths.Home, KuleDir: k.Store.Root}
+	spec.Dir = t.Paths.Copy
+	spec.ProxyAddr = r.px.Addr()
+	// The turn's cancel exists before the agent does: a budget may cancel
+	// it from the first usage report on.
+	turnCtx, cancelTurn := context.WithCancel(runCtx)
+	r.cancelTurn = cancelTurn
+	if err := r.startLimits(runCtx, spec); err != nil {
+		return nil, err
+	}
+	ao.Spec = *spec
+	if r.c, err = acp.Start(ctx, ao); err != nil {
+		return nil, err
+	}
+	stopWatch := context.AfterFunc(ctx, cancelTurn)
+	if err := r.open(ctx, errw); err != nil {
+		stopWatch()
+		return nil, err
+	}
+	go func() {
+		defer stopWatch()
+		r.turn(turnCtx)
+	}()
+	return r, nil
+}
+
+// withDefaults fills what the caller may leave out: the person's
+// environment and home.
+func (o Options) withDefaults() Options {
+	if o.Getenv == nil {
+		o.Getenv = os.Getenv
+	}
+	if o.Home == "" {
+		o.Home, _ = os.UserHomeDir()
+	}
+	return o
+}
+
+// profileFor is the profile the run starts: the named one, approved by the
+// person at its exact version, or the trial Try made. A profile that does
+// not open is recorded in the task (recordOpening) before the error returns.
+func profileFor(kuleHome string, t *task.Task, o Options) (agents.Profile, error) {
+	set := o.Agents
+	if o.Trial != nil {
+		// A trial profile opens nothing but its command (Try makes it):
+		// it needs no approval, and runs only in an empty task.
+		p := *o.Trial
+		if err := agents.Validate(p, set.Profiles); err != nil {
+			return agents.Profile{}, recordOpening(t, err, o.Stderr)
+		}
+		return p, nil
+	}
+	p, err := set.Get(o.Agent)
+	if err != nil {
+		return agents.Profile{}, recordOpening(t, err, o.Stderr)
+	}
+	if err := agents.CheckApproved(kuleHome, p); err != nil {
+		return agents.Profile{}, err
+	}
+	return p, nil
+}
+
+// installAgent installs the agent's package once into the packages root
+// (root, or agents.PackagesRoot when empty) and returns that root and the
+// agent's command line.
+func installAgent(ctx context.Context, p agents.Profile, root string, errw io.Writer) (string, []string, error) {
+	if root == "" {
+		var err error
+		if root, err = agents.PackagesRoot(); err != nil {
+			return "", nil, err
+		}
+	}
+	if pkg, ok, _ := agents.PackageOf(p.Command); ok && pkg.Runner == "npx" && !agents.Installed(root, pkg) {
+		fmt.Fprintf(errw, "installing %s@%s once into %s (no install scripts run)…\n", pkg.Name, pkg.Version, root)
+	}
+	argv, err := agents.Launch(ctx, p, root, true, errw)
+	if err != nil {
+		return "", nil, err
+	}
+	return root, argv, nil
+}
+
+// holdTask reads the task and takes its lock for the whole run: no commit
+// applies a copy the agent is writing. cleanup releases it.
+func (r *Run) holdTask() error {
+	if _, err := r.k.Status(r.Task); err != nil {
+		return err
+	}
+	lock, err := task.LockFile(r.Task.Paths.Lock)
+	if err != nil {
+		return err
+	}
+	r.lock = lock
+	return nil
+}
+
+// sandboxFor is the spec the agent starts with — what its profile opens in
+// the sandbox (the direct runner ignores it), never the person's whole
+// environment — and the runner that starts it: Options.Runner, else the
+// sandbox with the run's isolation options. The runner keeps the spec's
+// address, so the spec is filled in place until the agent starts.
+func (r *Run) sandboxFor(open agents.Openings) (*runner.Spec, runner.Runner, error) {
+	spec := &runner.Spec{}
+	spec.AllowWrite, spec.Reveal, spec.Hide = open.AllowWrite, open.Reveal, open.Hide
+	spec.Network = runner.NetworkProxy
+	spec.Env = []string{} // set from the profile (agentEnv)
+	run := r.o.Runner
+	if run == nil {
+		sbo := r.o.Sandbox
+		if sbo.Run == "" {
+			sbo.Run = "agent " + r.Profile.Name
+		}
+		var err error
+		if run, err = kernel.SandboxRunner(r.k.Store.Root, r.Task, spec, sbo); err != nil {
+			return nil, nil, err
+		}
+	}
+	return spec, run, nil
+}
+
+// startProxy starts the task's proxy, judged by the policy: the agent's
+// profile hosts pass while it runs, registries as the policy says, and each
+// key the profile names reaches the agent as a placeholder that the proxy
+// swaps for the key on the way to that key's hosts only.
+func (r *Run) startProxy(ctx context.Context, open agents.Openings, direct bool, keyValue func(string) string) error {
+	p := r.Profile
 	var keyNames []string
 	for name := range p.Keys {
 		keyNames = append(keyNames, name)
 	}
-	kept, err := placeholders(home, p.Name, keyNames)
+	kept, err := placeholders(r.k.Store.Root, p.Name, keyNames)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	var keySecrets []proxy.Secret
 	for name, hosts := range p.Keys {
@@ -235,12 +338,19 @@ func Start(ctx context.Context, k *kernel.Kernel, t *task.Task, o Options) (_ *R
 			keySecrets = append(keySecrets, proxy.Secret{Name: name, Value: v, Hosts: hosts, Placeholder: kept[name]})
 		}
 	}
-	runCtx, endRun := context.WithCancel(context.WithoutCancel(ctx))
-	r.endRun = endRun
-	r.px, err = k.StartProxy(runCtx, t, kernel.ProxyOptions{Sandboxed: !direct, Agent: p.Name, AgentHosts: open.Hosts, Secrets: keySecrets, Configure: o.Proxy})
+	r.px, err = r.k.StartProxy(ctx, r.Task, kernel.ProxyOptions{Sandboxed: !direct, Agent: p.Name, AgentHosts: open.Hosts, Secrets: keySecrets, Configure: r.o.Proxy})
 	if err != nil {
-		return nil, fmt.Errorf("run: the task's proxy: %w (nothing was started)", err)
+		return fmt.Errorf("run: the task's proxy: %w (nothing was started)", err)
 	}
+	return nil
+}
+
+// agentEnv is the agent's environment from its profile, with each key as
+// its proxy placeholder, and the notes a person should read about it. It
+// also gives spec what reaches the agent after the sandbox's filter: the
+// proxy's CA bundle, the stored secrets' placeholders and the proxy token.
+func (r *Run) agentEnv(spec *runner.Spec, ownHome string, direct bool, keyValue func(string) string) ([]string, []string) {
+	p, t := r.Profile, r.Task
 	placeholders := map[string]string{}
 	for _, kv := range r.px.SecretEnv() {
 		k, v, _ := strings.Cut(kv, "=")
@@ -251,9 +361,9 @@ func Start(ctx context.Context, k *kernel.Kernel, t *task.Task, o Options) (_ *R
 			if _, ok := p.Keys[k]; ok {
 				return keyValue(k)
 			}
-			return o.Getenv(k)
+			return r.o.Getenv(k)
 		},
-		Home: o.Home, OwnHome: ownHome, Tmp: t.Paths.Tmp,
+		Home: r.o.Home, OwnHome: ownHome, Tmp: t.Paths.Tmp,
 		Placeholder: func(k string) string { return placeholders[k] },
 	})
 	if direct {
@@ -268,28 +378,32 @@ func Start(ctx context.Context, k *kernel.Kernel, t *task.Task, o Options) (_ *R
 	spec.TaskEnv = append(spec.TaskEnv, r.px.CAEnv()...)
 	spec.TaskEnv = append(spec.TaskEnv, r.px.SecretEnv()...)
 	spec.ProxyToken = r.px.Token()
-	for _, n := range append(openNotes, notes...) {
-		fmt.Fprintln(errw, "note:", n)
-	}
+	return env, notes
+}
+
+// acpOptions opens the run's files in the task (steps, usage and the
+// agent's log, closed by cleanup) and returns the ACP client's options for
+// run; the caller sets Spec once it is complete.
+func (r *Run) acpOptions(run runner.Runner) (acp.Options, error) {
+	t, k := r.Task, r.k
 	stepsF, err := r.appendFile(acp.StepsFile)
 	if err != nil {
-		return nil, err
+		return acp.Options{}, err
 	}
 	usageF, err := r.appendFile(acp.UsageFile)
 	if err != nil {
-		return nil, err
+		return acp.Options{}, err
 	}
 	logF, err := r.appendFile("agent.log")
 	if err != nil {
-		return nil, err
+		return acp.Options{}, err
 	}
 	var agentErr io.Writer = logF
-	if o.AgentStderr != nil {
-		agentErr = io.MultiWriter(logF, o.AgentStderr)
+	if r.o.AgentStderr != nil {
+		agentErr = io.MultiWriter(logF, r.o.AgentStderr)
 	}
 	old, _, _ := acp.ReadSteps(filepath.Join(t.Paths.Dir, acp.StepsFile))
-
-	ao := acp.Options{
+	return acp.Options{
 		Runner: run,
 		Copy:   t.Paths.Copy,
 		Effects: func() ([]effects.Effect, error) {
@@ -300,7 +414,7 @@ func Start(ctx context.Context, k *kernel.Kernel, t *task.Task, o Options) (_ *R
 			return st.Effects, nil
 		},
 		OnEvent: r.event,
-		Ask:     r.heldAsk(o.Ask),
+		Ask:     r.heldAsk(r.o.Ask),
 		// Stop cancels the turn and kills the agent if it has not ended
 		// within stopGrace.
 		CancelGrace: stopGrace,
@@ -309,33 +423,7 @@ func Start(ctx context.Context, k *kernel.Kernel, t *task.Task, o Options) (_ *R
 		Stderr:      agentErr,
 		FirstStep:   len(old),
 		ClientName:  "kule",
-	}
-	spec.Args = argv
-	spec.Env = env
-	spec.Task = runner.Task{ID: t.ID, Dir: t.Paths.Dir, Copy: t.Paths.Copy, Folder: t.Folder, Tmp: t.Paths.Tmp, Home: t.Paths.Home, KuleDir: home}
-	spec.Dir = t.Paths.Copy
-	spec.ProxyAddr = r.px.Addr()
-	// The turn's cancel exists before the agent does: a budget may cancel
-	// it from the first usage report on.
-	turnCtx, cancelTurn := context.WithCancel(runCtx)
-	r.cancelTurn = cancelTurn
-	if err := r.startLimits(runCtx, &spec); err != nil {
-		return nil, err
-	}
-	ao.Spec = spec
-	if r.c, err = acp.Start(ctx, ao); err != nil {
-		return nil, err
-	}
-	stopWatch := context.AfterFunc(ctx, cancelTurn)
-	if err := r.open(ctx, errw); err != nil {
-		stopWatch()
-		return nil, err
-	}
-	go func() {
-		defer stopWatch()
-		r.turn(turnCtx)
-	}()
-	return r, nil
+	}, nil
 }
 
 // open initializes the agent and starts or continues the task's session.

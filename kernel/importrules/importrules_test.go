@@ -88,23 +88,11 @@ func TestImportRules(t *testing.T) {
 		}
 		t.Skip("go is not on PATH")
 	}
-	cmd := exec.Command("go", "list", "-deps=false", "-json=ImportPath,Deps,TestImports,XTestImports", module+"/...")
-	cmd.Dir = "../.."
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("go list: %v\n%s", err, stderr.String())
-	}
-	dec := json.NewDecoder(bytes.NewReader(out))
-	var pkgs []pkg
-	for {
-		var p pkg
-		if err := dec.Decode(&p); err == io.EOF {
-			break
-		} else if err != nil {
-			t.Fatal(err)
-		}
+	pkgs := goList(t, "../..", module+"/...")
+	// The example differ is a module of its own, built against the SDK alone;
+	// its packages are checked under the name of its directory.
+	for _, p := range goList(t, "../../contrib/example-differ", "./...") {
+		p.ImportPath = module + "/contrib/example-differ" + strings.TrimPrefix(p.ImportPath, exampleModule)
 		pkgs = append(pkgs, p)
 	}
 	seen := map[string]bool{}
@@ -123,6 +111,34 @@ func TestImportRules(t *testing.T) {
 	for _, v := range violations(pkgs) {
 		t.Error(v)
 	}
+}
+
+// exampleModule is the module path of contrib/example-differ.
+const exampleModule = "example.com/kule-ini-differ"
+
+// goList lists the packages matching pattern, run in dir.
+func goList(t *testing.T, dir, pattern string) []pkg {
+	t.Helper()
+	cmd := exec.Command("go", "list", "-deps=false", "-json=ImportPath,Deps,TestImports,XTestImports", pattern)
+	cmd.Dir = dir
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list in %s: %v\n%s", dir, err, stderr.String())
+	}
+	dec := json.NewDecoder(bytes.NewReader(out))
+	var pkgs []pkg
+	for {
+		var p pkg
+		if err := dec.Decode(&p); err == io.EOF {
+			break
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		pkgs = append(pkgs, p)
+	}
+	return pkgs
 }
 
 // TestRulesCanFail: each rule catches a made-up offender.

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/kulehq/kule/sdk/differ"
 )
 
 // BenchmarkDifferCall measures the per-call cost of asking a differ for names
@@ -39,7 +41,7 @@ func BenchmarkDifferCall(b *testing.B) {
 	var inproc, plain, sandboxed time.Duration
 	for i := 0; i < b.N; i++ {
 		t0 := time.Now()
-		if _, err := local.Entities(ctx, "a.txt", src); err != nil {
+		if _, err := local.Entities(ctx, differ.EntitiesRequest{Path: "a.txt", Content: src}); err != nil {
 			b.Fatal(err)
 		}
 		t1 := time.Now()

@@ -72,7 +72,8 @@ func (d *Differ) call(ctx context.Context, what string, f func(ctx context.Conte
 func (d *Differ) Entities(ctx context.Context, path string, src []byte) ([]differ.Entity, error) {
 	var es []differ.Entity
 	err := d.call(ctx, "entities of "+path, func(ctx context.Context, c *sdkplugin.DifferClient) (err error) {
-		es, err = c.Entities(ctx, path, src)
+		r, err := c.Entities(ctx, differ.EntitiesRequest{Path: path, Content: src})
+		es = r.Entities
 		return err
 	})
 	if err != nil {
@@ -86,17 +87,17 @@ func (d *Differ) Entities(ctx context.Context, path string, src []byte) ([]diffe
 
 // Merge asks the differ to merge three versions of path. It returns an error
 // wrapping sdkplugin.ErrUnimplemented when the differ has no Merger.
-func (d *Differ) Merge(ctx context.Context, path string, base, ours, theirs []byte) (differ.MergeResult, error) {
-	var r differ.MergeResult
+func (d *Differ) Merge(ctx context.Context, path string, base, ours, theirs []byte) (differ.MergeResponse, error) {
+	var r differ.MergeResponse
 	err := d.call(ctx, "merge of "+path, func(ctx context.Context, c *sdkplugin.DifferClient) (err error) {
-		r, err = c.Merge(ctx, path, base, ours, theirs)
+		r, err = c.Merge(ctx, differ.MergeRequest{Path: path, Base: base, Ours: ours, Theirs: theirs})
 		return err
 	})
 	if err != nil {
-		return differ.MergeResult{}, err
+		return differ.MergeResponse{}, err
 	}
 	if len(r.Conflicts) == 0 && r.Merged == nil {
-		return differ.MergeResult{}, fmt.Errorf("%w: %s: merge of %s returned neither a file nor conflicts", ErrGarbage, d, path)
+		return differ.MergeResponse{}, fmt.Errorf("%w: %s: merge of %s returned neither a file nor conflicts", ErrGarbage, d, path)
 	}
 	return r, nil
 }

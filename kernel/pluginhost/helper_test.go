@@ -73,7 +73,11 @@ func (f fakeDiffer) Accepts(p string) bool {
 	return strings.HasSuffix(p, ".txt") || strings.HasSuffix(p, ".ini")
 }
 
-func (f fakeDiffer) Entities(ctx context.Context, _ string, src []byte) ([]differ.Entity, error) {
+func (f fakeDiffer) Entities(_ context.Context, req differ.EntitiesRequest) (differ.EntitiesResponse, error) {
+	return differ.EntitiesResponse{Entities: f.entities(req.Content)}, nil
+}
+
+func (f fakeDiffer) entities(src []byte) []differ.Entity {
 	switch {
 	case f.mode == "crash" && strings.Contains(string(src), "boom"):
 		os.Exit(3)
@@ -82,11 +86,11 @@ func (f fakeDiffer) Entities(ctx context.Context, _ string, src []byte) ([]diffe
 			time.Sleep(time.Hour)
 		}
 	case f.mode == "garbage":
-		return []differ.Entity{{Kind: "func", Name: "x", Start: -4, End: 1 << 40}}, nil
+		return []differ.Entity{{Kind: "func", Name: "x", Start: -4, End: 1 << 40}}
 	case f.mode == "panic" && strings.Contains(string(src), "boom"):
 		panic("boom")
 	case f.mode == "attacker":
-		return attack(src), nil
+		return attack(src)
 	}
 	var out []differ.Entity
 	off := 0
@@ -96,18 +100,18 @@ func (f fakeDiffer) Entities(ctx context.Context, _ string, src []byte) ([]diffe
 		}
 		off += len(line)
 	}
-	return out, nil
+	return out
 }
 
 // fakeMerger merges by taking the side that changed, conflicting when both did.
 type fakeMerger struct{ fakeDiffer }
 
-func (fakeMerger) Merge(_ context.Context, _ string, base, ours, theirs []byte) (differ.MergeResult, error) {
+func (fakeMerger) Merge(_ context.Context, req differ.MergeRequest) (differ.MergeResponse, error) {
 	switch {
-	case string(ours) == string(base):
-		return differ.MergeResult{Merged: theirs, Notes: []string{"took theirs"}}, nil
-	case string(theirs) == string(base):
-		return differ.MergeResult{Merged: ours, Notes: []string{"took ours"}}, nil
+	case string(req.Ours) == string(req.Base):
+		return differ.MergeResponse{Merged: req.Theirs, Notes: []string{"took theirs"}}, nil
+	case string(req.Theirs) == string(req.Base):
+		return differ.MergeResponse{Merged: req.Ours, Notes: []string{"took ours"}}, nil
 	}
-	return differ.MergeResult{Conflicts: []string{"line everything"}}, nil
+	return differ.MergeResponse{Conflicts: []string{"line everything"}}, nil
 }

@@ -107,7 +107,7 @@ type Differ interface {
 	Name() string
 	Entities(ctx context.Context, path string, src []byte) ([]differ.Entity, error)
 	// Merge returns an error wrapping ErrUnimplemented when it cannot merge.
-	Merge(ctx context.Context, path string, base, ours, theirs []byte) (differ.MergeResult, error)
+	Merge(ctx context.Context, path string, base, ours, theirs []byte) (differ.MergeResponse, error)
 }
 
 // Differs finds the differ for a file; nil when none reads it.
@@ -144,19 +144,20 @@ func (ip InProcess) DifferFor(_ context.Context, path string) Differ {
 
 type inProcess struct{ differ.Differ }
 
-func (d inProcess) Merge(ctx context.Context, path string, base, ours, theirs []byte) (differ.MergeResult, error) {
+func (d inProcess) Merge(ctx context.Context, path string, base, ours, theirs []byte) (differ.MergeResponse, error) {
 	m, ok := d.Differ.(differ.Merger)
 	if !ok {
-		return differ.MergeResult{}, ErrUnimplemented
+		return differ.MergeResponse{}, ErrUnimplemented
 	}
-	return m.Merge(ctx, path, base, ours, theirs)
+	return m.Merge(ctx, differ.MergeRequest{Path: path, Base: base, Ours: ours, Theirs: theirs})
 }
 
 func (d inProcess) Entities(ctx context.Context, path string, src []byte) ([]differ.Entity, error) {
-	es, err := d.Differ.Entities(ctx, path, src)
+	r, err := d.Differ.Entities(ctx, differ.EntitiesRequest{Path: path, Content: src})
 	if err != nil {
 		return nil, err
 	}
+	es := r.Entities
 	if err := differ.Validate(src, es); err != nil {
 		return nil, err
 	}

@@ -19,7 +19,12 @@ type braces struct{ failOn string }
 
 func (braces) Name() string             { return "braces" }
 func (braces) Accepts(path string) bool { return strings.HasSuffix(path, ".b") }
-func (b braces) Entities(_ context.Context, _ string, src []byte) ([]differ.Entity, error) {
+func (b braces) Entities(_ context.Context, req differ.EntitiesRequest) (differ.EntitiesResponse, error) {
+	es, err := b.entities(req.Content)
+	return differ.EntitiesResponse{Entities: es}, err
+}
+
+func (b braces) entities(src []byte) ([]differ.Entity, error) {
 	if b.failOn != "" && strings.Contains(string(src), b.failOn) {
 		return nil, errors.New("cannot read this")
 	}
@@ -63,8 +68,8 @@ func (b braces) Entities(_ context.Context, _ string, src []byte) ([]differ.Enti
 // braceMerger merges by taking whole entities, for Merge's differ path.
 type braceMerger struct{ braces }
 
-func (braceMerger) Merge(_ context.Context, _ string, _, _, _ []byte) (differ.MergeResult, error) {
-	return differ.MergeResult{Conflicts: []string{"func f"}}, nil
+func (braceMerger) Merge(context.Context, differ.MergeRequest) (differ.MergeResponse, error) {
+	return differ.MergeResponse{Conflicts: []string{"func f"}}, nil
 }
 
 const base = `package x

@@ -17,11 +17,23 @@ var (
 )
 
 // ParseFunc names the entities of one version of a file; a differ's
-// Entities method bound to a path.
+// Entities method bound to a path (EntitiesOf).
 type ParseFunc func(ctx context.Context, src []byte) ([]Entity, error)
 
-// MergeEntities merges ours and theirs, both changed from base, entity by
-// entity. It is the merge every built-in differ's Merger uses, and a plugin
+// EntitiesOf binds d's Entities to path, for MergeEntities:
+//
+//	func (d myDiffer) Merge(ctx context.Context, req differ.MergeRequest) (differ.MergeResponse, error) {
+//		return differ.MergeEntities(ctx, differ.EntitiesOf(d, req.Path), req)
+//	}
+func EntitiesOf(d Differ, path string) ParseFunc {
+	return func(ctx context.Context, src []byte) ([]Entity, error) {
+		r, err := d.Entities(ctx, EntitiesRequest{Path: path, Content: src})
+		return r.Entities, err
+	}
+}
+
+// MergeEntities merges req.Ours and req.Theirs, both changed from req.Base,
+// entity by entity, naming the entities of each version with parse. It is the merge every built-in differ's Merger uses, and a plugin
 // author's differ may use it too.
 //
 // How it decides:
@@ -43,23 +55,24 @@ type ParseFunc func(ctx context.Context, src []byte) ([]Entity, error)
 //     every entity one side deleted must be gone; otherwise it is a conflict.
 //
 // A result with conflicts has Merged == nil.
-func MergeEntities(ctx context.Context, parse ParseFunc, base, ours, theirs []byte) (MergeResult, error) {
+func MergeEntities(ctx context.Context, parse ParseFunc, req MergeRequest) (MergeResponse, error) {
+	base, ours, theirs := req.Base, req.Ours, req.Theirs
 	switch {
 	case bytes.Equal(ours, theirs):
-		return MergeResult{Merged: clone(ours)}, nil
+		return MergeResponse{Merged: clone(ours)}, nil
 	case bytes.Equal(ours, base):
-		return MergeResult{Merged: clone(theirs)}, nil
+		return MergeResponse{Merged: clone(theirs)}, nil
 	case bytes.Equal(theirs, base):
-		return MergeResult{Merged: clone(ours)}, nil
+		return MergeResponse{Merged: clone(ours)}, nil
 	}
 	var trees [3][]*node
 	for i, src := range [][]byte{base, ours, theirs} {
 		if err := ctx.Err(); err != nil {
-			return MergeResult{}, fmt.Errorf("merge: %w", err)
+			return MergeResponse{}, fmt.Errorf("merge: %w", err)
 		}
 		ents, err := parse(ctx, src)
 		if err != nil {
-			return MergeResult{}, fmt.Errorf("%w: %s: %w", ErrMergeParse, [3]string{"base", "ours", "theirs"}[i], err)
+			return MergeResponse{}, fmt.Errorf("%w: %s: %w", ErrMergeParse, [3]string{"base", "ours", "theirs"}[i], err)
 		}
 		trees[i] = buildTree(src, ents)
 	}
@@ -67,10 +80,10 @@ func MergeEntities(ctx context.Context, parse ParseFunc, base, ours, theirs []by
 	var out bytes.Buffer
 	m.level(&out, [3]span{{0, len(base)}, {0, len(ours)}, {0, len(theirs)}}, trees, "")
 	if err := ctx.Err(); err != nil {
-		return MergeResult{}, fmt.Errorf("merge: %w", err)
+		return MergeResponse{}, fmt.Errorf("merge: %w", err)
 	}
 	if len(m.conflicts) > 0 {
-		return MergeResult{Conflicts: uniq(m.conflicts), Notes: m.notes}, nil
+		return MergeResponse{Conflicts: uniq(m.conflicts), Notes: m.notes}, nil
 	}
 	merged := out.Bytes()
 	if merged == nil {
@@ -78,12 +91,12 @@ func MergeEntities(ctx context.Context, parse ParseFunc, base, ours, theirs []by
 	}
 	ents, err := parse(ctx, merged)
 	if err != nil {
-		return MergeResult{Conflicts: []string{"top level (the merged file could not be named: " + err.Error() + ")"}}, nil
+		return MergeResponse{Conflicts: []string{"top level (the merged file could not be named: " + err.Error() + ")"}}, nil
 	}
 	if lost := verify(trees, m.src, buildTree(merged, ents), merged); len(lost) > 0 {
-		return MergeResult{Conflicts: lost, Notes: m.notes}, nil
+		return MergeResponse{Conflicts: lost, Notes: m.notes}, nil
 	}
-	return MergeResult{Merged: merged, Notes: m.notes}, nil
+	return MergeResponse{Merged: merged, Notes: m.notes}, nil
 }
 
 func clone(b []byte) []byte { return append([]byte{}, b...) }

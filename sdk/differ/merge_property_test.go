@@ -90,7 +90,7 @@ func TestMergeProperty(t *testing.T) {
 		}
 		ours, wantO := edit(0, seed%3 == 0)
 		theirs, wantT := edit(1, false)
-		res, err := differ.MergeEntities(context.Background(), toyParse, base, ours, theirs)
+		res, err := differ.MergeEntities(context.Background(), toyParse, differ.MergeRequest{Base: base, Ours: ours, Theirs: theirs})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -120,7 +120,7 @@ func FuzzMergeEntities(f *testing.F) {
 	f.Add([]byte("head\n\ndef a\n  x\n"), []byte("head\n\ndef a\n  y\n"), []byte("head\n\ndef b\n  x\n"))
 	f.Add([]byte("def a\n  def b\n    1\n"), []byte("def a\n  def b\n    2\n  def c\n"), []byte("x\ndef a\n  def b\n    1\n"))
 	f.Fuzz(func(t *testing.T, base, ours, theirs []byte) {
-		res, err := differ.MergeEntities(context.Background(), toyParse, base, ours, theirs)
+		res, err := differ.MergeEntities(context.Background(), toyParse, differ.MergeRequest{Base: base, Ours: ours, Theirs: theirs})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -139,11 +139,11 @@ func TestMergeEntitiesFallsBackToLines(t *testing.T) {
 	t.Parallel()
 	none := func(context.Context, []byte) ([]differ.Entity, error) { return nil, nil }
 	base := "a\nb\nc\nd\ne\n"
-	res, err := differ.MergeEntities(context.Background(), none, []byte(base), []byte("A\nb\nc\nd\ne\n"), []byte("a\nb\nc\nd\nE\n"))
+	res, err := differ.MergeEntities(context.Background(), none, differ.MergeRequest{Base: []byte(base), Ours: []byte("A\nb\nc\nd\ne\n"), Theirs: []byte("a\nb\nc\nd\nE\n")})
 	if err != nil || string(res.Merged) != "A\nb\nc\nd\nE\n" {
 		t.Fatalf("merged %q, %v, conflicts %q", res.Merged, err, res.Conflicts)
 	}
-	res, _ = differ.MergeEntities(context.Background(), none, []byte(base), []byte("a\nB\nc\nd\ne\n"), []byte("a\nb2\nc\nd\ne\n"))
+	res, _ = differ.MergeEntities(context.Background(), none, differ.MergeRequest{Base: []byte(base), Ours: []byte("a\nB\nc\nd\ne\n"), Theirs: []byte("a\nb2\nc\nd\ne\n")})
 	if len(res.Conflicts) != 1 || res.Conflicts[0] != "top level" || res.Merged != nil {
 		t.Fatalf("want a top-level conflict, got %q / %q", res.Conflicts, res.Merged)
 	}

@@ -119,7 +119,7 @@ func TestMergeEntities(t *testing.T) {
 				b = "head\n\ndef a\n  x\n  def m\n    0\n  def n\n    2\n\ndef b\n  y\n\ndef c\n  z\n"
 				tc.want = "head\n\ndef a\n  x\n  def m\n    1\n  def n\n    3\n\ndef b\n  y\n\ndef c\n  z\n"
 			}
-			res, err := differ.MergeEntities(context.Background(), toyParse, []byte(b), []byte(tc.ours), []byte(tc.theirs))
+			res, err := differ.MergeEntities(context.Background(), toyParse, differ.MergeRequest{Base: []byte(b), Ours: []byte(tc.ours), Theirs: []byte(tc.theirs)})
 			if err != nil {
 				t.Fatal(err)
 			}

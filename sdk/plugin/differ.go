@@ -93,11 +93,11 @@ func (s *differServer) Accepts(_ context.Context, req *differv1.AcceptsRequest) 
 
 func (s *differServer) Entities(ctx context.Context, req *differv1.EntitiesRequest) (resp *differv1.EntitiesResponse, err error) {
 	defer recovered(&err)
-	es, err := s.d.Entities(ctx, req.GetPath(), req.GetSrc())
+	r, err := s.d.Entities(ctx, differ.EntitiesRequest{Path: req.GetPath(), Content: req.GetSrc()})
 	if err != nil {
 		return nil, status.Error(codes.Unknown, err.Error())
 	}
-	return &differv1.EntitiesResponse{Entities: entitiesToWire(es)}, nil
+	return &differv1.EntitiesResponse{Entities: entitiesToWire(r.Entities)}, nil
 }
 
 func (s *differServer) Merge(ctx context.Context, req *differv1.MergeRequest) (resp *differv1.MergeResponse, err error) {
@@ -106,16 +106,16 @@ func (s *differServer) Merge(ctx context.Context, req *differv1.MergeRequest) (r
 		return s.UnimplementedDifferServer.Merge(ctx, req)
 	}
 	defer recovered(&err)
-	r, err := m.Merge(ctx, req.GetPath(), req.GetBase(), req.GetOurs(), req.GetTheirs())
+	r, err := m.Merge(ctx, differ.MergeRequest{Path: req.GetPath(), Base: req.GetBase(), Ours: req.GetOurs(), Theirs: req.GetTheirs()})
 	if err != nil {
 		return nil, status.Error(codes.Unknown, err.Error())
 	}
 	return &differv1.MergeResponse{Merged: r.Merged, Conflicts: r.Conflicts, Notes: r.Notes}, nil
 }
 
-// DifferClient talks to a differ plugin over gRPC. Its methods mirror
-// differ.Differ and differ.Merger with a context on each call (the host puts a
-// deadline on every call).
+// DifferClient talks to a differ plugin over gRPC. Its Entities and Merge
+// take and answer the same types as differ.Differ and differ.Merger (the host
+// puts a deadline on every call's context).
 type DifferClient struct {
 	c differv1.DifferClient
 }
@@ -150,24 +150,24 @@ func (c *DifferClient) Accepts(ctx context.Context, path string) (bool, error) {
 	return r.GetAccepts(), nil
 }
 
-// Entities asks for the entities of src. The result is as the plugin sent
-// it: the caller checks it (differ.Validate) before trusting any offset.
-func (c *DifferClient) Entities(ctx context.Context, path string, src []byte) ([]differ.Entity, error) {
-	r, err := c.c.Entities(ctx, &differv1.EntitiesRequest{Path: path, Src: src})
+// Entities asks for the entities of req.Content. The result is as the plugin
+// sent it: the caller checks it (differ.Validate) before trusting any offset.
+func (c *DifferClient) Entities(ctx context.Context, req differ.EntitiesRequest) (differ.EntitiesResponse, error) {
+	r, err := c.c.Entities(ctx, &differv1.EntitiesRequest{Path: req.Path, Src: req.Content})
 	if err != nil {
-		return nil, wireErr("entities", err)
+		return differ.EntitiesResponse{}, wireErr("entities", err)
 	}
-	return entitiesFromWire(r.GetEntities()), nil
+	return differ.EntitiesResponse{Entities: entitiesFromWire(r.GetEntities())}, nil
 }
 
 // Merge asks the differ to merge three versions; ErrUnimplemented when the
 // differ has no Merger.
-func (c *DifferClient) Merge(ctx context.Context, path string, base, ours, theirs []byte) (differ.MergeResult, error) {
-	r, err := c.c.Merge(ctx, &differv1.MergeRequest{Path: path, Base: base, Ours: ours, Theirs: theirs})
+func (c *DifferClient) Merge(ctx context.Context, req differ.MergeRequest) (differ.MergeResponse, error) {
+	r, err := c.c.Merge(ctx, &differv1.MergeRequest{Path: req.Path, Base: req.Base, Ours: req.Ours, Theirs: req.Theirs})
 	if err != nil {
-		return differ.MergeResult{}, wireErr("merge", err)
+		return differ.MergeResponse{}, wireErr("merge", err)
 	}
-	res := differ.MergeResult{Conflicts: r.GetConflicts(), Notes: r.GetNotes()}
+	res := differ.MergeResponse{Conflicts: r.GetConflicts(), Notes: r.GetNotes()}
 	if len(res.Conflicts) == 0 {
 		res.Merged = r.GetMerged()
 		if res.Merged == nil {

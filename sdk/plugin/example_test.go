@@ -17,16 +17,16 @@ type keys struct{}
 
 func (keys) Name() string             { return "keys" }
 func (keys) Accepts(path string) bool { return strings.HasSuffix(path, ".conf") }
-func (keys) Entities(_ context.Context, _ string, src []byte) ([]differ.Entity, error) {
+func (keys) Entities(_ context.Context, req differ.EntitiesRequest) (differ.EntitiesResponse, error) {
 	var out []differ.Entity
 	off := 0
-	for _, line := range strings.SplitAfter(string(src), "\n") {
+	for _, line := range strings.SplitAfter(string(req.Content), "\n") {
 		if k, _, ok := strings.Cut(line, "="); ok {
 			out = append(out, differ.Entity{Kind: "key", Name: strings.TrimSpace(k), Start: off, End: off + len(line)})
 		}
 		off += len(line)
 	}
-	return out, nil
+	return differ.EntitiesResponse{Entities: out}, nil
 }
 
 // A plugin's main serves its differ; Kule starts the executable and talks to
@@ -54,11 +54,11 @@ func ExampleDifferClient() {
 	ctx := context.Background()
 	info, _ := c.Info(ctx)
 	fmt.Println(info.Name, "merge:", info.Has(plugin.CapMerge))
-	es, _ := c.Entities(ctx, "app.conf", []byte("port = 80\nhost = example\n"))
-	for _, e := range es {
+	r, _ := c.Entities(ctx, differ.EntitiesRequest{Path: "app.conf", Content: []byte("port = 80\nhost = example\n")})
+	for _, e := range r.Entities {
 		fmt.Println(e.ID(), e.Start, e.End)
 	}
-	_, err := c.Merge(ctx, "app.conf", nil, nil, nil)
+	_, err := c.Merge(ctx, differ.MergeRequest{Path: "app.conf"})
 	fmt.Println(err)
 	// Output:
 	// keys merge: false

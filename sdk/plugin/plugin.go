@@ -15,6 +15,10 @@ import (
 	"errors"
 
 	goplugin "github.com/hashicorp/go-plugin"
+
+	differv1 "github.com/kulehq/kule/sdk/proto/differ/v1"
+	previewerv1 "github.com/kulehq/kule/sdk/proto/previewer/v1"
+	transportv1 "github.com/kulehq/kule/sdk/proto/transport/v1"
 )
 
 // Kinds of plugin. The kind is also the name of the plugin in go-plugin's
@@ -25,13 +29,13 @@ const (
 	KindTransport = "transport"
 )
 
-// Protocol major versions, one per kind. Each equals the version in the
-// package name of its .proto (kule.differ.v1) and its "kule:protocol-version"
-// header; a test holds them together.
+// Protocol major versions, one per kind, as each kind's proto package states
+// it (differv1.ProtocolVersion): the version lives beside the wire types it
+// describes, and these names are what the handshake uses.
 const (
-	DifferProtocolVersion    = 1
-	PreviewerProtocolVersion = 1
-	TransportProtocolVersion = 1
+	DifferProtocolVersion    = differv1.ProtocolVersion
+	PreviewerProtocolVersion = previewerv1.ProtocolVersion
+	TransportProtocolVersion = transportv1.ProtocolVersion
 )
 
 // The magic cookie tells a plugin binary it was started by Kule. It is not

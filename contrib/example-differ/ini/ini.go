@@ -34,11 +34,12 @@ func (Differ) Accepts(p string) bool {
 	return false
 }
 
-// Entities returns a "section" entity per [section] (from its header to the
-// next one) and a "key" entity per key = value line, named section.key. Keys
-// before the first section are top level. Repeated names get " (2)", " (3)".
+// Entities returns a "section" entity per [section] of req.Content (from its
+// header to the next one) and a "key" entity per key = value line, named
+// section.key. Keys before the first section are top level. Repeated names get " (2)", " (3)".
 // Lines it cannot read are left to the top level or their section.
-func (Differ) Entities(ctx context.Context, _ string, src []byte) ([]differ.Entity, error) {
+func (Differ) Entities(ctx context.Context, req differ.EntitiesRequest) (differ.EntitiesResponse, error) {
+	src := req.Content
 	var out []differ.Entity
 	seen := map[string]int{}
 	unique := func(kind, name string) string {
@@ -58,7 +59,7 @@ func (Differ) Entities(ctx context.Context, _ string, src []byte) ([]differ.Enti
 	}
 	for off := 0; off < len(src); {
 		if err := ctx.Err(); err != nil {
-			return nil, err
+			return differ.EntitiesResponse{}, err
 		}
 		end := len(src)
 		if i := bytes.IndexByte(src[off:], '\n'); i >= 0 {
@@ -95,5 +96,5 @@ func (Differ) Entities(ctx context.Context, _ string, src []byte) ([]differ.Enti
 		off = end
 	}
 	closeSection(len(src))
-	return out, nil
+	return differ.EntitiesResponse{Entities: out}, nil
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/kulehq/kule/plugins/differ/csharp"
 	"github.com/kulehq/kule/plugins/differ/internal/difftest"
+	"github.com/kulehq/kule/sdk/differ"
 )
 
 func TestGolden(t *testing.T) { difftest.Golden(t, csharp.New(), "testdata") }
@@ -72,7 +73,7 @@ func BenchmarkEntities5000Lines(b *testing.B) {
 	ctx := context.Background()
 	lang := sitter.NewLanguage(tscs.Language())
 	difftest.Compare(b, func() {
-		if _, err := d.Entities(ctx, "gen.cs", src); err != nil {
+		if _, err := d.Entities(ctx, differ.EntitiesRequest{Path: "gen.cs", Content: src}); err != nil {
 			b.Fatal(err)
 		}
 	}, "tree-sitter-parse", func() {

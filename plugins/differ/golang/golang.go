@@ -38,9 +38,15 @@ func (Differ) Accepts(path string) bool { return strings.EqualFold(filepath.Ext(
 // a whole.
 const maxSize = 8 << 20
 
-// Entities names the declarations of src. A file with syntax errors yields
+// Entities names the entities of req.Content (see entities).
+func (Differ) Entities(ctx context.Context, req differ.EntitiesRequest) (differ.EntitiesResponse, error) {
+	es, err := entities(ctx, req.Path, req.Content)
+	return differ.EntitiesResponse{Entities: es}, err
+}
+
+// entities names the declarations of src. A file with syntax errors yields
 // the declarations go/parser could still read.
-func (Differ) Entities(ctx context.Context, path string, src []byte) ([]differ.Entity, error) {
+func entities(ctx context.Context, path string, src []byte) ([]differ.Entity, error) {
 	if len(src) > maxSize {
 		return nil, nil
 	}
@@ -105,10 +111,8 @@ func (Differ) Entities(ctx context.Context, path string, src []byte) ([]differ.E
 }
 
 // Merge merges entity by entity with differ.MergeEntities.
-func (d Differ) Merge(ctx context.Context, path string, base, ours, theirs []byte) (differ.MergeResult, error) {
-	return differ.MergeEntities(ctx, func(ctx context.Context, src []byte) ([]differ.Entity, error) {
-		return d.Entities(ctx, path, src)
-	}, base, ours, theirs)
+func (d Differ) Merge(ctx context.Context, req differ.MergeRequest) (differ.MergeResponse, error) {
+	return differ.MergeEntities(ctx, differ.EntitiesOf(d, req.Path), req)
 }
 
 type walker struct {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/kulehq/kule/plugins/differ/golang"
 	"github.com/kulehq/kule/plugins/differ/internal/difftest"
+	"github.com/kulehq/kule/sdk/differ"
 )
 
 func TestGolden(t *testing.T) { difftest.Golden(t, golang.New(), "testdata") }
@@ -72,7 +73,7 @@ func BenchmarkEntities5000Lines(b *testing.B) {
 	d := golang.New()
 	ctx := context.Background()
 	difftest.Compare(b, func() {
-		if _, err := d.Entities(ctx, "gen.go", src); err != nil {
+		if _, err := d.Entities(ctx, differ.EntitiesRequest{Path: "gen.go", Content: src}); err != nil {
 			b.Fatal(err)
 		}
 	}, "go/parser", func() {

@@ -45,9 +45,15 @@ const maxSize = 8 << 20
 // errSyntax stops the scan at the first error; what was named stays.
 var errSyntax = errors.New("json: syntax error")
 
-// Entities names the keys of src. A file with a syntax error yields the keys
+// Entities names the entities of req.Content (see entities).
+func (Differ) Entities(ctx context.Context, req differ.EntitiesRequest) (differ.EntitiesResponse, error) {
+	es, err := entities(ctx, req.Content)
+	return differ.EntitiesResponse{Entities: es}, err
+}
+
+// entities names the keys of src. A file with a syntax error yields the keys
 // completed before the error.
-func (Differ) Entities(ctx context.Context, _ string, src []byte) ([]differ.Entity, error) {
+func entities(ctx context.Context, src []byte) ([]differ.Entity, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("json differ: %w", err)
 	}
@@ -73,10 +79,8 @@ func (Differ) Entities(ctx context.Context, _ string, src []byte) ([]differ.Enti
 }
 
 // Merge merges key by key with differ.MergeEntities.
-func (d Differ) Merge(ctx context.Context, path string, base, ours, theirs []byte) (differ.MergeResult, error) {
-	return differ.MergeEntities(ctx, func(ctx context.Context, src []byte) ([]differ.Entity, error) {
-		return d.Entities(ctx, path, src)
-	}, base, ours, theirs)
+func (d Differ) Merge(ctx context.Context, req differ.MergeRequest) (differ.MergeResponse, error) {
+	return differ.MergeEntities(ctx, differ.EntitiesOf(d, req.Path), req)
 }
 
 type scanner struct {

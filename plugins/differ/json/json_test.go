@@ -9,6 +9,7 @@ import (
 
 	"github.com/kulehq/kule/plugins/differ/internal/difftest"
 	"github.com/kulehq/kule/plugins/differ/json"
+	"github.com/kulehq/kule/sdk/differ"
 )
 
 func TestGolden(t *testing.T) { difftest.Golden(t, json.New(), "testdata") }
@@ -58,7 +59,7 @@ func BenchmarkEntities5000Lines(b *testing.B) {
 	d := json.New()
 	ctx := context.Background()
 	difftest.Compare(b, func() {
-		if _, err := d.Entities(ctx, "gen.json", src); err != nil {
+		if _, err := d.Entities(ctx, differ.EntitiesRequest{Path: "gen.json", Content: src}); err != nil {
 			b.Fatal(err)
 		}
 	}, "encoding/json-unmarshal", func() {

@@ -48,8 +48,14 @@ type heading struct {
 	start int
 }
 
-// Entities names the sections of src.
-func (Differ) Entities(ctx context.Context, _ string, src []byte) ([]differ.Entity, error) {
+// Entities names the entities of req.Content (see entities).
+func (Differ) Entities(ctx context.Context, req differ.EntitiesRequest) (differ.EntitiesResponse, error) {
+	es, err := entities(ctx, req.Content)
+	return differ.EntitiesResponse{Entities: es}, err
+}
+
+// entities names the sections of src.
+func entities(ctx context.Context, src []byte) ([]differ.Entity, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("markdown differ: %w", err)
 	}
@@ -169,10 +175,8 @@ func (Differ) Entities(ctx context.Context, _ string, src []byte) ([]differ.Enti
 }
 
 // Merge merges section by section with differ.MergeEntities.
-func (d Differ) Merge(ctx context.Context, path string, base, ours, theirs []byte) (differ.MergeResult, error) {
-	return differ.MergeEntities(ctx, func(ctx context.Context, src []byte) ([]differ.Entity, error) {
-		return d.Entities(ctx, path, src)
-	}, base, ours, theirs)
+func (d Differ) Merge(ctx context.Context, req differ.MergeRequest) (differ.MergeResponse, error) {
+	return differ.MergeEntities(ctx, differ.EntitiesOf(d, req.Path), req)
 }
 
 func indent(s string) int {

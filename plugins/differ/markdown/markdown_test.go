@@ -9,6 +9,7 @@ import (
 
 	"github.com/kulehq/kule/plugins/differ/internal/difftest"
 	"github.com/kulehq/kule/plugins/differ/markdown"
+	"github.com/kulehq/kule/sdk/differ"
 )
 
 func TestGolden(t *testing.T) { difftest.Golden(t, markdown.New(), "testdata") }
@@ -45,7 +46,7 @@ func BenchmarkEntities5000Lines(b *testing.B) {
 	d := markdown.New()
 	ctx := context.Background()
 	difftest.Compare(b, func() {
-		if _, err := d.Entities(ctx, "gen.md", src); err != nil {
+		if _, err := d.Entities(ctx, differ.EntitiesRequest{Path: "gen.md", Content: src}); err != nil {
 			b.Fatal(err)
 		}
 	}, "line-split", func() {

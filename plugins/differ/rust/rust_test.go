@@ -11,6 +11,7 @@ import (
 
 	"github.com/kulehq/kule/plugins/differ/internal/difftest"
 	"github.com/kulehq/kule/plugins/differ/rust"
+	"github.com/kulehq/kule/sdk/differ"
 )
 
 func TestGolden(t *testing.T) { difftest.Golden(t, rust.New(), "testdata") }
@@ -78,7 +79,7 @@ func BenchmarkEntities5000Lines(b *testing.B) {
 	ctx := context.Background()
 	lang := sitter.NewLanguage(tsrust.Language())
 	difftest.Compare(b, func() {
-		if _, err := d.Entities(ctx, "gen.rs", src); err != nil {
+		if _, err := d.Entities(ctx, differ.EntitiesRequest{Path: "gen.rs", Content: src}); err != nil {
 			b.Fatal(err)
 		}
 	}, "tree-sitter-parse", func() {
@@ -95,8 +96,8 @@ func TestCancelled(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	ents, err := rust.New().Entities(ctx, "gen.rs", generated(2000))
+	r, err := rust.New().Entities(ctx, differ.EntitiesRequest{Path: "gen.rs", Content: generated(2000)})
 	if err == nil {
-		t.Fatalf("no error for a cancelled context, %d entities", len(ents))
+		t.Fatalf("no error for a cancelled context, %d entities", len(r.Entities))
 	}
 }

@@ -30,9 +30,15 @@ func (Differ) Name() string { return "text" }
 // Accepts reads *.txt files.
 func (Differ) Accepts(p string) bool { return strings.EqualFold(path.Ext(p), ".txt") }
 
-// Entities returns one "paragraph" entity per run of non-blank lines, named
+// Entities names the entities of req.Content (see entities).
+func (Differ) Entities(ctx context.Context, req differ.EntitiesRequest) (differ.EntitiesResponse, error) {
+	es, err := entities(ctx, req.Content)
+	return differ.EntitiesResponse{Entities: es}, err
+}
+
+// entities returns one "paragraph" entity per run of non-blank lines, named
 // by its first line (made unique with " (2)", " (3)" when lines repeat).
-func (Differ) Entities(ctx context.Context, _ string, src []byte) ([]differ.Entity, error) {
+func entities(ctx context.Context, src []byte) ([]differ.Entity, error) {
 	var out []differ.Entity
 	seen := map[string]int{}
 	start := -1 // start of the current paragraph, -1 outside one

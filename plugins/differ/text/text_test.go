@@ -42,11 +42,11 @@ func TestEntities(t *testing.T) {
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			got, err := New().Entities(context.Background(), "a.txt", []byte(tc.src))
+			r, err := New().Entities(context.Background(), differ.EntitiesRequest{Path: "a.txt", Content: []byte(tc.src)})
 			if err != nil {
 				t.Fatal(err)
 			}
-			if diff := cmp.Diff(tc.want, got); diff != "" {
+			if diff := cmp.Diff(tc.want, r.Entities); diff != "" {
 				t.Errorf("entities (-want +got):\n%s", diff)
 			}
 		})

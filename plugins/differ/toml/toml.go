@@ -44,9 +44,15 @@ const (
 
 var errSyntax = errors.New("toml: syntax error")
 
-// Entities names the tables and keys of src. A file with a syntax error
+// Entities names the entities of req.Content (see entities).
+func (Differ) Entities(ctx context.Context, req differ.EntitiesRequest) (differ.EntitiesResponse, error) {
+	es, err := entities(ctx, req.Content)
+	return differ.EntitiesResponse{Entities: es}, err
+}
+
+// entities names the tables and keys of src. A file with a syntax error
 // yields what was complete before it.
-func (Differ) Entities(ctx context.Context, _ string, src []byte) ([]differ.Entity, error) {
+func entities(ctx context.Context, src []byte) ([]differ.Entity, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("toml differ: %w", err)
 	}
@@ -60,10 +66,8 @@ func (Differ) Entities(ctx context.Context, _ string, src []byte) ([]differ.Enti
 }
 
 // Merge merges table by table and key by key with differ.MergeEntities.
-func (d Differ) Merge(ctx context.Context, path string, base, ours, theirs []byte) (differ.MergeResult, error) {
-	return differ.MergeEntities(ctx, func(ctx context.Context, src []byte) ([]differ.Entity, error) {
-		return d.Entities(ctx, path, src)
-	}, base, ours, theirs)
+func (d Differ) Merge(ctx context.Context, req differ.MergeRequest) (differ.MergeResponse, error) {
+	return differ.MergeEntities(ctx, differ.EntitiesOf(d, req.Path), req)
 }
 
 type scanner struct {

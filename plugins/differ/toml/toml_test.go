@@ -10,6 +10,7 @@ import (
 
 	"github.com/kulehq/kule/plugins/differ/internal/difftest"
 	"github.com/kulehq/kule/plugins/differ/toml"
+	"github.com/kulehq/kule/sdk/differ"
 )
 
 func TestGolden(t *testing.T) { difftest.Golden(t, toml.New(), "testdata") }
@@ -70,7 +71,7 @@ func BenchmarkEntities5000Lines(b *testing.B) {
 	d := toml.New()
 	ctx := context.Background()
 	difftest.Compare(b, func() {
-		if _, err := d.Entities(ctx, "gen.toml", src); err != nil {
+		if _, err := d.Entities(ctx, differ.EntitiesRequest{Path: "gen.toml", Content: src}); err != nil {
 			b.Fatal(err)
 		}
 	}, "BurntSushi/toml-decode", func() {

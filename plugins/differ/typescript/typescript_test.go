@@ -11,6 +11,7 @@ import (
 
 	"github.com/kulehq/kule/plugins/differ/internal/difftest"
 	"github.com/kulehq/kule/plugins/differ/typescript"
+	"github.com/kulehq/kule/sdk/differ"
 )
 
 func TestGolden(t *testing.T) { difftest.Golden(t, typescript.New(), "testdata") }
@@ -75,7 +76,7 @@ func BenchmarkEntities5000Lines(b *testing.B) {
 	ctx := context.Background()
 	lang := sitter.NewLanguage(tsts.LanguageTypescript())
 	difftest.Compare(b, func() {
-		if _, err := d.Entities(ctx, "gen.ts", src); err != nil {
+		if _, err := d.Entities(ctx, differ.EntitiesRequest{Path: "gen.ts", Content: src}); err != nil {
 			b.Fatal(err)
 		}
 	}, "tree-sitter-parse", func() {

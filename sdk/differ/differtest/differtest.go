@@ -115,7 +115,8 @@ func call(d differ.Differ, path string, src []byte) (es []differ.Entity, err err
 			}
 			done <- r
 		}()
-		r.es, r.err = d.Entities(ctx, path, bytes.Clone(src))
+		resp, err := d.Entities(ctx, differ.EntitiesRequest{Path: path, Content: bytes.Clone(src)})
+		r.es, r.err = resp.Entities, err
 	}()
 	select {
 	case r := <-done:
@@ -152,7 +153,7 @@ func CheckMerge(m differ.Merger, path string, base, changed []byte) error {
 	return nil
 }
 
-func merge(m differ.Merger, path string, base, ours, theirs []byte) (r differ.MergeResult, err error) {
+func merge(m differ.Merger, path string, base, ours, theirs []byte) (r differ.MergeResponse, err error) {
 	ctx, cancel := context.WithTimeout(context.Background(), Timeout)
 	defer cancel()
 	defer func() {
@@ -160,7 +161,7 @@ func merge(m differ.Merger, path string, base, ours, theirs []byte) (r differ.Me
 			err = fmt.Errorf("%w in merge: %v", ErrPanic, p)
 		}
 	}()
-	return m.Merge(ctx, path, bytes.Clone(base), bytes.Clone(ours), bytes.Clone(theirs))
+	return m.Merge(ctx, differ.MergeRequest{Path: path, Base: bytes.Clone(base), Ours: bytes.Clone(ours), Theirs: bytes.Clone(theirs)})
 }
 
 // Garbage returns bad inputs derived from samples: empty, NUL bytes, invalid

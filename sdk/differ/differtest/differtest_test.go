@@ -21,7 +21,7 @@ type fake struct {
 
 func (fake) Name() string        { return "fake" }
 func (fake) Accepts(string) bool { return true }
-func (f fake) Entities(ctx context.Context, _ string, _ []byte) ([]differ.Entity, error) {
+func (f fake) Entities(ctx context.Context, _ differ.EntitiesRequest) (differ.EntitiesResponse, error) {
 	if f.panic {
 		panic("boom")
 	}
@@ -31,10 +31,10 @@ func (f fake) Entities(ctx context.Context, _ string, _ []byte) ([]differ.Entity
 	if f.flip != nil {
 		*f.flip = !*f.flip
 		if *f.flip {
-			return f.es[:1], nil
+			return differ.EntitiesResponse{Entities: f.es[:1]}, nil
 		}
 	}
-	return f.es, nil
+	return differ.EntitiesResponse{Entities: f.es}, nil
 }
 
 func TestCheck(t *testing.T) {
@@ -87,8 +87,8 @@ func TestCheckHang(t *testing.T) {
 // badMerger loses one side.
 type badMerger struct{ fake }
 
-func (badMerger) Merge(_ context.Context, _ string, base, _, _ []byte) (differ.MergeResult, error) {
-	return differ.MergeResult{Merged: base}, nil
+func (badMerger) Merge(_ context.Context, req differ.MergeRequest) (differ.MergeResponse, error) {
+	return differ.MergeResponse{Merged: req.Base}, nil
 }
 
 func TestCheckMerge(t *testing.T) {

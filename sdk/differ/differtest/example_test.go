@@ -15,10 +15,10 @@ type lines struct{ offByOne bool }
 
 func (lines) Name() string             { return "lines" }
 func (lines) Accepts(path string) bool { return strings.HasSuffix(path, ".lines") }
-func (l lines) Entities(_ context.Context, _ string, src []byte) ([]differ.Entity, error) {
+func (l lines) Entities(_ context.Context, req differ.EntitiesRequest) (differ.EntitiesResponse, error) {
 	var out []differ.Entity
 	off := 0
-	for i, line := range strings.SplitAfter(string(src), "\n") {
+	for i, line := range strings.SplitAfter(string(req.Content), "\n") {
 		if line == "" {
 			continue
 		}
@@ -29,7 +29,7 @@ func (l lines) Entities(_ context.Context, _ string, src []byte) ([]differ.Entit
 		out = append(out, differ.Entity{Kind: "line", Name: fmt.Sprint(i + 1), Start: off, End: end})
 		off += len(line)
 	}
-	return out, nil
+	return differ.EntitiesResponse{Entities: out}, nil
 }
 
 // Check finds the broken contract on one input; fuzz targets call it on

@@ -42,10 +42,10 @@ func Run(t *testing.T, d differ.Differ, samples ...Sample) {
 				t.Errorf("%s: %v", s.Path, err)
 				continue
 			}
-			es, err := d.Entities(context.Background(), s.Path, s.Src)
+			r, err := d.Entities(context.Background(), differ.EntitiesRequest{Path: s.Path, Content: s.Src})
 			if err != nil {
 				t.Errorf("%s: a real sample does not read: %v", s.Path, err)
-			} else if len(es) == 0 {
+			} else if len(r.Entities) == 0 {
 				t.Errorf("%s: no entities named in a real sample", s.Path)
 			}
 		}
@@ -99,8 +99,10 @@ func checkWire(t *testing.T, d differ.Differ, samples []Sample) {
 		if err != nil || ok != d.Accepts(s.Path) {
 			t.Errorf("%s: accepts over the wire = %v, %v", s.Path, ok, err)
 		}
-		want, werr := d.Entities(ctx, s.Path, s.Src)
-		got, gerr := c.Entities(ctx, s.Path, s.Src)
+		req := differ.EntitiesRequest{Path: s.Path, Content: s.Src}
+		wantR, werr := d.Entities(ctx, req)
+		gotR, gerr := c.Entities(ctx, req)
+		want, got := wantR.Entities, gotR.Entities
 		if (werr == nil) != (gerr == nil) {
 			t.Errorf("%s: entities over the wire: error %v, direct error %v", s.Path, gerr, werr)
 			continue
@@ -113,7 +115,7 @@ func checkWire(t *testing.T, d differ.Differ, samples []Sample) {
 		}
 	}
 	if !isMerger {
-		if _, err := c.Merge(ctx, samples[0].Path, nil, nil, nil); !errors.Is(err, plugin.ErrUnimplemented) {
+		if _, err := c.Merge(ctx, differ.MergeRequest{Path: samples[0].Path}); !errors.Is(err, plugin.ErrUnimplemented) {
 			t.Errorf("merge over the wire of a differ without Merger: want ErrUnimplemented, got %v", err)
 		}
 	}

@@ -57,10 +57,11 @@ func entities(t testing.TB, d differ.Differ, path string, src []byte) []differ.E
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), Timeout)
 	defer cancel()
-	ents, err := d.Entities(ctx, path, src)
+	r, err := d.Entities(ctx, differ.EntitiesRequest{Path: path, Content: src})
 	if err != nil {
 		t.Fatalf("%s: %v", path, err)
 	}
+	ents := r.Entities
 	if err := Check(src, ents); err != nil {
 		t.Fatalf("%s: %v", path, err)
 	}
@@ -278,7 +279,7 @@ func Merge(t *testing.T, d differ.Differ, dir, ext string) {
 			base, ours, theirs := read("base"), read("ours"), read("theirs")
 			ctx, cancel := context.WithTimeout(context.Background(), Timeout)
 			defer cancel()
-			res, err := m.Merge(ctx, "file"+ext, base, ours, theirs)
+			res, err := m.Merge(ctx, differ.MergeRequest{Path: "file" + ext, Base: base, Ours: ours, Theirs: theirs})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -317,12 +318,12 @@ func Property(t testing.TB, d differ.Differ, base, ours, theirs, merged []byte, 
 	ctx, cancel := context.WithTimeout(context.Background(), Timeout)
 	defer cancel()
 	get := func(src []byte) (map[string]string, error) {
-		ents, err := d.Entities(ctx, path, src)
+		r, err := d.Entities(ctx, differ.EntitiesRequest{Path: path, Content: src})
 		if err != nil {
 			return nil, err
 		}
 		out := map[string]string{}
-		for _, e := range ents {
+		for _, e := range r.Entities {
 			out[e.ID()] = string(src[e.Start:e.End])
 		}
 		return out, nil
@@ -378,14 +379,14 @@ func FuzzEntities(f *testing.F, d differ.Differ, ext string, seedDir string) {
 	f.Fuzz(func(t *testing.T, src []byte) {
 		ctx, cancel := context.WithTimeout(context.Background(), Timeout)
 		defer cancel()
-		ents, err := d.Entities(ctx, "f"+ext, src)
+		r, err := d.Entities(ctx, differ.EntitiesRequest{Path: "f" + ext, Content: src})
 		if err != nil {
 			if ctx.Err() != nil {
 				t.Fatalf("hang: %v", err)
 			}
 			return
 		}
-		if err := Check(src, ents); err != nil {
+		if err := Check(src, r.Entities); err != nil {
 			t.Fatal(err)
 		}
 	})
@@ -399,7 +400,7 @@ func FuzzMerge(f *testing.F, d differ.Differ, ext string, seedDir string) {
 	f.Fuzz(func(t *testing.T, base, ours, theirs []byte) {
 		ctx, cancel := context.WithTimeout(context.Background(), Timeout)
 		defer cancel()
-		res, err := m.Merge(ctx, "f"+ext, base, ours, theirs)
+		res, err := m.Merge(ctx, differ.MergeRequest{Path: "f" + ext, Base: base, Ours: ours, Theirs: theirs})
 		if err != nil {
 			if ctx.Err() != nil {
 				t.Fatalf("hang: %v", err)

@@ -45,16 +45,15 @@ func (d Differ) Accepts(path string) bool {
 	return false
 }
 
-// Entities names the entities of src.
-func (d Differ) Entities(ctx context.Context, path string, src []byte) ([]differ.Entity, error) {
-	return Parse(ctx, d.L.Grammar(path), src, d.L.Visit)
+// Entities names the entities of req.Content.
+func (d Differ) Entities(ctx context.Context, req differ.EntitiesRequest) (differ.EntitiesResponse, error) {
+	es, err := Parse(ctx, d.L.Grammar(req.Path), req.Content, d.L.Visit)
+	return differ.EntitiesResponse{Entities: es}, err
 }
 
 // Merge merges entity by entity with differ.MergeEntities.
-func (d Differ) Merge(ctx context.Context, path string, base, ours, theirs []byte) (differ.MergeResult, error) {
-	return differ.MergeEntities(ctx, func(ctx context.Context, src []byte) ([]differ.Entity, error) {
-		return d.Entities(ctx, path, src)
-	}, base, ours, theirs)
+func (d Differ) Merge(ctx context.Context, req differ.MergeRequest) (differ.MergeResponse, error) {
+	return differ.MergeEntities(ctx, differ.EntitiesOf(d, req.Path), req)
 }
 
 // Grammar wraps a binding's language pointer once.
