@@ -8,6 +8,8 @@ import (
 	"os"
 	"path/filepath"
 	"time"
+
+	"github.com/kulehq/kule/kernel/internal/atomicfile"
 )
 
 // Approval pins one person's profile by its hash.
@@ -89,11 +91,7 @@ func Approve(kuleHome string, p Profile, all []Profile) error {
 	if err != nil {
 		return err
 	}
-	tmp := ApprovalsPath(kuleHome) + ".tmp"
-	if err := os.WriteFile(tmp, append(b, '\n'), 0o600); err != nil {
-		return fmt.Errorf("agents: approve: %w", err)
-	}
-	if err := os.Rename(tmp, ApprovalsPath(kuleHome)); err != nil {
+	if err := atomicfile.Write(ApprovalsPath(kuleHome), append(b, '\n'), 0o600); err != nil {
 		return fmt.Errorf("agents: approve: %w", err)
 	}
 	return nil

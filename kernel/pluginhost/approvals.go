@@ -7,6 +7,8 @@ import (
 	"os"
 	"path/filepath"
 	"time"
+
+	"github.com/kulehq/kule/kernel/internal/atomicfile"
 )
 
 // ApprovalsFile is the approval store inside $KULE_HOME/plugins.
@@ -58,23 +60,7 @@ func (h *Host) saveApprovals(m map[string]Approval) error {
 	if err != nil {
 		return fmt.Errorf("%w: %v", ErrApprovals, err)
 	}
-	f, err := os.CreateTemp(h.pluginsDir(), ".approvals-*")
-	if err != nil {
-		return fmt.Errorf("%w: %v", ErrApprovals, err)
-	}
-	defer os.Remove(f.Name())
-	if _, err := f.Write(append(data, '\n')); err != nil {
-		f.Close()
-		return fmt.Errorf("%w: %v", ErrApprovals, err)
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return fmt.Errorf("%w: %v", ErrApprovals, err)
-	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("%w: %v", ErrApprovals, err)
-	}
-	if err := os.Rename(f.Name(), h.approvalsPath()); err != nil {
+	if err := atomicfile.Write(h.approvalsPath(), append(data, '\n'), 0o600); err != nil {
 		return fmt.Errorf("%w: %v", ErrApprovals, err)
 	}
 	return nil

@@ -17,6 +17,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"sort"
@@ -114,22 +115,16 @@ func keyFileSealer(home string) (Sealer, error) {
 		if _, err := rand.Read(key); err != nil {
 			return nil, err
 		}
-		f, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+		// Exclusive: the key appears whole under its name or not at all,
+		// and a key another kule made meanwhile is kept and read.
+		err := atomicfile.WriteWith(p, atomicfile.Options{Perm: 0o600, Exclusive: true}, func(w io.Writer) error {
+			_, err := w.Write(key)
+			return err
+		})
 		if errors.Is(err, os.ErrExist) {
 			return keyFileSealer(home) // made meanwhile by another kule
 		}
 		if err != nil {
-			return nil, fmt.Errorf("secrets: key file: %w", err)
-		}
-		_, err = f.Write(key)
-		if err == nil {
-			err = f.Sync()
-		}
-		if cerr := f.Close(); err == nil {
-			err = cerr
-		}
-		if err != nil {
-			os.Remove(p)
 			return nil, fmt.Errorf("secrets: key file: %w", err)
 		}
 	} else if err != nil {

@@ -44,6 +44,10 @@ func atomicWrite(t *task.Task, rel string) {
 	atomicfile.Write(filepath.Join(t.Paths.Base, rel), nil, 0o600)
 }
 
+func atomicWriteWith(t *task.Task, rel string) {
+	atomicfile.WriteWith(filepath.Join(t.Paths.Copy, rel), atomicfile.Options{}, nil)
+}
+
 func concat(t *task.Task, rel string) {
 	os.Remove(t.Paths.Copy + "/" + rel)
 }
