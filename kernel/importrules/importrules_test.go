@@ -88,25 +88,7 @@ func TestImportRules(t *testing.T) {
 		}
 		t.Skip("go is not on PATH")
 	}
-	cmd := exec.Command("go", "list", "-deps=false", "-json=ImportPath,Deps,TestImports,XTestImports", module+"/...")
-	cmd.Dir = "../.."
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("go list: %v\n%s", err, stderr.String())
-	}
-	dec := json.NewDecoder(bytes.NewReader(out))
-	var pkgs []pkg
-	for {
-		var p pkg
-		if err := dec.Decode(&p); err == io.EOF {
-			break
-		} else if err != nil {
-			t.Fatal(err)
-		}
-		pkgs = append(pkgs, p)
-	}
+	pkgs := goList[pkg](t, "ImportPath,Deps,TestImports,XTestImports")
 	seen := map[string]bool{}
 	for _, p := range pkgs {
 		for _, dir := range []string{"kernel", "sdk", "plugins", "contrib/example-differ"} {
@@ -123,6 +105,31 @@ func TestImportRules(t *testing.T) {
 	for _, v := range violations(pkgs) {
 		t.Error(v)
 	}
+}
+
+// goList decodes `go list -json=fields` of every package of the module.
+func goList[T any](t *testing.T, fields string) []T {
+	t.Helper()
+	cmd := exec.Command("go", "list", "-deps=false", "-json="+fields, module+"/...")
+	cmd.Dir = "../.."
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list: %v\n%s", err, stderr.String())
+	}
+	dec := json.NewDecoder(bytes.NewReader(out))
+	var pkgs []T
+	for {
+		var p T
+		if err := dec.Decode(&p); err == io.EOF {
+			break
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		pkgs = append(pkgs, p)
+	}
+	return pkgs
 }
 
 // TestRulesCanFail: each rule catches a made-up offender.

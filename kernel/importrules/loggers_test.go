@@ -1,10 +1,7 @@
 package importrules
 
 import (
-	"bytes"
-	"encoding/json"
 	"fmt"
-	"io"
 	"os/exec"
 	"slices"
 	"sort"
@@ -49,25 +46,10 @@ func loggerViolations(pkgs []imports) []string {
 }
 
 func TestOneLogger(t *testing.T) {
-	cmd := exec.Command("go", "list", "-json=ImportPath,Imports,TestImports,XTestImports", module+"/...")
-	cmd.Dir = "../.."
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("go list: %v\n%s", err, stderr.String())
+	if _, err := exec.LookPath("go"); err != nil {
+		t.Fatal("go is not on PATH")
 	}
-	dec := json.NewDecoder(bytes.NewReader(out))
-	var pkgs []imports
-	for {
-		var p imports
-		if err := dec.Decode(&p); err == io.EOF {
-			break
-		} else if err != nil {
-			t.Fatal(err)
-		}
-		pkgs = append(pkgs, p)
-	}
+	pkgs := goList[imports](t, "ImportPath,Imports,TestImports,XTestImports")
 	hclog := 0
 	for _, p := range pkgs {
 		if slices.Contains(slices.Concat(p.Imports, p.TestImports, p.XTestImports), "github.com/hashicorp/go-hclog") {
