@@ -171,7 +171,7 @@ func OpenSealer(home string, preferKeyFile bool) (Sealer, error) {
 	if err := os.MkdirAll(filepath.Dir(sealingPath(home)), 0o700); err != nil {
 		return nil, fmt.Errorf("secrets: %w", err)
 	}
-	if err := os.WriteFile(sealingPath(home), []byte(s.Kind()+"\n"), 0o600); err != nil {
+	if err := atomicfile.Write(sealingPath(home), []byte(s.Kind()+"\n"), 0o600); err != nil {
 		return nil, fmt.Errorf("secrets: %w", err)
 	}
 	return s, nil

@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -165,6 +166,35 @@ func createTemp(dirfd int, prefix string) (string, int, error) {
 			return "", -1, err
 		}
 	}
+}
+
+// Append adds data at the end of path, creating it with the permission bits
+// perm, in one write, then fsyncs it (and, when it made the file, its
+// directory, so the new name lasts): a log of records a line each, where a
+// crash can cut only the last line, which its reader skips.
+func Append(path string, data []byte, perm os.FileMode) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
+	created := false
+	if errors.Is(err, fs.ErrNotExist) {
+		f, err = os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, perm)
+		created = true
+	}
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(data)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil && created {
+		if serr := SyncDir(filepath.Dir(path)); serr != nil {
+			err = fmt.Errorf("%w: %w", ErrDirSync, serr)
+		}
+	}
+	return err
 }
 
 // SyncDir fsyncs a directory so that the names created, renamed or removed

@@ -130,3 +130,24 @@ func TestWriteWithTempPrefix(t *testing.T) {
 		t.Fatalf("the temporary file was %q, want a tmp_obj_ name", seen)
 	}
 }
+
+func TestAppend(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	p := filepath.Join(dir, "log.jsonl")
+	for _, line := range []string{"one\n", "two\n"} {
+		if err := Append(p, []byte(line), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b, err := os.ReadFile(p)
+	if err != nil || string(b) != "one\ntwo\n" {
+		t.Fatalf("the log holds %q (%v), want both lines in order", b, err)
+	}
+	if info, _ := os.Stat(p); info.Mode().Perm() != 0o600 {
+		t.Fatalf("mode %v, want 0600", info.Mode().Perm())
+	}
+	if err := Append(filepath.Join(dir, "missing", "x"), []byte("x\n"), 0o600); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("Append into a missing directory = %v, want ErrNotExist", err)
+	}
+}

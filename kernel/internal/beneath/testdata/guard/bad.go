@@ -48,6 +48,10 @@ func atomicWriteWith(t *task.Task, rel string) {
 	atomicfile.WriteWith(filepath.Join(t.Paths.Copy, rel), atomicfile.Options{}, nil)
 }
 
+func atomicAppend(t *task.Task, rel string) {
+	atomicfile.Append(filepath.Join(t.Paths.Home, rel), nil, 0o600)
+}
+
 func concat(t *task.Task, rel string) {
 	os.Remove(t.Paths.Copy + "/" + rel)
 }
