@@ -51,3 +51,36 @@ func TestOldApprovalsFileStillHonoured(t *testing.T) {
 		t.Fatalf("with kule.lock removed, the migrated approval still counts: %v", err)
 	}
 }
+
+// Adding a profile keeps what agents.toml held, keeps its mode, and writes
+// through a person's link to the file it names, leaving the link in place.
+func TestAppendPersonalKeepsFileModeAndLink(t *testing.T) {
+	t.Parallel()
+	home := t.TempDir()
+	dotfiles := filepath.Join(t.TempDir(), "agents.toml")
+	first := Profile{Name: "first", Command: []string{"first-agent"}}
+	if err := os.WriteFile(dotfiles, []byte(first.TOML()), 0o640); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(dotfiles, PersonalPath(home)); err != nil {
+		t.Fatal(err)
+	}
+	second := Profile{Name: "second", Command: []string{"second-agent"}}
+	if err := AppendPersonal(home, second, []Profile{first}); err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := os.Lstat(PersonalPath(home)); err != nil || fi.Mode()&os.ModeSymlink == 0 {
+		t.Fatalf("agents.toml is no longer the person's link: %v %v", fi.Mode(), err)
+	}
+	b, err := os.ReadFile(dotfiles)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := Parse(b, "agents.toml")
+	if err != nil || len(got) != 2 || got[0].Hash() != first.Hash() || got[1].Hash() != second.Hash() {
+		t.Fatalf("agents.toml holds %d profiles (%v), want first then second:\n%s", len(got), err, b)
+	}
+	if fi, _ := os.Stat(dotfiles); fi.Mode().Perm() != 0o640 {
+		t.Fatalf("agents.toml is %v now, want its 0640 kept", fi.Mode().Perm())
+	}
+}

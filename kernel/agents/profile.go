@@ -199,7 +199,12 @@ func AppendPersonal(kuleHome string, p Profile, all []Profile) error {
 		return fmt.Errorf("agents: %w", err)
 	}
 	// The file is written anew with the profile at its end, so a crash
-	// leaves it as it was or with the whole profile, never half of one.
+	// leaves it as it was or with the whole profile, never half of one. A
+	// person's link (agents.toml kept with their dotfiles) is followed and
+	// the file it names is the one replaced, as an append wrote through it.
+	if real, err := filepath.EvalSymlinks(path); err == nil {
+		path = real
+	}
 	old, err := os.ReadFile(path)
 	perm := os.FileMode(0o600)
 	if errors.Is(err, fs.ErrNotExist) {
