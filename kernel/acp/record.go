@@ -8,6 +8,8 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+
+	"github.com/kulehq/kule/kernel/internal/atomicfile"
 )
 
 // The files a run keeps in the task's directory.
@@ -32,10 +34,7 @@ func SaveSession(taskDir string, r SessionRecord) error {
 		return err
 	}
 	p := filepath.Join(taskDir, SessionFile)
-	if err := os.WriteFile(p+".tmp", append(b, '\n'), 0o600); err != nil {
-		return fmt.Errorf("acp: save session: %w", err)
-	}
-	if err := os.Rename(p+".tmp", p); err != nil {
+	if err := atomicfile.Write(p, append(b, '\n'), 0o600); err != nil {
 		return fmt.Errorf("acp: save session: %w", err)
 	}
 	return nil

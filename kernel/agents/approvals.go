@@ -1,57 +1,45 @@
 package agents
 
 import (
-	"encoding/json"
-	"errors"
 	"fmt"
-	"io/fs"
-	"os"
-	"path/filepath"
 	"time"
+
+	"github.com/kulehq/kule/kernel/internal/lockfile"
 )
 
 // Approval pins one person's profile by its hash.
 type Approval struct {
-	Hash     string    `json:"sha256"`
+	Hash     string    `json:"sha256"` // hex
 	Approved time.Time `json:"approved"`
 }
 
-type approvalsFile struct {
-	Agents map[string]Approval `json:"agents"`
-}
+// ApprovalsPath is where approvals are kept: $KULE_HOME/kule.lock, beside
+// the plugins' approvals (see kernel/internal/lockfile).
+func ApprovalsPath(kuleHome string) string { return lockfile.Path(kuleHome) }
 
-// ApprovalsPath is $KULE_HOME/approvals.json.
-func ApprovalsPath(kuleHome string) string { return filepath.Join(kuleHome, "approvals.json") }
-
-func readApprovals(kuleHome string) (approvalsFile, error) {
-	f := approvalsFile{Agents: map[string]Approval{}}
-	b, err := os.ReadFile(ApprovalsPath(kuleHome))
-	if errors.Is(err, fs.ErrNotExist) {
-		return f, nil
-	}
+func readApprovals(kuleHome string) (map[string]Approval, error) {
+	l, err := lockfile.Read(kuleHome)
 	if err != nil {
-		return f, fmt.Errorf("agents: approvals: %w", err)
+		return nil, fmt.Errorf("agents: approvals: %w (every person's profile waits for approval until it is fixed)", err)
 	}
-	if err := json.Unmarshal(b, &f); err != nil {
-		return f, fmt.Errorf("agents: approvals: %s is damaged (every person's profile waits for approval again): %w", ApprovalsPath(kuleHome), err)
+	m := make(map[string]Approval, len(l.Agents))
+	for name, e := range l.Agents {
+		m[name] = Approval{Hash: e.Hash(lockfile.SHA256), Approved: e.Approved}
 	}
-	if f.Agents == nil {
-		f.Agents = map[string]Approval{}
-	}
-	return f, nil
+	return m, nil
 }
 
 // Approved reports whether p may run: a built-in always, a person's profile
-// when approvals.json pins exactly its present hash.
+// when the lock file pins exactly its present hash.
 func Approved(kuleHome string, p Profile) (bool, error) {
 	if p.Builtin {
 		return true, nil
 	}
-	f, err := readApprovals(kuleHome)
+	aps, err := readApprovals(kuleHome)
 	if err != nil {
 		return false, err
 	}
-	a, ok := f.Agents[p.Name]
+	a, ok := aps[p.Name]
 	return ok && a.Hash == p.Hash(), nil
 }
 
@@ -64,8 +52,8 @@ func CheckApproved(kuleHome string, p Profile) error {
 	if ok {
 		return nil
 	}
-	f, _ := readApprovals(kuleHome)
-	if _, was := f.Agents[p.Name]; was {
+	aps, _ := readApprovals(kuleHome)
+	if _, was := aps[p.Name]; was {
 		return fmt.Errorf("%w: %s changed since it was approved; read it with `kule agents show %s`, then `kule agents approve %s`", ErrNotApproved, p.Name, p.Name, p.Name)
 	}
 	return fmt.Errorf("%w: %s opens holes in the sandbox; read it with `kule agents show %s`, then `kule agents approve %s`", ErrNotApproved, p.Name, p.Name, p.Name)
@@ -80,21 +68,12 @@ func Approve(kuleHome string, p Profile, all []Profile) error {
 	if err := Validate(p, all); err != nil {
 		return err
 	}
-	f, err := readApprovals(kuleHome)
+	err := lockfile.Update(kuleHome, func(l *lockfile.Lock) error {
+		l.Agents[p.Name] = lockfile.Entry{Hashes: []string{lockfile.Sum(lockfile.SHA256, p.Hash())}, Approved: time.Now().UTC()}
+		return nil
+	})
 	if err != nil {
-		return err
-	}
-	f.Agents[p.Name] = Approval{Hash: p.Hash(), Approved: time.Now().UTC()}
-	b, err := json.MarshalIndent(f, "", "  ")
-	if err != nil {
-		return err
-	}
-	tmp := ApprovalsPath(kuleHome) + ".tmp"
-	if err := os.WriteFile(tmp, append(b, '\n'), 0o600); err != nil {
-		return fmt.Errorf("agents: approve: %w", err)
-	}
-	if err := os.Rename(tmp, ApprovalsPath(kuleHome)); err != nil {
-		return fmt.Errorf("agents: approve: %w", err)
+		return fmt.Errorf("agents: approve %s: %w", p.Name, err)
 	}
 	return nil
 }

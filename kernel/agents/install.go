@@ -14,6 +14,8 @@ import (
 	"sort"
 	"strings"
 	"syscall"
+
+	"github.com/kulehq/kule/kernel/internal/atomicfile"
 )
 
 // PackagesRoot is ~/.local/share/kule/packages: where npx agents are
@@ -71,7 +73,7 @@ func Install(ctx context.Context, root string, pkg Package, out io.Writer) (stri
 	if err := cmd.Run(); err != nil {
 		return "", fmt.Errorf("%w: npm install %s@%s into %s: %v (nothing was started; run again when the network allows)", ErrNotInstall, pkg.Name, pkg.Version, dir, err)
 	}
-	if err := os.WriteFile(filepath.Join(dir, ".kule-installed"), []byte(pkg.Name+"@"+pkg.Version+"\n"), 0o644); err != nil {
+	if err := atomicfile.Write(filepath.Join(dir, ".kule-installed"), []byte(pkg.Name+"@"+pkg.Version+"\n"), 0o644); err != nil {
 		return "", fmt.Errorf("agents: install: %w", err)
 	}
 	return dir, nil

@@ -19,6 +19,7 @@ import (
 	"strings"
 
 	"github.com/BurntSushi/toml"
+	"github.com/kulehq/kule/kernel/internal/atomicfile"
 )
 
 // Errors a caller can test for.
@@ -197,13 +198,25 @@ func AppendPersonal(kuleHome string, p Profile, all []Profile) error {
 	if err := os.MkdirAll(kuleHome, 0o700); err != nil {
 		return fmt.Errorf("agents: %w", err)
 	}
-	f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600)
+	// The file is written anew with the profile at its end, so a crash
+	// leaves it as it was or with the whole profile, never half of one. A
+	// person's link (agents.toml kept with their dotfiles) is followed and
+	// the file it names is the one replaced, as an append wrote through it.
+	if real, err := filepath.EvalSymlinks(path); err == nil {
+		path = real
+	}
+	old, err := os.ReadFile(path)
+	perm := os.FileMode(0o600)
+	if errors.Is(err, fs.ErrNotExist) {
+		err = nil
+	} else if fi, serr := os.Stat(path); serr == nil {
+		perm = fi.Mode().Perm()
+	}
 	if err != nil {
 		return fmt.Errorf("agents: %w", err)
 	}
-	defer f.Close()
-	if _, err := f.WriteString("\n" + p.TOML()); err != nil {
-		return fmt.Errorf("agents: write %s: %w", path, err)
+	if err := atomicfile.Write(path, append(old, []byte("\n"+p.TOML())...), perm); err != nil {
+		return fmt.Errorf("agents: write %s: %w; it is as it was", path, err)
 	}
 	return nil
 }

@@ -6,10 +6,12 @@ package config
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 
 	"github.com/BurntSushi/toml"
+	"github.com/kulehq/kule/kernel/internal/atomicfile"
 )
 
 // Config is the whole of config.toml.
@@ -38,27 +40,13 @@ func Load(root string) (*Config, error) {
 	return &c, nil
 }
 
-// Save writes config.toml atomically.
+// Save writes config.toml atomically, readable by its owner only.
 func Save(root string, c *Config) error {
-	p := Path(root)
-	f, err := os.CreateTemp(root, ".config.toml.tmp-*")
+	err := atomicfile.WriteWith(Path(root), atomicfile.Options{Perm: 0o600}, func(w io.Writer) error {
+		return toml.NewEncoder(w).Encode(c)
+	})
 	if err != nil {
 		return fmt.Errorf("config: %w", err)
 	}
-	defer os.Remove(f.Name())
-	if err := toml.NewEncoder(f).Encode(c); err != nil {
-		f.Close()
-		return fmt.Errorf("config: %w", err)
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return fmt.Errorf("config: %w", err)
-	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("config: %w", err)
-	}
-	if err := os.Chmod(f.Name(), 0o600); err != nil {
-		return fmt.Errorf("config: %w", err)
-	}
-	return os.Rename(f.Name(), p)
+	return nil
 }

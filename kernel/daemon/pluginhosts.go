@@ -38,7 +38,7 @@ func NewSharedHost(kuleHome string, open func() *pluginhost.Host) *SharedHost {
 // kuleHome: it is the size, time and inode of plugins/ and of its approvals.
 func PluginsStamp(kuleHome string) string {
 	dir := filepath.Join(kuleHome, "plugins")
-	return stampOf(dir) + "|" + stampOf(filepath.Join(dir, pluginhost.ApprovalsFile))
+	return stampOf(dir) + "|" + stampOf(pluginhost.ApprovalsPath(kuleHome))
 }
 
 func stampOf(p string) string {

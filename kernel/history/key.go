@@ -6,10 +6,13 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/kulehq/kule/kernel/internal/atomicfile"
 )
 
 // KeyFile is the name of the signing key inside the keys directory.
@@ -34,7 +37,7 @@ func LoadKey(keysDir string) (ed25519.PrivateKey, error) {
 	if err == nil || !errors.Is(err, fs.ErrNotExist) {
 		return key, err
 	}
-	if err := createKey(keysDir, path); err != nil {
+	if err := createKey(path); err != nil {
 		return nil, err
 	}
 	return readKey(path)
@@ -82,50 +85,20 @@ func parseKey(path string, b []byte) (ed25519.PrivateKey, error) {
 	return ed25519.NewKeyFromSeed(seed), nil
 }
 
-func createKey(dir, path string) error {
+func createKey(path string) error {
 	seed := make([]byte, ed25519.SeedSize)
 	if _, err := rand.Read(seed); err != nil {
 		return fmt.Errorf("history key: generate: %w", err)
 	}
-	f, err := os.CreateTemp(dir, "."+KeyFile+".tmp-*")
-	if err != nil {
-		return fmt.Errorf("history key: %w", err)
-	}
-	tmp := f.Name()
-	defer os.Remove(tmp)
 	content := keyHeader + "\n" + base64.StdEncoding.EncodeToString(seed) + "\n"
-	if err := f.Chmod(0o600); err != nil {
-		f.Close()
-		return fmt.Errorf("history key: %w", err)
-	}
-	if _, err := f.WriteString(content); err != nil {
-		f.Close()
-		return fmt.Errorf("history key: write: %w", err)
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return fmt.Errorf("history key: fsync: %w", err)
-	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("history key: %w", err)
-	}
-	// Link fails when another process created the key first; then theirs is
-	// the key and ours is dropped.
-	if err := os.Link(tmp, path); err != nil && !errors.Is(err, fs.ErrExist) {
+	// Exclusive fails when another process created the key first; then
+	// theirs is the key and ours is dropped.
+	err := atomicfile.WriteWith(path, atomicfile.Options{Perm: 0o600, Exclusive: true}, func(w io.Writer) error {
+		_, err := io.WriteString(w, content)
+		return err
+	})
+	if err != nil && !errors.Is(err, fs.ErrExist) {
 		return fmt.Errorf("history key: install %s: %w", path, err)
 	}
-	if err := syncDir(dir); err != nil {
-		return fmt.Errorf("history key: fsync %s: %w", dir, err)
-	}
 	return nil
-}
-
-// syncDir fsyncs a directory so the names created or renamed in it last.
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
 }

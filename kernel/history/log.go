@@ -114,7 +114,7 @@ func (l *Log) Append(kind string, data any) (Entry, error) {
 	}
 	if size == 0 || lastLine == nil {
 		// The first entry of a new log: the directory entry must last too.
-		if err := syncDir(filepath.Dir(l.path)); err != nil {
+		if err := atomicfile.SyncDir(filepath.Dir(l.path)); err != nil {
 			return Entry{}, fmt.Errorf("history: append: fsync directory of %s: %w", l.path, err)
 		}
 	}

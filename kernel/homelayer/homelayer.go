@@ -492,13 +492,5 @@ func saveSnapshot(l Layer, s *snapshot) error {
 
 func appendKept(dir string, k kept) error {
 	b, _ := json.Marshal(k)
-	f, err := os.OpenFile(filepath.Join(dir, "applied.jsonl"), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	if _, err := f.Write(append(b, '\n')); err != nil {
-		return err
-	}
-	return f.Sync()
+	return atomicfile.Append(filepath.Join(dir, "applied.jsonl"), append(b, '\n'), 0o600)
 }

@@ -88,10 +88,11 @@ func TestImportRules(t *testing.T) {
 		}
 		t.Skip("go is not on PATH")
 	}
-	pkgs := goList(t, "../..", module+"/...")
+	const fields = "ImportPath,Deps,TestImports,XTestImports"
+	pkgs := goList[pkg](t, fields)
 	// The example differ is a module of its own, built against the SDK alone;
 	// its packages are checked under the name of its directory.
-	for _, p := range goList(t, "../../contrib/example-differ", "./...") {
+	for _, p := range goListIn[pkg](t, "../../contrib/example-differ", "./...", fields) {
 		p.ImportPath = module + "/contrib/example-differ" + strings.TrimPrefix(p.ImportPath, exampleModule)
 		pkgs = append(pkgs, p)
 	}
@@ -116,10 +117,17 @@ func TestImportRules(t *testing.T) {
 // exampleModule is the module path of contrib/example-differ.
 const exampleModule = "example.com/kule-ini-differ"
 
-// goList lists the packages matching pattern, run in dir.
-func goList(t *testing.T, dir, pattern string) []pkg {
+// goList decodes `go list -json=fields` of every package of the module.
+func goList[T any](t *testing.T, fields string) []T {
 	t.Helper()
-	cmd := exec.Command("go", "list", "-deps=false", "-json=ImportPath,Deps,TestImports,XTestImports", pattern)
+	return goListIn[T](t, "../..", module+"/...", fields)
+}
+
+// goListIn decodes `go list -json=fields` of the packages matching pattern,
+// run in dir.
+func goListIn[T any](t *testing.T, dir, pattern, fields string) []T {
+	t.Helper()
+	cmd := exec.Command("go", "list", "-deps=false", "-json="+fields, pattern)
 	cmd.Dir = dir
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
@@ -128,9 +136,9 @@ func goList(t *testing.T, dir, pattern string) []pkg {
 		t.Fatalf("go list in %s: %v\n%s", dir, err, stderr.String())
 	}
 	dec := json.NewDecoder(bytes.NewReader(out))
-	var pkgs []pkg
+	var pkgs []T
 	for {
-		var p pkg
+		var p T
 		if err := dec.Decode(&p); err == io.EOF {
 			break
 		} else if err != nil {

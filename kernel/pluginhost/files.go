@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"syscall"
 
+	"github.com/kulehq/kule/kernel/internal/atomicfile"
 	"golang.org/x/sys/unix"
 )
 
@@ -150,7 +151,7 @@ func (h *Host) Install(src string) (Manifest, error) {
 	if sum := hex.EncodeToString(hs.Sum(nil)); sum != m.SHA256 {
 		return Manifest{}, fmt.Errorf("%w: install %s: %s has sha256 %s but its manifest states %s; nothing was installed", ErrExecutable, m.Name, exePath, sum, m.SHA256)
 	}
-	if err := os.WriteFile(filepath.Join(tmp, ManifestFile), data, 0o400); err != nil {
+	if err := atomicfile.Write(filepath.Join(tmp, ManifestFile), data, 0o400); err != nil {
 		return Manifest{}, fmt.Errorf("plugins: install %s: %w", m.Name, err)
 	}
 	for _, c := range []struct {
@@ -172,6 +173,9 @@ func (h *Host) Install(src string) (Manifest, error) {
 	}
 	if err := os.Rename(tmp, dest); err != nil {
 		return Manifest{}, fmt.Errorf("plugins: install %s: %w", m.Name, err)
+	}
+	if err := atomicfile.SyncDir(h.pluginsDir()); err != nil {
+		return Manifest{}, fmt.Errorf("plugins: install %s: %w (it is installed, but a crash now may lose it: install it again)", m.Name, err)
 	}
 	h.opts.Logger.Info("plugin installed", "plugin", m.Name, "version", m.Version, "sha256", m.SHA256)
 	return m, nil

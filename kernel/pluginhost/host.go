@@ -384,13 +384,8 @@ func (h *Host) Approve(name string) (Approval, error) {
 	if sum != in.manifest.SHA256 {
 		return Approval{}, fmt.Errorf("%w: %s: %s; nothing was approved (reinstall it)", ErrExecutable, name, reason(in, sum, nil))
 	}
-	aps, err := h.approvals()
-	if err != nil {
-		return Approval{}, err
-	}
 	a := Approval{Name: name, Kind: in.manifest.Kind, Version: in.manifest.Version, SHA256: sum, ManifestSHA256: in.manifestHash, ApprovedAt: time.Now().UTC()}
-	aps[name] = a
-	if err := h.saveApprovals(aps); err != nil {
+	if err := h.setApproval(name, &a); err != nil {
 		return Approval{}, err
 	}
 	h.opts.Logger.Info("plugin approved", "plugin", name, "version", a.Version, "sha256", a.SHA256)
@@ -406,15 +401,8 @@ func (h *Host) Remove(name string) error {
 	if _, err := os.Lstat(dir); errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("%w: %q", ErrNotInstalled, name)
 	}
-	aps, err := h.approvals()
-	if err != nil {
+	if err := h.setApproval(name, nil); err != nil {
 		return err
-	}
-	if _, ok := aps[name]; ok {
-		delete(aps, name)
-		if err := h.saveApprovals(aps); err != nil {
-			return err
-		}
 	}
 	if err := removeTree(dir); err != nil {
 		return fmt.Errorf("plugins: remove %s: %w (its approval is already forgotten; remove the directory by hand)", name, err)

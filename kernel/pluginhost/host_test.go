@@ -255,8 +255,9 @@ func TestApprovalAbuse(t *testing.T) {
 				aps, _ := h.approvals()
 				a := aps["good"]
 				a.SHA256 = strings.Repeat("0", 64)
-				aps["good"] = a
-				h.saveApprovals(aps)
+				if err := h.setApproval("good", &a); err != nil {
+					t.Fatal(err)
+				}
 			},
 			want: ErrNotApproved, reason: "changed since approval",
 		},

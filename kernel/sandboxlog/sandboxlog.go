@@ -22,6 +22,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/kulehq/kule/kernel/internal/atomicfile"
 )
 
 // FileName is the log's name in a task's directory.
@@ -84,18 +86,7 @@ func Append(taskDir string, r Record) error {
 	if err != nil {
 		return fmt.Errorf("sandboxlog: %w", err)
 	}
-	f, err := os.OpenFile(Path(taskDir), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
-	if err != nil {
-		return fmt.Errorf("sandboxlog: %w", err)
-	}
-	_, err = f.Write(append(b, '\n'))
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
+	if err := atomicfile.Append(Path(taskDir), append(b, '\n'), 0o600); err != nil {
 		return fmt.Errorf("sandboxlog: %w", err)
 	}
 	return nil

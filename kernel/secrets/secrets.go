@@ -17,6 +17,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"sort"
@@ -114,22 +115,16 @@ func keyFileSealer(home string) (Sealer, error) {
 		if _, err := rand.Read(key); err != nil {
 			return nil, err
 		}
-		f, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+		// Exclusive: the key appears whole under its name or not at all,
+		// and a key another kule made meanwhile is kept and read.
+		err := atomicfile.WriteWith(p, atomicfile.Options{Perm: 0o600, Exclusive: true}, func(w io.Writer) error {
+			_, err := w.Write(key)
+			return err
+		})
 		if errors.Is(err, os.ErrExist) {
 			return keyFileSealer(home) // made meanwhile by another kule
 		}
 		if err != nil {
-			return nil, fmt.Errorf("secrets: key file: %w", err)
-		}
-		_, err = f.Write(key)
-		if err == nil {
-			err = f.Sync()
-		}
-		if cerr := f.Close(); err == nil {
-			err = cerr
-		}
-		if err != nil {
-			os.Remove(p)
 			return nil, fmt.Errorf("secrets: key file: %w", err)
 		}
 	} else if err != nil {
@@ -176,7 +171,7 @@ func OpenSealer(home string, preferKeyFile bool) (Sealer, error) {
 	if err := os.MkdirAll(filepath.Dir(sealingPath(home)), 0o700); err != nil {
 		return nil, fmt.Errorf("secrets: %w", err)
 	}
-	if err := os.WriteFile(sealingPath(home), []byte(s.Kind()+"\n"), 0o600); err != nil {
+	if err := atomicfile.Write(sealingPath(home), []byte(s.Kind()+"\n"), 0o600); err != nil {
 		return nil, fmt.Errorf("secrets: %w", err)
 	}
 	return s, nil

@@ -3,11 +3,15 @@ package differ
 import (
 	"math/rand/v2"
 	"testing"
+
+	"github.com/kulehq/kule/sdk/differ/myers"
 )
 
-// TestMatchIsLongestCommonSubsequence checks the Myers matching against a
-// dynamic-programming LCS on random sequences over a small alphabet.
-func TestMatchIsLongestCommonSubsequence(t *testing.T) {
+// TestMatchIsMyersMatch checks that match maps each index of a to the one
+// of b that myers.Match pairs it with (whose own tests check that the
+// pairs are a longest common subsequence), on random sequences over a
+// small alphabet.
+func TestMatchIsMyersMatch(t *testing.T) {
 	t.Parallel()
 	r := rand.New(rand.NewPCG(3, 4))
 	for round := range 500 {
@@ -34,27 +38,16 @@ func TestMatchIsLongestCommonSubsequence(t *testing.T) {
 			last = j
 			n++
 		}
-		if want := lcsLen(a, b); n != want {
-			t.Fatalf("round %d: matched %d, LCS is %d: %v / %v", round, n, want, a, b)
+		pairs, _ := myers.Match(a, b, maxEdit)
+		if n != len(pairs) {
+			t.Fatalf("round %d: matched %d, myers.Match pairs %d: %v / %v", round, n, len(pairs), a, b)
 		}
-	}
-}
-
-func lcsLen(a, b []int) int {
-	t := make([][]int, len(a)+1)
-	for i := range t {
-		t[i] = make([]int, len(b)+1)
-	}
-	for i := len(a) - 1; i >= 0; i-- {
-		for j := len(b) - 1; j >= 0; j-- {
-			if a[i] == b[j] {
-				t[i][j] = t[i+1][j+1] + 1
-			} else {
-				t[i][j] = max(t[i+1][j], t[i][j+1])
+		for _, p := range pairs {
+			if m[p[0]] != p[1] {
+				t.Fatalf("round %d: %d is matched to %d, myers.Match pairs it with %d", round, p[0], m[p[0]], p[1])
 			}
 		}
 	}
-	return t[0][0]
 }
 
 // TestMatchTooFarApart: inputs further apart than maxEdit are refused, not

@@ -46,7 +46,7 @@ var writers = map[string][]int{
 	"os.Rename": {0, 1}, "os.Mkdir": {0}, "os.MkdirAll": {0}, "os.MkdirTemp": {0}, "os.CreateTemp": {0},
 	"os.Symlink": {1}, "os.Link": {0, 1}, "os.Chmod": {0}, "os.Chown": {0}, "os.Lchown": {0},
 	"os.Chtimes": {0}, "os.Truncate": {0}, "os.OpenRoot": {0},
-	"ioutil.WriteFile": {0}, "atomicfile.Write": {0},
+	"ioutil.WriteFile": {0}, "atomicfile.Write": {0}, "atomicfile.WriteWith": {0}, "atomicfile.Append": {0},
 	"unix.Open": {0}, "unix.Unlink": {0}, "unix.Rmdir": {0}, "unix.Mkdir": {0}, "unix.Chmod": {0},
 	"unix.Rename": {0, 1}, "unix.Symlink": {1}, "unix.Lchown": {0}, "unix.Chown": {0}, "unix.Truncate": {0},
 	"unix.UtimesNanoAt": {1}, "unix.Utimes": {0}, "unix.Creat": {0},
@@ -465,7 +465,9 @@ func TestTheGuardFindsWhatItLooksFor(t *testing.T) {
 	}
 	sort.Strings(got)
 	want := []string{
+		"bad.go:atomicAppend atomicfile.Append",
 		"bad.go:atomicWrite atomicfile.Write",
+		"bad.go:atomicWriteWith atomicfile.WriteWith",
 		"bad.go:baseTree clone.CopyFile",
 		"bad.go:concat os.Remove",
 		"bad.go:createInCopy os.OpenFile",

@@ -38,11 +38,12 @@ import (
 	"time"
 
 	"github.com/go-git/go-billy/v5/osfs"
-	git "github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/cache"
 	"github.com/go-git/go-git/v5/plumbing/format/objfile"
 	"github.com/go-git/go-git/v5/storage/filesystem"
+	"github.com/kulehq/kule/kernel/internal/atomicfile"
+	git "github.com/go-git/go-git/v5"
 )
 
 // Errors a caller can test for with errors.Is.
@@ -143,7 +144,7 @@ func initStore(dir, gitDir string) error {
 		}
 		return fmt.Errorf("checkpoint: init %s: %w", gitDir, err)
 	}
-	return syncDir(dir)
+	return atomicfile.SyncDir(dir)
 }
 
 // syncTree fsyncs every file and directory under root, children first.
@@ -176,8 +177,6 @@ func syncPath(p string) error {
 	defer f.Close()
 	return f.Sync()
 }
-
-func syncDir(dir string) error { return syncPath(dir) }
 
 // Close releases the store's open files.
 func (s *Store) Close() error { return s.storage.Close() }
@@ -495,41 +494,18 @@ func (s *Store) writeRecord(r *Record, exclusive bool) error {
 		return fmt.Errorf("checkpoint: save %d: %w", r.ID, err)
 	}
 	final := s.recordPath(r.ID)
-	f, err := os.CreateTemp(s.dir, "."+filepath.Base(final)+".tmp-*")
-	if err != nil {
-		return fmt.Errorf("checkpoint: save %d: %w", r.ID, err)
-	}
-	tmp := f.Name()
-	defer os.Remove(tmp)
-	_, err = f.Write(b)
-	if err == nil {
-		err = f.Chmod(0o600)
-	}
-	if err == nil && s.onSync != nil {
-		err = s.onSync(tmp)
-	}
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
+	o := atomicfile.Options{Perm: 0o600, Exclusive: exclusive, BeforeSync: s.onSync}
+	err = atomicfile.WriteWith(final, o, func(w io.Writer) error {
+		_, err := w.Write(b)
+		return err
+	})
+	switch {
+	case exclusive && errors.Is(err, fs.ErrExist):
+		return err
+	case errors.Is(err, atomicfile.ErrDirSync):
+		return fmt.Errorf("checkpoint: save %s: %w", final, err)
+	case err != nil:
 		return fmt.Errorf("checkpoint: save %s: %w; no record was written", final, err)
-	}
-	if exclusive {
-		err = os.Link(tmp, final)
-		if errors.Is(err, fs.ErrExist) {
-			return err
-		}
-	} else {
-		err = os.Rename(tmp, final)
-	}
-	if err != nil {
-		return fmt.Errorf("checkpoint: save %s: %w; no record was written", final, err)
-	}
-	if err := s.fsync(s.dir); err != nil {
-		return fmt.Errorf("checkpoint: save %s: fsync %s: %w", final, s.dir, err)
 	}
 	return nil
 }

@@ -18,6 +18,7 @@ import (
 
 	"github.com/go-git/go-git/v5/plumbing/format/idxfile"
 	"github.com/go-git/go-git/v5/plumbing/format/packfile"
+	"github.com/kulehq/kule/kernel/internal/atomicfile"
 )
 
 // objectSet is the object files a repository holds: loose object ids and
@@ -268,8 +269,8 @@ func indexPack(pack []byte) ([]byte, error) {
 	return out.Bytes(), nil
 }
 
-// dropWriteErrors, set only by a test, drops the errors of Write and Chmod
-// as this package once did, to show what checking them prevents.
+// dropWriteErrors, set only by a test, drops the errors of Write as this
+// package once did, to show what checking them prevents.
 var dropWriteErrors = false
 
 // writeNew writes a file that must not exist yet: a temp file in dir,
@@ -279,31 +280,17 @@ func writeNew(dir, name, tmpPrefix string, b []byte, perm os.FileMode) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("gitstate: write %s: %w", name, err)
 	}
-	f, err := os.CreateTemp(dir, tmpPrefix)
-	if err != nil {
-		return fmt.Errorf("gitstate: write %s: %w", name, err)
+	fill := func(w io.Writer) error {
+		_, err := w.Write(b)
+		if dropWriteErrors {
+			err = nil
+		}
+		return err
 	}
-	tmp := f.Name()
-	defer os.Remove(tmp)
-	// Each step's error is kept: on a full disk Write fails part-way, and
-	// renaming the truncated file into place would plant a corrupt object.
-	if _, err = f.Write(b); err == nil {
-		err = f.Chmod(perm)
-	}
-	if dropWriteErrors {
-		err = nil
-	}
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, filepath.Join(dir, name))
-	}
-	if err != nil {
+	// git's own clean-up knows the tmpPrefix names a crash leaves.
+	o := atomicfile.Options{Perm: perm, TempPrefix: tmpPrefix}
+	if err := atomicfile.WriteWith(filepath.Join(dir, name), o, fill); err != nil {
 		return fmt.Errorf("gitstate: write %s/%s: %w", dir, name, err)
 	}
-	return syncDir(dir)
+	return nil
 }

@@ -8,6 +8,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/kulehq/kule/kernel/internal/atomicfile"
 )
 
 // A ref's value as this package keeps it: 40 lower-case hex digits for a
@@ -226,13 +228,9 @@ func (lf *lockedFile) release() {
 	}
 }
 
+// syncDir fsyncs dir, naming it in the error.
 func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return fmt.Errorf("gitstate: fsync %s: %w", dir, err)
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil {
+	if err := atomicfile.SyncDir(dir); err != nil {
 		return fmt.Errorf("gitstate: fsync %s: %w", dir, err)
 	}
 	return nil

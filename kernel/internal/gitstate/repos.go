@@ -12,6 +12,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"github.com/kulehq/kule/kernel/internal/atomicfile"
 )
 
 // Base is what a task's base keeps of every repository in its folder: one
@@ -64,7 +66,10 @@ func (b *Base) Save(path string) error {
 	if err != nil {
 		return fmt.Errorf("gitstate: save base: %w", err)
 	}
-	return writeReplace(path, raw)
+	if err := atomicfile.Write(path, raw, 0o600); err != nil {
+		return fmt.Errorf("gitstate: save base: %w", err)
+	}
+	return nil
 }
 
 // LoadBase reads a base saved by Save (or, for a task made by an older Kule,
@@ -477,31 +482,6 @@ func RevertSet(folderRoot string, set *UndoSet) error {
 		}
 	}
 	return nil
-}
-
-// writeReplace writes path through a temp file in its directory, fsync,
-// rename, fsync of the directory.
-func writeReplace(path string, b []byte) error {
-	dir := filepath.Dir(path)
-	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
-	if err != nil {
-		return fmt.Errorf("gitstate: write %s: %w", path, err)
-	}
-	tmp := f.Name()
-	defer os.Remove(tmp)
-	if _, err = f.Write(b); err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, path)
-	}
-	if err != nil {
-		return fmt.Errorf("gitstate: write %s: %w", path, err)
-	}
-	return syncDir(dir)
 }
 
 // After is the base to keep once a commit applied effs with opts: the

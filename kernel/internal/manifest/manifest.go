@@ -14,12 +14,11 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io"
-	"os"
-	"path/filepath"
 	"sort"
 	"unsafe"
 
 	"github.com/kulehq/kule/kernel/effects"
+	"github.com/kulehq/kule/kernel/internal/atomicfile"
 	"github.com/kulehq/kule/kernel/internal/bigalloc"
 	"github.com/kulehq/kule/kernel/walk"
 )
@@ -313,35 +312,15 @@ func Load(path string) (*Manifest, error) {
 // Save writes the manifest atomically: temp file, fsync, rename, directory
 // fsync. A crash leaves the old manifest or the new one.
 func Save(path string, m *Manifest) error {
-	dir := filepath.Dir(path)
-	f, err := os.CreateTemp(dir, ".manifest.tmp-*")
+	err := atomicfile.WriteWith(path, atomicfile.Options{Perm: 0o600}, func(w io.Writer) error {
+		bw := bufio.NewWriterSize(w, 1<<20)
+		if err := m.Encode(bw); err != nil {
+			return err
+		}
+		return bw.Flush()
+	})
 	if err != nil {
 		return fmt.Errorf("manifest: %w", err)
 	}
-	defer os.Remove(f.Name())
-	bw := bufio.NewWriterSize(f, 1<<20)
-	if err := m.Encode(bw); err != nil {
-		f.Close()
-		return fmt.Errorf("manifest: %w", err)
-	}
-	if err := bw.Flush(); err != nil {
-		f.Close()
-		return fmt.Errorf("manifest: %w", err)
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return fmt.Errorf("manifest: %w", err)
-	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("manifest: %w", err)
-	}
-	if err := os.Rename(f.Name(), path); err != nil {
-		return fmt.Errorf("manifest: %w", err)
-	}
-	d, err := os.Open(dir)
-	if err != nil {
-		return fmt.Errorf("manifest: %w", err)
-	}
-	defer d.Close()
-	return d.Sync()
+	return nil
 }

@@ -18,6 +18,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"hash"
+	"io"
 	"os"
 	"path/filepath"
 	"sort"
@@ -25,6 +26,7 @@ import (
 	"time"
 
 	"github.com/kulehq/kule/kernel/effects"
+	"github.com/kulehq/kule/kernel/internal/atomicfile"
 	"github.com/kulehq/kule/kernel/review"
 	"github.com/kulehq/kule/kernel/task"
 )
@@ -142,18 +144,10 @@ func Save(t *task.Task, s *Summary) error {
 	if err != nil {
 		return fmt.Errorf("summary: %w", err)
 	}
-	f, err := os.CreateTemp(t.Paths.Dir, ".summary-*")
-	if err != nil {
-		return fmt.Errorf("summary: %w", err)
-	}
-	defer os.Remove(f.Name())
-	_, err = f.Write(raw)
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(f.Name(), Path(t))
-	}
+	err = atomicfile.WriteWith(Path(t), atomicfile.Options{Perm: 0o600, NoSync: true}, func(w io.Writer) error {
+		_, err := w.Write(raw)
+		return err
+	})
 	if err != nil {
 		return fmt.Errorf("summary: %w", err)
 	}

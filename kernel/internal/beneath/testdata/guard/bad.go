@@ -44,6 +44,14 @@ func atomicWrite(t *task.Task, rel string) {
 	atomicfile.Write(filepath.Join(t.Paths.Base, rel), nil, 0o600)
 }
 
+func atomicWriteWith(t *task.Task, rel string) {
+	atomicfile.WriteWith(filepath.Join(t.Paths.Copy, rel), atomicfile.Options{}, nil)
+}
+
+func atomicAppend(t *task.Task, rel string) {
+	atomicfile.Append(filepath.Join(t.Paths.Home, rel), nil, 0o600)
+}
+
 func concat(t *task.Task, rel string) {
 	os.Remove(t.Paths.Copy + "/" + rel)
 }
