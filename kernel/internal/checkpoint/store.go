@@ -124,8 +124,8 @@ func Open(dir string) (*Store, error) {
 var errNoHead = errors.New("repository does not exist")
 
 // checkRepository tells whether st is a git repository the store can use:
-// it has a HEAD, a config that parses, and no repository format or
-// extension that would change how objects are named or kept.
+// it has a HEAD, a config that parses, and no extension that would change
+// how objects are named or kept (noop alone, and noop-v1 in format 1).
 func checkRepository(st *filesystem.Storage) error {
 	if _, err := st.Reference(plumbing.HEAD); errors.Is(err, plumbing.ErrReferenceNotFound) {
 		return errNoHead
@@ -136,11 +136,7 @@ func checkRepository(st *filesystem.Storage) error {
 	if err != nil {
 		return err
 	}
-	switch v := cfg.Core.RepositoryFormatVersion; v {
-	case "", "0", "1":
-	default:
-		return fmt.Errorf("core.repositoryformatversion %q is not supported", v)
-	}
+	// go-git reads core.repositoryformatversion as "1" or not set.
 	if cfg.Raw != nil && cfg.Raw.HasSection("extensions") {
 		v1 := cfg.Core.RepositoryFormatVersion == "1"
 		for _, o := range cfg.Raw.Section("extensions").Options {

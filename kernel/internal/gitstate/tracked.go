@@ -9,7 +9,7 @@ import (
 	"github.com/go-git/go-billy/v5/osfs"
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/cache"
-	"github.com/go-git/go-git/v5/plumbing/object"
+	"github.com/go-git/go-git/v5/plumbing/filemode"
 	"github.com/go-git/go-git/v5/plumbing/storer"
 	"github.com/go-git/go-git/v5/storage/filesystem"
 )
@@ -43,25 +43,20 @@ func Tracked(gitDir string, match func(name string) bool) ([]string, error) {
 	case err != nil:
 		return nil, err
 	default:
-		c, err := object.GetCommit(st, head.Hash())
+		c, err := readCommit(st, head.Hash())
 		if err != nil {
 			return nil, err
 		}
-		tree, err := c.Tree()
+		ents, err := readTree(st, c.Tree)
 		if err != nil {
 			return nil, err
 		}
-		w := object.NewTreeWalker(tree, true, nil)
-		defer w.Close()
-		for {
-			name, e, err := w.Next()
-			if err != nil {
-				break // io.EOF, or a tree it cannot read: what it found stands
-			}
+		// A tree it cannot read ends the walk: what it found stands.
+		walkTree(st, "", ents, 0, func(name string, e treeEntry) {
 			if e.Mode.IsFile() && match(name) {
 				found[name] = true
 			}
-		}
+		})
 	}
 	out := make([]string, 0, len(found))
 	for n := range found {
@@ -71,12 +66,44 @@ func Tracked(gitDir string, match func(name string) bool) ([]string, error) {
 	return out, nil
 }
 
+// maxTreeDepth bounds how deep walkTree goes: a deeper tree is a loop or
+// an attack, not a checkout.
+const maxTreeDepth = 1024
+
+// walkTree calls fn for every entry below a tree, each directory before
+// what it holds, with its path from the top. It stops at the first
+// subtree it cannot read or below maxTreeDepth, and reports whether it
+// walked everything.
+func walkTree(st *filesystem.Storage, base string, ents []treeEntry, depth int, fn func(name string, e treeEntry)) bool {
+	if depth > maxTreeDepth {
+		return false
+	}
+	for _, e := range ents {
+		var sub []treeEntry
+		if e.Mode == filemode.Dir {
+			var err error
+			if sub, err = readTree(st, e.Hash); err != nil {
+				return false
+			}
+		}
+		name := e.Name
+		if base != "" {
+			name = base + "/" + e.Name
+		}
+		fn(name, e)
+		if e.Mode == filemode.Dir && !walkTree(st, name, sub, depth+1, fn) {
+			return false
+		}
+	}
+	return true
+}
+
 // errNoRepository: a directory holds no HEAD.
 var errNoRepository = errors.New("repository does not exist")
 
 // openStorage opens the repository in gitDir with go-git's storage, making
-// the checks go-git's PlainOpen makes: a HEAD, a config that parses, a
-// format version of 0 or 1, and no extension beyond noop.
+// the checks go-git's PlainOpen makes: a HEAD, a config that parses, and
+// no extension beyond noop (and noop-v1 in format version 1).
 func openStorage(gitDir string) (*filesystem.Storage, error) {
 	st := filesystem.NewStorage(osfs.New(gitDir), cache.NewObjectLRUDefault())
 	if err := checkStorage(st); err != nil {
@@ -96,12 +123,8 @@ func checkStorage(st *filesystem.Storage) error {
 	if err != nil {
 		return err
 	}
+	// go-git reads core.repositoryformatversion as "1" or not set.
 	v := cfg.Core.RepositoryFormatVersion
-	switch v {
-	case "", "0", "1":
-	default:
-		return fmt.Errorf("core.repositoryformatversion not supported: %q", v)
-	}
 	if cfg.Raw == nil || !cfg.Raw.HasSection("extensions") {
 		return nil
 	}
