@@ -305,17 +305,19 @@ func (s *Store) put(r io.Reader, size int64) (id string, n int64, err error) {
 		return "", 0, err
 	}
 	n, err = io.Copy(w, io.LimitReader(r, size))
-	if err != nil {
-		w.Close()
-		return "", n, err
-	}
 	h := hw.Hash()
 	obj := s.objectPath(h.String())
-	if n < size {
-		// The object's header promises more than it holds: drop it.
+	if err != nil || n < size {
+		// The object's header promises more than it holds: drop it. (No
+		// whole object can have its id, so this never removes a good one.)
 		cerr := w.Close()
-		os.Remove(obj)
-		return "", n, cerr
+		if rerr := os.Remove(obj); rerr != nil && !errors.Is(rerr, fs.ErrNotExist) && cerr == nil {
+			cerr = fmt.Errorf("remove a partial object %s: %w", obj, rerr)
+		}
+		if err == nil {
+			err = cerr
+		}
+		return "", n, err
 	}
 	// go-git keeps an existing object file and drops the new one. An existing
 	// file may be one a crash left half written (objects are not fsynced
