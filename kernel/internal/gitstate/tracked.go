@@ -19,9 +19,10 @@ import (
 // is true, sorted and each once. A repository with no commit yet has only
 // its index. It reads the repository's files and never runs git.
 //
-// A repository that has no HEAD, a config that does not parse, or a format
-// version or extension it cannot read is an error. A tree below HEAD that
-// cannot be read ends the walk: what was found before it stands.
+// A repository that has no HEAD, a config that does not parse, or an
+// extension it cannot read is an error. An index it cannot read leaves
+// HEAD's tree to answer, and a tree below HEAD that cannot be read ends the
+// walk: what was found before either stands.
 func Tracked(gitDir string, match func(name string) bool) ([]string, error) {
 	st, err := openStorage(gitDir)
 	if err != nil {
@@ -29,7 +30,7 @@ func Tracked(gitDir string, match func(name string) bool) ([]string, error) {
 	}
 	defer st.Close()
 	found := map[string]bool{}
-	if idx, err := st.Index(); err == nil {
+	if idx, err := st.Index(); err == nil { // else HEAD's tree answers alone
 		for _, e := range idx.Entries {
 			if match(e.Name) {
 				found[e.Name] = true
