@@ -4,13 +4,9 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
-	"sort"
-
-	git "github.com/go-git/go-git/v5"
-	"github.com/go-git/go-git/v5/plumbing"
-	"github.com/go-git/go-git/v5/plumbing/object"
 
 	"github.com/kulehq/kule/kernel/internal/dotenv"
+	"github.com/kulehq/kule/kernel/internal/gitstate"
 	"github.com/kulehq/kule/kernel/internal/manifest"
 )
 
@@ -26,8 +22,8 @@ func EnvTrackedNote(rel string) string {
 // holds in its index or in the tree of HEAD: their values are readable in
 // the copy's .git whatever the copy's file says. A folder that is not a
 // repository, or a .git that is a link or a file pointing elsewhere (which
-// the copy cannot read through), holds none. It never runs git: go-git
-// reads the repository.
+// the copy cannot read through), holds none. It never runs git: gitstate
+// reads the repository's files.
 func envTracked(folder string) ([]string, error) {
 	gitDir := filepath.Join(folder, ".git")
 	fi, err := os.Lstat(gitDir)
@@ -37,55 +33,11 @@ func envTracked(folder string) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	repo, err := git.PlainOpenWithOptions(folder, &git.PlainOpenOptions{DetectDotGit: false})
-	if err != nil {
-		return nil, err
-	}
-	found := map[string]bool{}
-	if idx, err := repo.Storer.Index(); err == nil {
-		for _, e := range idx.Entries {
-			if dotenv.IsDotenv(e.Name) {
-				found[e.Name] = true
-			}
-		}
-	}
-	head, err := repo.Head()
-	switch {
-	case errors.Is(err, plumbing.ErrReferenceNotFound):
-		// no commit yet: the index is all there is
-	case err != nil:
-		return nil, err
-	default:
-		c, err := repo.CommitObject(head.Hash())
-		if err != nil {
-			return nil, err
-		}
-		tree, err := c.Tree()
-		if err != nil {
-			return nil, err
-		}
-		w := object.NewTreeWalker(tree, true, nil)
-		defer w.Close()
-		for {
-			name, e, err := w.Next()
-			if err != nil {
-				break // io.EOF, or a tree it cannot read: what it found stands
-			}
-			if e.Mode.IsFile() && dotenv.IsDotenv(name) {
-				found[name] = true
-			}
-		}
-	}
-	out := make([]string, 0, len(found))
-	for n := range found {
-		out = append(out, n)
-	}
-	sort.Strings(out)
-	return out, nil
+	return gitstate.Tracked(gitDir, dotenv.IsDotenv)
 }
 
 // hasDotenv reports whether the folder holds a settings file at all: a
-// repository go-git cannot read is worth a note only then.
+// repository Kule cannot read is worth a note only then.
 func hasDotenv(m *manifest.Manifest) bool {
 	for _, e := range m.Entries {
 		if dotenv.IsDotenv(e.Path) {

@@ -13,6 +13,18 @@ import (
 	"sync"
 
 	cedar "github.com/cedar-policy/cedar-go"
+	// Schema validation lives only under cedar-go's x/exp (as of v1.9.2):
+	// x/exp/schema parses and resolves Kule's .cedarschema, and
+	// x/exp/schema/validate type-checks each policy against it, so that a
+	// person's rule naming an attribute Kule never sends, or a Kule::Host
+	// where a Kule::Path is meant, is refused when it is loaded rather than
+	// silently never matching. The stable packages (cedar-go, cedar-go/ast)
+	// parse and evaluate policies but have no schema or validator;
+	// validate takes the x/exp/ast form of a policy, which is the stable
+	// one's underlying type (a conversion, no copy). x/exp is outside
+	// cedar-go's version promise: go.mod pins the version, and
+	// TestBuiltinsValidate with the policy tests fail on an upgrade that
+	// changes these APIs. Move to the stable API once cedar-go has one.
 	xast "github.com/cedar-policy/cedar-go/x/exp/ast"
 	"github.com/cedar-policy/cedar-go/x/exp/schema"
 	"github.com/cedar-policy/cedar-go/x/exp/schema/validate"

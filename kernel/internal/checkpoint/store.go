@@ -112,13 +112,62 @@ func Open(dir string) (*Store, error) {
 	} else if err != nil {
 		return nil, fmt.Errorf("checkpoint: %w", err)
 	}
-	if _, err := git.PlainOpen(gitDir); err != nil {
+	st := filesystem.NewStorageWithOptions(osfs.New(gitDir), cache.NewObjectLRUDefault(),
+		filesystem.Options{LargeObjectThreshold: largeObject})
+	if err := checkRepository(st); err != nil {
+		st.Close()
 		return nil, fmt.Errorf("checkpoint: %s: %w: not a git repository (%v); it was left as it is: restore it from a backup or move it aside to start an empty store (older checkpoints cannot then be undone)",
 			gitDir, ErrDamaged, err)
 	}
-	st := filesystem.NewStorageWithOptions(osfs.New(gitDir), cache.NewObjectLRUDefault(),
-		filesystem.Options{LargeObjectThreshold: largeObject})
 	return &Store{dir: dir, git: gitDir, storage: st}, nil
+}
+
+// errNoHead: a directory holds no HEAD, so it is no git repository.
+var errNoHead = errors.New("repository does not exist")
+
+// checkRepository tells whether st is a git repository the store can use:
+// it has a HEAD, a config that parses, and no extension that would change
+// how objects are named or kept (noop alone, and noop-v1 in format 1).
+func checkRepository(st *filesystem.Storage) error {
+	if _, err := st.Reference(plumbing.HEAD); errors.Is(err, plumbing.ErrReferenceNotFound) {
+		return errNoHead
+	} else if err != nil {
+		return err
+	}
+	cfg, err := st.Config()
+	if err != nil {
+		return err
+	}
+	// go-git reads core.repositoryformatversion as "1" or not set.
+	if cfg.Raw != nil && cfg.Raw.HasSection("extensions") {
+		v1 := cfg.Core.RepositoryFormatVersion == "1"
+		for _, o := range cfg.Raw.Section("extensions").Options {
+			if k := strings.ToLower(o.Key); k != "noop" && (k != "noop-v1" || !v1) {
+				return fmt.Errorf("extension %q is not supported", o.Key)
+			}
+		}
+	}
+	return nil
+}
+
+// initRepository makes an empty bare repository in the empty directory dir,
+// as `git init --bare` does: the object and ref directories, HEAD naming
+// refs/heads/master, and a config with core.bare set.
+func initRepository(dir string) error {
+	st := filesystem.NewStorage(osfs.New(dir), cache.NewObjectLRUDefault())
+	defer st.Close()
+	if err := st.Init(); err != nil {
+		return err
+	}
+	if err := st.SetReference(plumbing.NewSymbolicReference(plumbing.HEAD, plumbing.Master)); err != nil {
+		return err
+	}
+	cfg, err := st.Config()
+	if err != nil {
+		return err
+	}
+	cfg.Core.IsBare = true
+	return st.SetConfig(cfg)
 }
 
 func initStore(dir, gitDir string) error {
@@ -127,7 +176,7 @@ func initStore(dir, gitDir string) error {
 		return fmt.Errorf("checkpoint: create store: %w", err)
 	}
 	defer os.RemoveAll(tmp)
-	if _, err := git.PlainInit(tmp, true); err != nil {
+	if err := initRepository(tmp); err != nil {
 		return fmt.Errorf("checkpoint: init %s: %w", gitDir, err)
 	}
 	// Make sure every object directory exists, so a blob write never has to
@@ -256,17 +305,19 @@ func (s *Store) put(r io.Reader, size int64) (id string, n int64, err error) {
 		return "", 0, err
 	}
 	n, err = io.Copy(w, io.LimitReader(r, size))
-	if err != nil {
-		w.Close()
-		return "", n, err
-	}
 	h := hw.Hash()
 	obj := s.objectPath(h.String())
-	if n < size {
-		// The object's header promises more than it holds: drop it.
+	if err != nil || n < size {
+		// The object's header promises more than it holds: drop it. (No
+		// whole object can have its id, so this never removes a good one.)
 		cerr := w.Close()
-		os.Remove(obj)
-		return "", n, cerr
+		if rerr := os.Remove(obj); rerr != nil && !errors.Is(rerr, fs.ErrNotExist) && cerr == nil {
+			cerr = fmt.Errorf("remove a partial object %s: %w", obj, rerr)
+		}
+		if err == nil {
+			err = cerr
+		}
+		return "", n, err
 	}
 	// go-git keeps an existing object file and drops the new one. An existing
 	// file may be one a crash left half written (objects are not fsynced

@@ -91,222 +91,325 @@ func apply(base *Snapshot, folderGitDir, copyGitDir string, eff *Effects, opts A
 	if err != nil {
 		return nil, err
 	}
+	if err := checkEffects(eff); err != nil {
+		return nil, err
+	}
+	if err := copyObjects(cl, fl, eff); err != nil { // step 1
+		return nil, err
+	}
+	a := &applyRun{base: base, fl: fl, cl: cl, eff: eff, opts: opts, w: w, undo: &Undo{}}
+	defer a.release()
+	if err := a.lockIndexAndRefs(); err != nil { // step 2
+		return nil, err
+	}
+	if err := a.recheck(); err != nil { // step 3
+		return nil, err
+	}
+	if err := a.lockPackedRefs(); err != nil {
+		return nil, err
+	}
+	if err := a.writeIndex(); err != nil { // step 4
+		return nil, err
+	}
+	if err := a.writeRefs(); err != nil {
+		return a.undo, err
+	}
+	if err := a.writeConfigAndHooks(); err != nil { // step 5
+		return a.undo, err
+	}
+	return a.undo, nil
+}
+
+// applyRun is one Apply from its locks on: what it holds, what it read
+// under the locks, and the undo it builds as it writes.
+type applyRun struct {
+	base   *Snapshot
+	fl, cl layout // the folder's repository and the copy's
+	eff    *Effects
+	opts   ApplyOptions
+	w      writer
+
+	locks    []fileLock          // every lock taken, released at the end
+	idxLock  fileLock            // the index's, when the index changes
+	refs     []RefChange         // eff.Refs, HEAD last
+	refLocks map[string]fileLock // by ref name
+
+	cur       map[string]string // the folder's refs, read under the locks
+	folderIdx *index.Index      // the folder's index, read under the locks
+	plan      *indexPlan
+
+	packedLock fileLock // packed-refs', when a deleted ref is packed
+	packedNew  []byte
+
+	undo *Undo
+}
+
+// checkEffects refuses effects no git would write: bad ref names or
+// values, index paths git rejects, modes an index cannot hold.
+func checkEffects(eff *Effects) error {
 	for _, r := range eff.Refs {
 		if r.Name != "HEAD" && !ValidRefName(r.Name) {
-			return nil, fmt.Errorf("%w: ref name %q", ErrMalformed, r.Name)
+			return fmt.Errorf("%w: ref name %q", ErrMalformed, r.Name)
 		}
 		if r.New != "" {
 			if _, err := ParseLooseRef([]byte(r.New)); err != nil {
-				return nil, fmt.Errorf("%w: ref %s value: %v", ErrMalformed, r.Name, err)
+				return fmt.Errorf("%w: ref %s value: %v", ErrMalformed, r.Name, err)
 			}
 		}
 	}
 	for _, c := range eff.Index {
 		if !ValidIndexPath(c.Path) {
-			return nil, fmt.Errorf("%w: index path %q is not one git accepts (nothing was applied)", ErrMalformed, c.Path)
+			return fmt.Errorf("%w: index path %q is not one git accepts (nothing was applied)", ErrMalformed, c.Path)
 		}
 		if c.Kind != "delete" {
 			switch c.NewMode {
 			case "100644", "100755", "120000", "160000":
 			default:
-				return nil, fmt.Errorf("%w: index entry %q has mode %q (nothing was applied)", ErrMalformed, c.Path, c.NewMode)
+				return fmt.Errorf("%w: index entry %q has mode %q (nothing was applied)", ErrMalformed, c.Path, c.NewMode)
 			}
 		}
 	}
-	// 1. Objects. Packs before loose objects, loose objects before refs.
+	return nil
+}
+
+// copyObjects copies the new packs, then the new loose objects, from the
+// copy into the folder, and syncs the folder's objects directory: all
+// before any ref can name them.
+func copyObjects(cl, fl layout, eff *Effects) error {
 	for _, p := range eff.Objects.Packs {
 		if !validPackName(p) {
-			return nil, fmt.Errorf("%w: pack name %q", ErrMalformed, p)
+			return fmt.Errorf("%w: pack name %q", ErrMalformed, p)
 		}
 		if err := copyPack(cl.objects(), fl.objects(), p); err != nil {
-			return nil, err
+			return err
 		}
 	}
 	for _, id := range eff.Objects.Loose {
 		if len(id) != 40 || !isHex(id) {
-			return nil, fmt.Errorf("%w: object id %q", ErrMalformed, id)
+			return fmt.Errorf("%w: object id %q", ErrMalformed, id)
 		}
 		if err := copyLoose(cl.objects(), fl.objects(), id); err != nil {
-			return nil, err
+			return err
 		}
 	}
 	if len(eff.Objects.Packs)+len(eff.Objects.Loose) > 0 {
-		if err := syncDir(fl.objects()); err != nil {
-			return nil, err
-		}
+		return syncDir(fl.objects())
 	}
-	// 2. Locks.
-	var locks []fileLock
-	defer func() {
-		for _, lf := range locks {
-			lf.release()
-		}
-	}()
-	lock := func(p string) (fileLock, error) {
-		lf, err := w.lock(p)
+	return nil
+}
+
+// lock takes git's lock file for p and keeps it for release.
+func (a *applyRun) lock(p string) (fileLock, error) {
+	lf, err := a.w.lock(p)
+	if err != nil {
+		return nil, err
+	}
+	a.locks = append(a.locks, lf)
+	return lf, nil
+}
+
+// release lets go of every lock still held (a committed one is gone).
+func (a *applyRun) release() {
+	for _, lf := range a.locks {
+		lf.release()
+	}
+}
+
+// lockIndexAndRefs takes the index's lock when the index changes, then
+// each changed ref's, in name order with HEAD last.
+func (a *applyRun) lockIndexAndRefs() error {
+	if len(a.eff.Index) > 0 {
+		lf, err := a.lock(a.fl.index())
 		if err != nil {
-			return nil, err
+			return err
 		}
-		locks = append(locks, lf)
-		return lf, nil
+		a.idxLock = lf
 	}
-	var idxLock fileLock
-	if len(eff.Index) > 0 {
-		if idxLock, err = lock(fl.index()); err != nil {
-			return nil, err
-		}
-	}
-	refs := slices.Clone(eff.Refs)
-	slices.SortFunc(refs, func(a, b RefChange) int { // HEAD last
-		if (a.Name == "HEAD") != (b.Name == "HEAD") {
-			if a.Name == "HEAD" {
+	a.refs = slices.Clone(a.eff.Refs)
+	slices.SortFunc(a.refs, func(x, y RefChange) int { // HEAD last
+		if (x.Name == "HEAD") != (y.Name == "HEAD") {
+			if x.Name == "HEAD" {
 				return 1
 			}
 			return -1
 		}
-		return strings.Compare(a.Name, b.Name)
+		return strings.Compare(x.Name, y.Name)
 	})
-	refLocks := map[string]fileLock{}
-	for _, r := range refs {
-		lf, err := lock(refFile(fl, r.Name))
+	a.refLocks = map[string]fileLock{}
+	for _, r := range a.refs {
+		lf, err := a.lock(refFile(a.fl, r.Name))
 		if err != nil {
-			return nil, err
+			return err
 		}
-		refLocks[r.Name] = lf
+		a.refLocks[r.Name] = lf
 	}
-	// 3. Check again under the locks.
-	cur, err := readRefs(fl)
+	return nil
+}
+
+// recheck reads the folder's refs, index, hooks and config under the
+// locks and refuses, with every conflict named, when they moved since the
+// task's base in a way the task's changes cannot go on top of.
+func (a *applyRun) recheck() error {
+	var err error
+	if a.cur, err = readRefs(a.fl); err != nil {
+		return err
+	}
+	if a.folderIdx, err = readIndexFile(a.fl.index()); err != nil {
+		return err
+	}
+	if a.plan, err = planIndex(a.base, entriesOf(a.folderIdx), a.eff); err != nil {
+		return err
+	}
+	hooks, err := hashHooks(a.fl)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	folderIdx, err := readIndexFile(fl.index())
+	config, err := hashConfig(a.fl)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	plan, err := planIndex(base, entriesOf(folderIdx), eff)
-	if err != nil {
-		return nil, err
+	items := refConflicts(a.cur, a.eff)
+	items = append(items, headConflict(a.base, a.cur, a.eff)...)
+	items = append(items, a.plan.conflicts...)
+	if a.opts.Config {
+		items = append(items, fileConflicts("config", config, a.eff.Config)...)
 	}
-	hooks, err := hashHooks(fl)
-	if err != nil {
-		return nil, err
-	}
-	config, err := hashConfig(fl)
-	if err != nil {
-		return nil, err
-	}
-	items := refConflicts(cur, eff)
-	items = append(items, headConflict(base, cur, eff)...)
-	items = append(items, plan.conflicts...)
-	if opts.Config {
-		items = append(items, fileConflicts("config", config, eff.Config)...)
-	}
-	if opts.Hooks {
-		items = append(items, fileConflicts("hook", hooks, eff.Hooks)...)
+	if a.opts.Hooks {
+		items = append(items, fileConflicts("hook", hooks, a.eff.Hooks)...)
 	}
 	if len(items) > 0 {
-		return nil, &ConflictError{Op: "apply", Items: items}
+		return &ConflictError{Op: "apply", Items: items}
 	}
-	undo := &Undo{}
-	// packed-refs: a deleted ref must leave it too.
-	var packedLock fileLock
-	var packedNew []byte
+	return nil
+}
+
+// lockPackedRefs takes packed-refs' lock when a ref to delete is packed
+// there, and prepares the file without it: a deleted ref must leave
+// packed-refs too.
+func (a *applyRun) lockPackedRefs() error {
 	drop := map[string]bool{}
-	for _, r := range refs {
-		if r.New == "" && cur[r.Name] != "" {
+	for _, r := range a.refs {
+		if r.New == "" && a.cur[r.Name] != "" {
 			drop[r.Name] = true
 		}
 	}
-	if len(drop) > 0 {
-		pp := filepath.Join(fl.CommonDir, "packed-refs")
-		if b, err := os.ReadFile(pp); err == nil {
-			if nb, dropped := withoutPacked(b, drop); dropped {
-				if packedLock, err = lock(pp); err != nil {
-					return nil, err
-				}
-				packedNew = nb
-			}
+	if len(drop) == 0 {
+		return nil
+	}
+	pp := filepath.Join(a.fl.CommonDir, "packed-refs")
+	b, err := os.ReadFile(pp)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil // no packed-refs: the loose files are all there is
+	}
+	if err != nil {
+		// Deleting only the loose file would let the packed value show
+		// through: refuse before anything is written.
+		return fmt.Errorf("gitstate: apply: read %s: %w (no ref or index was changed; the task's changes are kept in its copy: retry once packed-refs can be read)", pp, err)
+	}
+	nb, dropped := withoutPacked(b, drop)
+	if !dropped {
+		return nil
+	}
+	if a.packedLock, err = a.lock(pp); err != nil {
+		return err
+	}
+	a.packedNew = nb
+	return nil
+}
+
+// writeIndex writes the folder's index with the task's entries at the
+// paths it touched, when that changes anything, and records the undo.
+func (a *applyRun) writeIndex() error {
+	if a.idxLock == nil || len(a.plan.paths) == 0 {
+		return nil
+	}
+	b, changed, err := mergedIndex(a.folderIdx, a.plan)
+	if err != nil {
+		return err
+	}
+	if changed {
+		if err := a.idxLock.write(b, 0); err != nil {
+			return err
+		}
+		if err := a.idxLock.commit(); err != nil {
+			return err
 		}
 	}
-	// 4. Index, then refs.
-	if idxLock != nil && len(plan.paths) > 0 {
-		b, changed, err := mergedIndex(folderIdx, plan)
-		if err != nil {
-			return nil, err
-		}
-		if changed {
-			if err := idxLock.write(b, 0); err != nil {
-				return nil, err
-			}
-			if err := idxLock.commit(); err != nil {
-				return nil, err
-			}
-		}
-		undo.Index = indexUndoOf(plan)
-	}
-	for _, r := range refs {
-		lf := refLocks[r.Name]
-		if cur[r.Name] == r.New {
+	a.undo.Index = indexUndoOf(a.plan)
+	return nil
+}
+
+// writeRefs moves each ref that does not hold its new value yet (HEAD
+// last), writes their reflog entries when asked, and then packed-refs
+// without the deleted refs.
+func (a *applyRun) writeRefs() error {
+	for _, r := range a.refs {
+		lf := a.refLocks[r.Name]
+		if a.cur[r.Name] == r.New {
 			continue
 		}
-		undo.Refs = append(undo.Refs, RefUndo{Name: r.Name, Before: cur[r.Name], After: r.New})
+		a.undo.Refs = append(a.undo.Refs, RefUndo{Name: r.Name, Before: a.cur[r.Name], After: r.New})
 		if r.New == "" {
 			if err := lf.remove(); err != nil {
-				return undo, err
+				return err
 			}
 			continue
 		}
 		if err := lf.write([]byte(r.New+"\n"), 0); err != nil {
-			return undo, err
+			return err
 		}
 		if err := lf.commit(); err != nil {
-			return undo, err
+			return err
 		}
 	}
-	if opts.Reflog != "" && len(undo.Refs) > 0 {
-		if err := writeReflogs(fl, cur, undo.Refs, opts.Reflog, time.Now(), lock); err != nil {
-			return undo, err
+	if a.opts.Reflog != "" && len(a.undo.Refs) > 0 {
+		if err := writeReflogs(a.fl, a.cur, a.undo.Refs, a.opts.Reflog, time.Now(), a.lock); err != nil {
+			return err
 		}
 	}
-	if packedLock != nil {
-		if err := packedLock.write(packedNew, 0); err != nil {
-			return undo, err
+	if a.packedLock != nil {
+		if err := a.packedLock.write(a.packedNew, 0); err != nil {
+			return err
 		}
-		if err := packedLock.commit(); err != nil {
-			return undo, err
+		if err := a.packedLock.commit(); err != nil {
+			return err
 		}
 	}
-	// 5. Config and hooks, only when approved.
-	if opts.Config {
-		for _, c := range eff.Config {
-			files := configFiles(fl)
-			src := configFiles(cl)[c.Name]
-			dst, ok := files[c.Name]
+	return nil
+}
+
+// writeConfigAndHooks replaces the config files and hooks the task
+// changed, each only when opts say a person approved that kind.
+func (a *applyRun) writeConfigAndHooks() error {
+	if a.opts.Config {
+		for _, c := range a.eff.Config {
+			src := configFiles(a.cl)[c.Name]
+			dst, ok := configFiles(a.fl)[c.Name]
 			if !ok {
-				return undo, fmt.Errorf("%w: config file %q", ErrMalformed, c.Name)
+				return fmt.Errorf("%w: config file %q", ErrMalformed, c.Name)
 			}
-			fu, err := replaceFile(src, dst, c, w)
+			fu, err := replaceFile(src, dst, c, a.w)
 			if err != nil {
-				return undo, err
+				return err
 			}
 			fu.Name = c.Name
-			undo.Files = append(undo.Files, fu)
+			a.undo.Files = append(a.undo.Files, fu)
 		}
 	}
-	if opts.Hooks {
-		for _, c := range eff.Hooks {
+	if a.opts.Hooks {
+		for _, c := range a.eff.Hooks {
 			if !validHookName(c.Name) {
-				return undo, fmt.Errorf("%w: hook name %q", ErrMalformed, c.Name)
+				return fmt.Errorf("%w: hook name %q", ErrMalformed, c.Name)
 			}
-			fu, err := replaceFile(filepath.Join(cl.hooksDir(), c.Name), filepath.Join(fl.hooksDir(), c.Name), c, w)
+			fu, err := replaceFile(filepath.Join(a.cl.hooksDir(), c.Name), filepath.Join(a.fl.hooksDir(), c.Name), c, a.w)
 			if err != nil {
-				return undo, err
+				return err
 			}
 			fu.Name = "hooks/" + c.Name
-			undo.Files = append(undo.Files, fu)
+			a.undo.Files = append(a.undo.Files, fu)
 		}
 	}
-	return undo, nil
+	return nil
 }
 
 func indexUndoOf(plan *indexPlan) *IndexUndo {
@@ -407,6 +510,9 @@ func replaceFile(src, dst string, c FileChange, w writer) (FileUndo, error) {
 		fu.Existed, fu.Content, fu.Mode = true, b, st.Mode().Perm()
 	} else if err == nil {
 		return fu, fmt.Errorf("%w: %s is not a regular file", ErrUnsupported, dst)
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		// What it replaces must be kept for undo: refuse when it cannot be read.
+		return fu, fmt.Errorf("gitstate: read %s: %w", dst, err)
 	}
 	if c.Kind == "delete" {
 		lf, err := w.lock(dst)
