@@ -43,7 +43,6 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/format/objfile"
 	"github.com/go-git/go-git/v5/storage/filesystem"
 	"github.com/kulehq/kule/kernel/internal/atomicfile"
-	git "github.com/go-git/go-git/v5"
 )
 
 // Errors a caller can test for with errors.Is.
