@@ -105,6 +105,10 @@ func TestGoldenCLI(t *testing.T) {
 		if err := os.WriteFile(filepath.Join(folder, p), []byte(body), 0o644); err != nil {
 			t.Fatal(err)
 		}
+		// Modes are in status --json: the same whatever the caller's umask.
+		if err := os.Chmod(filepath.Join(folder, p), 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
 	c := cli{t: t, home: filepath.Join(dir, "home")}
 	run := func(args ...string) string {
@@ -123,8 +127,10 @@ func TestGoldenCLI(t *testing.T) {
 		checkGolden(t, name, normalizeGolden(run(args...), known))
 	}
 	checkGolden(t, "new.txt", normalizeGolden(created, known))
+	// umask: the new file's mode is in status --json, whatever the
+	// caller's umask.
 	run("exec", id, "--", "sh", "-c",
-		`printf '# Plan\n\nmonth\n' > notes/plan.md; rm notes/drafts.md; echo new > todo.txt; `+
+		`umask 022; printf '# Plan\n\nmonth\n' > notes/plan.md; rm notes/drafts.md; echo new > todo.txt; `+
 			`printf 'package main\n\nfunc main() {}\n\nfunc helper() {}\n' > main.go`)
 	golden("status.txt", "status", id)
 	golden("status.json", "status", id, "--json")
