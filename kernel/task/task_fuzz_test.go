@@ -79,7 +79,9 @@ func FuzzLoad(f *testing.F) {
 		if got.Paths != LayoutOf(dir) {
 			t.Fatalf("Paths = %+v, want the task's own layout", got.Paths)
 		}
-		// Save writes where the task's id says; keep it in this task's dir.
+		// Load does not check that task.json's id is its directory's name,
+		// and Save writes where the id says: keep the round trip in this
+		// task's directory.
 		got.ID = id
 		if err := s.Save(got); err != nil {
 			t.Fatalf("Save of what Load read: %v", err)
