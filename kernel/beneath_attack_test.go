@@ -186,12 +186,11 @@ func (f *fixture) sandboxed(tk *task.Task, o kernel.SandboxOptions, script strin
 	var spec runner.Spec
 	var warn strings.Builder
 	o.Warn = &warn
-	r, err := kernel.SandboxRunner(f.k.Store.Root, tk, &spec, o)
+	r, err := kernel.SandboxRunner(f.k.Store().Root, tk, &spec, o)
 	if err != nil {
 		return "", err
 	}
-	kk := *f.k
-	kk.Runner = r
+	kk := f.k.With(kernel.RunHooks{Runner: r})
 	var out bytes.Buffer
 	spec.Stdout, spec.Stderr = &out, &out
 	code, _, err := kk.Exec(context.Background(), tk, kernel.ExecOptions{Args: []string{"sh", "-c", script}, Spec: spec})

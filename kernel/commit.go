@@ -121,7 +121,7 @@ func (k *Kernel) Commit(t *task.Task, opt CommitOptions) (*CommitReport, error) 
 		return nil, err
 	}
 	defer l.Unlock()
-	fl, err := task.LockFile(k.Store.FolderLockPath(t.Folder))
+	fl, err := task.LockFile(k.store.FolderLockPath(t.Folder))
 	if err != nil {
 		return nil, err
 	}

@@ -53,7 +53,7 @@ func (k *Kernel) envVault(t *task.Task) *envVault { return &envVault{k: k, t: t}
 func (ev *envVault) open() (*dotenv.Vault, error) {
 	if !ev.tried {
 		ev.tried = true
-		ev.s, ev.err = secrets.OpenSealer(ev.k.Store.Root, os.Getenv("KULE_SECRETS_KEYFILE") == "1")
+		ev.s, ev.err = secrets.OpenSealer(ev.k.store.Root, os.Getenv("KULE_SECRETS_KEYFILE") == "1")
 		if ev.err == nil {
 			ev.v, ev.err = dotenv.LoadVault(dotenv.VaultPath(ev.t.Paths.Dir), ev.s)
 		}

@@ -89,15 +89,15 @@ func TestNewRefusesCredentialFoldersAndTheHome(t *testing.T) {
 	}
 	must(t, f.k.Delete(rep.Task))
 
-	for _, folder := range []string{ssh, person, person + "/", filepath.Join(ssh, ".."), f.k.Store.Root} {
+	for _, folder := range []string{ssh, person, person + "/", filepath.Join(ssh, ".."), f.k.Store().Root} {
 		if _, err := f.k.NewTask(folder); !errors.Is(err, kernel.ErrFolderRefused) {
 			t.Errorf("NewTask(%s) = %v, want refused", folder, err)
 		}
 	}
-	if ids, _ := f.k.Store.IDs(); len(ids) != 0 {
+	if ids, _ := f.k.Store().IDs(); len(ids) != 0 {
 		t.Fatalf("refused folders left tasks: %v", ids)
 	}
-	ents, err := os.ReadDir(f.k.Store.TasksDir())
+	ents, err := os.ReadDir(f.k.Store().TasksDir())
 	must(t, err)
 	if len(ents) != 0 {
 		t.Fatalf("refused folders left directories in tasks/: %v", ents)
@@ -111,11 +111,11 @@ func TestNewRefusesCredentialFoldersAndTheHome(t *testing.T) {
 func TestDeleteBrokenWaitsForNew(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, map[string]string{"a.txt": "a"})
-	dir := f.k.Store.NewDir("0123abcd")
+	dir := f.k.Store().NewDir("0123abcd")
 	must(t, os.MkdirAll(dir, 0o700))
 	l, err := task.LockFile(filepath.Join(dir, "lock"))
 	must(t, err)
-	b, err := f.k.Store.ResolveBroken("0123abcd")
+	b, err := f.k.Store().ResolveBroken("0123abcd")
 	must(t, err)
 	if err := f.k.DeleteBroken(b); !errors.Is(err, task.ErrBusy) {
 		t.Fatalf("DeleteBroken while a new holds it: %v", err)

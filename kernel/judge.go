@@ -195,7 +195,7 @@ func (k *Kernel) Remember(t *task.Task, j *Judgement, applied []effects.Effect) 
 		}
 		approved = append(approved, v)
 	}
-	added, notKept, err := policy.Remember(k.Store.Root, t.Folder, approved)
+	added, notKept, err := policy.Remember(k.store.Root, t.Folder, approved)
 	if err != nil {
 		return nil, fmt.Errorf("the commit was applied, but %w", err)
 	}

@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sync"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -67,14 +68,51 @@ type Config struct {
 	Differs review.Differs
 }
 
-// Kernel is Kule's core.
+// Kernel is Kule's core. It does not change once New returns it, so one
+// value serves any number of goroutines: what a single run needs of its own
+// (its runner, its network hooks) comes from With, which returns a new value
+// sharing this one's core.
 type Kernel struct {
-	Store   *task.Store
-	Runner  runner.Runner
-	Net     NetHooks // how a run's connections reach a person (the daemon); zero: refused at once
+	store   *task.Store
+	runner  runner.Runner
+	net     NetHooks // how a run's connections reach a person (the daemon); zero: refused at once
 	backend string
-	key     ed25519.PrivateKey
+	key     *signingKey // shared by every value With derives
 	cfg     Config
+}
+
+// RunHooks are what one run of a task needs of its own: how its commands
+// start and how its connections reach a person.
+type RunHooks struct {
+	Runner runner.Runner // nil: the Kernel's own runner
+	Net    NetHooks      // zero: a connection the policy asks about is refused at once
+}
+
+// With returns a Kernel that runs commands with h's runner and asks a
+// person through h's network hooks. It shares k's home, settings and
+// signing key; k itself is not changed, so runs on other goroutines keep
+// their own hooks.
+func (k *Kernel) With(h RunHooks) *Kernel {
+	kk := *k
+	if h.Runner != nil {
+		kk.runner = h.Runner
+	}
+	kk.net = h.Net
+	return &kk
+}
+
+// Store is the home's task store.
+func (k *Kernel) Store() *task.Store { return k.store }
+
+// Home is the Kule home the Kernel opened ($KULE_HOME).
+func (k *Kernel) Home() string { return k.store.Root }
+
+// signingKey is the history's signing key, read (or made) on first use
+// under a lock: opening a Kernel never writes to keys/, and two goroutines
+// committing on a fresh Kernel read it once.
+type signingKey struct {
+	mu  sync.Mutex
+	key ed25519.PrivateKey
 }
 
 // New opens the Kule home.
@@ -91,18 +129,20 @@ func New(cfg Config) (*Kernel, error) {
 	if b == "" {
 		b = os.Getenv("KULE_BACKEND")
 	}
-	return &Kernel{Store: s, Runner: r, backend: b, cfg: cfg}, nil
+	return &Kernel{store: s, runner: r, backend: b, key: &signingKey{}, cfg: cfg}, nil
 }
 
 func (k *Kernel) signingKey() (ed25519.PrivateKey, error) {
-	if k.key == nil {
-		key, err := history.LoadKey(k.Store.KeysDir())
+	k.key.mu.Lock()
+	defer k.key.mu.Unlock()
+	if k.key.key == nil {
+		key, err := history.LoadKey(k.store.KeysDir())
 		if err != nil {
-			return nil, err
+			return nil, err // not kept: the next call tries again
 		}
-		k.key = key
+		k.key.key = key
 	}
-	return k.key, nil
+	return k.key.key, nil
 }
 
 // HistoryLog opens a task's signed history.
@@ -172,11 +212,11 @@ func (k *Kernel) NewTask(folder string) (*NewReport, error) {
 	}
 	if folderGuard {
 		personHome, _ := os.UserHomeDir() // none: only the root and Kule's home are checked
-		if err := CheckTaskFolder(real, personHome, k.Store.Root); err != nil {
+		if err := CheckTaskFolder(real, personHome, k.store.Root); err != nil {
 			return nil, err
 		}
 	}
-	id, err := k.Store.NewID()
+	id, err := k.store.NewID()
 	if err != nil {
 		return nil, err
 	}
@@ -184,7 +224,7 @@ func (k *Kernel) NewTask(folder string) (*NewReport, error) {
 	// an interrupted new leaves tasks/.new-<id>, which kule list shows as
 	// broken and kule delete removes, never a task that is only half there.
 	// Its lock says a new is still at work on it.
-	dir := k.Store.NewDir(id)
+	dir := k.store.NewDir(id)
 	paths := task.LayoutOf(dir)
 	ok := false
 	defer func() {
@@ -238,16 +278,16 @@ func (k *Kernel) NewTask(folder string) (*NewReport, error) {
 	for _, rel := range tracked {
 		notes = append(notes, EnvTrackedNote(rel))
 	}
-	if err := k.Store.SaveIn(dir, t); err != nil {
+	if err := k.store.SaveIn(dir, t); err != nil {
 		return nil, fmt.Errorf("new: %w", err)
 	}
 	crashpoint.Hit("new.saved")
-	final := filepath.Join(k.Store.TasksDir(), id)
+	final := filepath.Join(k.store.TasksDir(), id)
 	if err := os.Rename(dir, final); err != nil {
 		return nil, fmt.Errorf("new: %w (nothing was made)", err)
 	}
 	dir, t.Paths = final, task.LayoutOf(final) // a failure from here removes the task whole
-	if err := atomicfile.SyncDir(k.Store.TasksDir()); err != nil {
+	if err := atomicfile.SyncDir(k.store.TasksDir()); err != nil {
 		return nil, fmt.Errorf("new: %w", err)
 	}
 	crashpoint.Hit("new.renamed")
@@ -266,7 +306,7 @@ func manifestPath(p task.Paths) string { return filepath.Join(p.Base, "manifest"
 func baseOf(t *task.Task) clone.Base { return clone.Base{Dir: t.Paths.Base, Backend: t.Backend} }
 
 // Resolve finds a task by a unique prefix of its id.
-func (k *Kernel) Resolve(prefix string) (*task.Task, error) { return k.Store.Resolve(prefix) }
+func (k *Kernel) Resolve(prefix string) (*task.Task, error) { return k.store.Resolve(prefix) }
 
 // lock takes the task's lock and finishes any change a crash interrupted.
 func (k *Kernel) lock(t *task.Task) (*task.Lock, error) {
@@ -287,7 +327,7 @@ func (k *Kernel) recover(t *task.Task) error {
 	if _, err := os.Stat(t.Paths.Journal); errors.Is(err, os.ErrNotExist) {
 		return nil
 	}
-	fl, err := task.LockFile(k.Store.FolderLockPath(t.Folder))
+	fl, err := task.LockFile(k.store.FolderLockPath(t.Folder))
 	if err != nil {
 		return err
 	}

@@ -463,13 +463,13 @@ func TestNewRefusesWhatIsNotAFolder(t *testing.T) {
 	for name, path := range map[string]string{
 		"missing": filepath.Join(f.folder, "nope"),
 		"file":    filepath.Join(f.folder, "file.txt"),
-		"home":    f.k.Store.Root,
+		"home":    f.k.Store().Root,
 	} {
 		if _, err := f.k.NewTask(path); err == nil {
 			t.Errorf("%s: NewTask(%s) made a task", name, path)
 		}
 	}
-	if ids, _ := f.k.Store.IDs(); len(ids) != 0 {
+	if ids, _ := f.k.Store().IDs(); len(ids) != 0 {
 		t.Fatalf("failed NewTask calls left tasks behind: %v", ids)
 	}
 }
@@ -482,7 +482,7 @@ func TestInjectedDiskFullDuringCommitChangesNothing(t *testing.T) {
 	f.sh(tk, "echo new > a && echo n > c && rm b")
 	before := tree(t, f.folder)
 	cmd := exec.Command(os.Args[0])
-	cmd.Env = append(os.Environ(), "KULE_FAULT=stage.write:ENOSPC", "KULE_TEST_HOME="+f.k.Store.Root, "KULE_TEST_TASK="+tk.ID)
+	cmd.Env = append(os.Environ(), "KULE_FAULT=stage.write:ENOSPC", "KULE_TEST_HOME="+f.k.Store().Root, "KULE_TEST_TASK="+tk.ID)
 	out, _ := cmd.CombinedOutput()
 	if !strings.Contains(string(out), "no space left on device") || !strings.Contains(string(out), "nothing in the folder changed") {
 		t.Fatalf("commit under a full disk said:\n%s", out)

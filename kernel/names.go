@@ -6,9 +6,9 @@ import (
 	"sync"
 
 	"github.com/kulehq/kule/kernel/effects"
+	"github.com/kulehq/kule/kernel/internal/summary"
 	"github.com/kulehq/kule/kernel/pluginhost"
 	"github.com/kulehq/kule/kernel/review"
-	"github.com/kulehq/kule/kernel/internal/summary"
 	"github.com/kulehq/kule/kernel/task"
 )
 
@@ -26,7 +26,7 @@ func (k *Kernel) differs() (ds review.Differs, notices func() []string, close fu
 	if k.cfg.Differs != nil {
 		return k.cfg.Differs, func() []string { return nil }, func() {}
 	}
-	h := pluginhost.New(k.Store.Root, pluginhost.Options{Builtins: k.cfg.Plugins, Logger: k.cfg.Logger, Sandbox: k.cfg.PluginSandbox})
+	h := pluginhost.New(k.store.Root, pluginhost.Options{Builtins: k.cfg.Plugins, Logger: k.cfg.Logger, Sandbox: k.cfg.PluginSandbox})
 	return review.FromHost(h), h.Notices, h.Close
 }
 
@@ -180,12 +180,12 @@ func (n *Naming) Review(ctx context.Context, st *Status) Names {
 		_ = summary.Save(st.Task, sum) // a cache: kule list works without it
 		return Names{}                 // nothing to name, and nothing that can meet
 	}
-	plugins := summary.PluginsKey(k.Store.Root)
+	plugins := summary.PluginsKey(k.store.Root)
 	compute := func(cs []review.Change) review.Review { return review.Compute(ctx, n.ds, cs) }
 	namer := summary.NewNamer(n.prev, plugins)
 	rv := namer.Review(compute, changesOf(st))
 	v := Names{Files: rv.Files}
-	if others, err := k.Store.List(); err == nil {
+	if others, err := k.store.List(); err == nil {
 		for _, o := range others {
 			if o.ID == st.Task.ID || o.Folder != st.Task.Folder {
 				continue
@@ -277,7 +277,7 @@ type TaskSummary struct {
 // or with an interrupted commit to finish gets one status now (no names);
 // fresh does that for every task.
 func (k *Kernel) Summaries(fresh bool) ([]TaskSummary, error) {
-	ts, err := k.Store.List()
+	ts, err := k.store.List()
 	if err != nil {
 		return nil, err
 	}

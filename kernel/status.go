@@ -9,14 +9,14 @@ import (
 	"strings"
 
 	"github.com/kulehq/kule/kernel/effects"
-	"github.com/kulehq/kule/kernel/internal/gitstate"
 	"github.com/kulehq/kule/kernel/homelayer"
+	"github.com/kulehq/kule/kernel/internal/gitstate"
 	"github.com/kulehq/kule/kernel/internal/ignore"
-	"github.com/kulehq/kule/kernel/limits"
 	"github.com/kulehq/kule/kernel/internal/manifest"
+	"github.com/kulehq/kule/kernel/internal/scan"
+	"github.com/kulehq/kule/kernel/limits"
 	"github.com/kulehq/kule/kernel/relpath"
 	"github.com/kulehq/kule/kernel/runner"
-	"github.com/kulehq/kule/kernel/internal/scan"
 	"github.com/kulehq/kule/kernel/task"
 	"github.com/kulehq/kule/kernel/walk"
 )
@@ -173,7 +173,7 @@ func (k *Kernel) Exec(ctx context.Context, t *task.Task, opt ExecOptions) (int, 
 	spec := opt.Spec
 	spec.Args = opt.Args
 	spec.Dir = dir
-	spec.Task = runner.Task{ID: t.ID, Dir: t.Paths.Dir, Copy: t.Paths.Copy, Folder: t.Folder, Tmp: t.Paths.Tmp, Home: t.Paths.Home, KuleDir: k.Store.Root}
+	spec.Task = runner.Task{ID: t.ID, Dir: t.Paths.Dir, Copy: t.Paths.Copy, Folder: t.Folder, Tmp: t.Paths.Tmp, Home: t.Paths.Home, KuleDir: k.store.Root}
 	if spec.Env == nil {
 		spec.Env = os.Environ()
 	}
@@ -189,7 +189,7 @@ func (k *Kernel) Exec(ctx context.Context, t *task.Task, opt ExecOptions) (int, 
 		// Measured once, at the first run with a disk limit (a walk of
 		// the whole copy is not worth paying when the task is made).
 		t.DiskBase = limits.DiskUsage(DiskPaths(t)...)
-		if err := k.Store.Save(t); err != nil {
+		if err := k.store.Save(t); err != nil {
 			return -1, nil, err
 		}
 	}
@@ -216,7 +216,7 @@ func (k *Kernel) Exec(ctx context.Context, t *task.Task, opt ExecOptions) (int, 
 	if err != nil {
 		return -1, nil, err
 	}
-	code, runErr := k.Runner.Run(ctx, spec)
+	code, runErr := k.runner.Run(ctx, spec)
 	netLines := stopProxy()
 	st, err := k.status(t)
 	if st != nil {

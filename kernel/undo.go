@@ -10,10 +10,10 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/kulehq/kule/kernel/effects"
 	"github.com/kulehq/kule/kernel/internal/apply"
 	"github.com/kulehq/kule/kernel/internal/checkpoint"
 	"github.com/kulehq/kule/kernel/internal/clone"
-	"github.com/kulehq/kule/kernel/effects"
 	"github.com/kulehq/kule/kernel/relpath"
 	"github.com/kulehq/kule/kernel/task"
 	"github.com/kulehq/kule/kernel/walk"
@@ -49,7 +49,7 @@ func (k *Kernel) Undo(t *task.Task) (*UndoReport, error) {
 		return nil, err
 	}
 	defer l.Unlock()
-	fl, err := task.LockFile(k.Store.FolderLockPath(t.Folder))
+	fl, err := task.LockFile(k.store.FolderLockPath(t.Folder))
 	if err != nil {
 		return nil, err
 	}

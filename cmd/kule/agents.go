@@ -442,7 +442,7 @@ func runAgent(cmd *cobra.Command, k *kernel.Kernel, t *task.Task, name, prompt s
 	o := agentrun.Options{Agents: set, Agent: name, Prompt: prompt, Fresh: fresh, OnEvent: pr.event, Sandbox: sf.options(), Stderr: errw, Pids: pids}
 	if ask {
 		o.Ask = terminalAsk(pr, os.Stdin, errw)
-		if da := daemonPermissionAsk(k.Store.Root, t, name); da != nil {
+		if da := daemonPermissionAsk(k.Store().Root, t, name); da != nil {
 			o.Ask = da
 			pr.note("permission questions wait in the app (kule app), under Needs you")
 		}

@@ -45,7 +45,7 @@ kule app starts it for you.`,
 				RunnerFor: func(t *task.Task, spec *runner.Spec) (runner.Runner, error) {
 					return (&sandboxFlags{}).runnerFor(t, spec)
 				},
-				Reviewer: daemon.DiffReviewer{Hosts: daemon.NewSharedHost(k.Store.Root, func() *pluginhost.Host { return pluginHost(k.Store.Root) })}, // one plugin host for the daemon's life
+				Reviewer: daemon.DiffReviewer{Hosts: daemon.NewSharedHost(k.Store().Root, func() *pluginhost.Host { return pluginHost(k.Store().Root) })}, // one plugin host for the daemon's life
 				Rules:    &daemon.CedarRules{K: k},
 				AgentSet: func() (*agents.Set, error) { set, _, err := loadAgents(); return set, err },
 			})
@@ -54,7 +54,7 @@ kule app starts it for you.`,
 			}
 			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
-			fmt.Fprintf(cmd.OutOrStdout(), "kule daemon · %s · app at http://%s\n", k.Store.Root, d.Addr())
+			fmt.Fprintf(cmd.OutOrStdout(), "kule daemon · %s · app at http://%s\n", k.Store().Root, d.Addr())
 			return d.Serve(ctx)
 		},
 	}
@@ -188,10 +188,10 @@ func editTask(k *kernel.Kernel, t *task.Task, fn func(*task.Task)) error {
 		return err
 	}
 	defer l.Unlock()
-	fresh, err := k.Store.Load(t.ID)
+	fresh, err := k.Store().Load(t.ID)
 	if err != nil {
 		return err
 	}
 	fn(fresh)
-	return k.Store.Save(fresh)
+	return k.Store().Save(fresh)
 }

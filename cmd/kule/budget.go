@@ -34,7 +34,7 @@ cannot judge them and starts no run until the cap is in that currency.`,
 					return err
 				}
 			}
-			sum, err := budget.ForTask(k.Store.Root, t.Paths.Dir, time.Now())
+			sum, err := budget.ForTask(k.Store().Root, t.Paths.Dir, time.Now())
 			if err != nil {
 				return err
 			}
@@ -62,11 +62,11 @@ the tighter of this and its task's budget.`,
 				if err != nil {
 					return err
 				}
-				if err := budget.SetDailyCap(k.Store.Root, c); err != nil {
+				if err := budget.SetDailyCap(k.Store().Root, c); err != nil {
 					return err
 				}
 			}
-			c, err := budget.DailyCap(k.Store.Root)
+			c, err := budget.DailyCap(k.Store().Root)
 			if err != nil {
 				return err
 			}
@@ -75,7 +75,7 @@ the tighter of this and its task's budget.`,
 				fmt.Fprintln(w, "daily budget: none (kule daily-budget 20 sets one)")
 				return nil
 			}
-			recent, err := budget.RecentCharges(k.Store.Root, time.Now())
+			recent, err := budget.RecentCharges(k.Store().Root, time.Now())
 			if err != nil {
 				return err
 			}
@@ -112,7 +112,7 @@ func capArg(args []string) (*budget.Money, error) {
 // statusBudget is kule status's part: the task's usage and budgets, or
 // nothing for a task never run with no caps.
 func statusBudget(w io.Writer, k *kernel.Kernel, t *task.Task) *budget.Summary {
-	sum, err := budget.ForTask(k.Store.Root, t.Paths.Dir, time.Now())
+	sum, err := budget.ForTask(k.Store().Root, t.Paths.Dir, time.Now())
 	if err != nil {
 		fmt.Fprintf(w, "budget: cannot tell: %v\n", err)
 		return nil
@@ -125,7 +125,7 @@ func statusBudget(w io.Writer, k *kernel.Kernel, t *task.Task) *budget.Summary {
 
 // addBudgetJSON adds the task's usage and budgets to kule status --json.
 func addBudgetJSON(m map[string]any, k *kernel.Kernel, t *task.Task) {
-	sum, err := budget.ForTask(k.Store.Root, t.Paths.Dir, time.Now())
+	sum, err := budget.ForTask(k.Store().Root, t.Paths.Dir, time.Now())
 	if err != nil {
 		m["usage_error"] = err.Error()
 		return

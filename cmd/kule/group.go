@@ -40,11 +40,11 @@ func groupListCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			gs, err := group.Open(k.Store.Root).List()
+			gs, err := group.Open(k.Store().Root).List()
 			if err != nil {
 				return err
 			}
-			ts, err := k.Store.List()
+			ts, err := k.Store().List()
 			if err != nil {
 				return err
 			}
@@ -110,7 +110,7 @@ func groupNewCommand() *cobra.Command {
 			default:
 				return fmt.Errorf("group: --policy %q: choose default, balanced or careful, or give --policy-file", pol)
 			}
-			g, err := group.Open(k.Store.Root).Create(e)
+			g, err := group.Open(k.Store().Root).Create(e)
 			if err != nil {
 				return err
 			}
@@ -131,7 +131,7 @@ func groupMoveCommand() *cobra.Command {
 		Short: "Move a task into a group (asks first when that changes what its policy says of a pending change)",
 		Args:  cobra.ExactArgs(2),
 		RunE: withTask(func(k *kernel.Kernel, t *task.Task, cmd *cobra.Command, args []string) error {
-			to, err := findGroup(k.Store.Root, args[1])
+			to, err := findGroup(k.Store().Root, args[1])
 			if err != nil {
 				return err
 			}

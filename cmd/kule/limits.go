@@ -36,12 +36,12 @@ NVIDIA's devices out of the sandbox.`,
 			if err != nil {
 				return err
 			}
-			cfg, err := config.Load(k.Store.Root)
+			cfg, err := config.Load(k.Store().Root)
 			if err != nil {
 				return err
 			}
 			target := &cfg.Limits
-			var save func() error = func() error { return config.Save(k.Store.Root, cfg) }
+			var save func() error = func() error { return config.Save(k.Store().Root, cfg) }
 			where := "every task"
 			if len(args) == 1 {
 				t, err := k.Resolve(args[0])
@@ -49,7 +49,7 @@ NVIDIA's devices out of the sandbox.`,
 					return err
 				}
 				target, where = &t.Limits, "task "+t.ID
-				save = func() error { return k.Store.Save(t) }
+				save = func() error { return k.Store().Save(t) }
 			}
 			changed := false
 			f := cmd.Flags()

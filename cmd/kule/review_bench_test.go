@@ -34,9 +34,9 @@ func BenchmarkReviewRefresh(b *testing.B) {
 			b.Fatal(err)
 		}
 		if r.Hosts != nil {
-			r.Hosts = daemon.NewSharedHost(k.Store.Root, func() *pluginhost.Host { return pluginHost(k.Store.Root) })
+			r.Hosts = daemon.NewSharedHost(k.Store().Root, func() *pluginhost.Host { return pluginHost(k.Store().Root) })
 		} else {
-			r.Open = func() *pluginhost.Host { return pluginHost(k.Store.Root) }
+			r.Open = func() *pluginhost.Host { return pluginHost(k.Store().Root) }
 		}
 		d, err := daemon.Start(daemon.Config{Kernel: k, Idle: -1, Reviewer: r, Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
 		if err != nil {
@@ -52,7 +52,7 @@ func BenchmarkReviewRefresh(b *testing.B) {
 		}
 		os.WriteFile(filepath.Join(rep.Task.Paths.Copy, "main.go"), []byte("package main\n\nfunc a() { println() }\n\nfunc c() {}\n"), 0o644)
 		os.WriteFile(filepath.Join(rep.Task.Paths.Copy, "README.md"), []byte("# T\n\n## Use\n\ny\n"), 0o644)
-		c := client.New(k.Store.Root)
+		c := client.New(k.Store().Root)
 		for !c.Running(ctx) {
 			time.Sleep(10 * time.Millisecond)
 		}

@@ -134,7 +134,7 @@ and lists what it changed. Nothing reaches the folder until kule commit.`,
 			}
 			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
-			cfg, err := config.Load(k.Store.Root)
+			cfg, err := config.Load(k.Store().Root)
 			if err != nil {
 				return err
 			}
@@ -150,8 +150,7 @@ and lists what it changed. Nothing reaches the folder until kule commit.`,
 			if err != nil {
 				return err
 			}
-			k.Runner = r
-			k.Net = daemonNetHooks(ctx, k.Store.Root, strings.Join(argv, " "))
+			k = k.With(kernel.RunHooks{Runner: r, Net: daemonNetHooks(ctx, k.Store().Root, strings.Join(argv, " "))})
 			code, st, err := k.Exec(ctx, t, opt)
 			if st != nil {
 				// No names and no policy marks: an exec stays quick, and
@@ -536,7 +535,7 @@ in a copy by hand since then show at its next status, or with --fresh.`,
 				row["meets"] = r.Meets
 				rows = append(rows, row)
 			}
-			broken, err := k.Store.Broken()
+			broken, err := k.Store().Broken()
 			if err != nil {
 				return err
 			}
@@ -616,7 +615,7 @@ shown by kule list) is removed the same way, by its id.`,
 			}
 			t, err := k.Resolve(args[0])
 			if err != nil && !errors.Is(err, task.ErrBadID) && !errors.Is(err, task.ErrAmbiguous) {
-				b, berr := k.Store.ResolveBroken(args[0])
+				b, berr := k.Store().ResolveBroken(args[0])
 				if berr != nil {
 					return err
 				}

@@ -146,7 +146,7 @@ func Start(ctx context.Context, k *kernel.Kernel, t *task.Task, o Options) (_ *R
 	if o.Home == "" {
 		o.Home, _ = os.UserHomeDir()
 	}
-	home := k.Store.Root
+	home := k.Store().Root
 	set := o.Agents
 	var p agents.Profile
 	if o.Trial != nil {
@@ -462,7 +462,7 @@ func (r *Run) ownHome(packagesRoot string) (string, error) {
 	if err := os.MkdirAll(root, 0o700); err != nil {
 		return "", fmt.Errorf("run: %w", err)
 	}
-	old := filepath.Join(r.k.Store.Root, "agent-homes", r.Profile.Name)
+	old := filepath.Join(r.k.Store().Root, "agent-homes", r.Profile.Name)
 	if _, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) {
 		if _, err := os.Stat(old); err == nil {
 			if err := os.Rename(old, dir); err != nil {
@@ -500,7 +500,7 @@ func (r *Run) notice(s string) { r.event(acp.Event{Type: acp.EventNotice, Text: 
 // keyLookup finds the value of a profile's key: in Kule's secrets store
 // (`kule secrets add`) first, then in the person's environment.
 func (r *Run) keyLookup() func(string) string {
-	store, _ := secrets.Open(r.k.Store.Root)
+	store, _ := secrets.Open(r.k.Store().Root)
 	return func(name string) string {
 		if store != nil {
 			if sec, err := store.Get(name); err == nil && sec.Value != "" {

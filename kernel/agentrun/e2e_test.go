@@ -108,7 +108,7 @@ func newE2E(t *testing.T, v vendor) *e2e {
 	e.task = rep.Task
 	// The built-in profiles as kule ships them (read from the tree, not
 	// imported: the kernel never imports plugins).
-	if e.set, err = agents.Load(os.DirFS("../../plugins/agent"), e.k.Store.Root); err != nil {
+	if e.set, err = agents.Load(os.DirFS("../../plugins/agent"), e.k.Store().Root); err != nil {
 		t.Fatal(err)
 	}
 	p, err := e.set.Get(v.profile)

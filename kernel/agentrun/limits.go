@@ -37,7 +37,7 @@ type limitsWatch struct {
 // error means the run must not start (nothing of the agent runs yet).
 func (r *Run) startLimits(ctx context.Context, spec *runner.Spec) error {
 	t, k := r.Task, r.k
-	cfg, err := config.Load(k.Store.Root)
+	cfg, err := config.Load(k.Store().Root)
 	if err != nil {
 		return err
 	}
@@ -45,7 +45,7 @@ func (r *Run) startLimits(ctx context.Context, spec *runner.Spec) error {
 	if r.o.Pids > 0 {
 		lim.Pids = r.o.Pids
 	}
-	st, err := budget.Stand(k.Store.Root, t.Paths.Dir, time.Now())
+	st, err := budget.Stand(k.Store().Root, t.Paths.Dir, time.Now())
 	if err != nil {
 		return fmt.Errorf("run: %w (nothing was started)", err)
 	}
@@ -55,7 +55,7 @@ func (r *Run) startLimits(ctx context.Context, spec *runner.Spec) error {
 	if lim.Disk > 0 && t.DiskBase == 0 {
 		// Measured once, at the first run with a disk limit (as kule exec).
 		t.DiskBase = limits.DiskUsage(kernel.DiskPaths(t)...)
-		if err := k.Store.Save(t); err != nil {
+		if err := k.Store().Save(t); err != nil {
 			return fmt.Errorf("run: %w", err)
 		}
 	}

@@ -19,10 +19,10 @@ func TestProfileOpeningRefusedLandsInTheSandboxLog(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, "")
 	profile := "[[agent]]\nname = \"nosy\"\ncommand = [\"true\"]\nread_only = [\".ssh\"]\n"
-	if err := os.WriteFile(agents.PersonalPath(f.k.Store.Root), []byte(profile), 0o600); err != nil {
+	if err := os.WriteFile(agents.PersonalPath(f.k.Store().Root), []byte(profile), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	set, err := agents.Load(fstest.MapFS{}, f.k.Store.Root)
+	set, err := agents.Load(fstest.MapFS{}, f.k.Store().Root)
 	if err != nil {
 		t.Fatal(err)
 	}

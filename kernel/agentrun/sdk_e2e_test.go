@@ -43,7 +43,7 @@ func sdkFixture(t *testing.T, script string) *fixture {
 	}
 	f := newFixture(t, "")
 	profile := "[[agent]]\nname = \"peer\"\ncommand = [\"node\", " + quote(agent) + "]\n"
-	if err := os.WriteFile(agents.PersonalPath(f.k.Store.Root), []byte(profile), 0o600); err != nil {
+	if err := os.WriteFile(agents.PersonalPath(f.k.Store().Root), []byte(profile), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	f.set = f.load(t)

@@ -171,7 +171,7 @@ func (d *Daemon) viewWith(ctx context.Context, t *task.Task, st *kernel.Status) 
 			v.Waiting++
 		}
 	}
-	if sum, err := budget.ForTask(d.k.Store.Root, t.Paths.Dir, time.Now()); err != nil {
+	if sum, err := budget.ForTask(d.k.Store().Root, t.Paths.Dir, time.Now()); err != nil {
 		v.UsageError = err.Error()
 	} else {
 		v.Usage = sum
@@ -204,7 +204,7 @@ func (d *Daemon) viewWith(ctx context.Context, t *task.Task, st *kernel.Status) 
 }
 
 func (d *Daemon) listTasks(w http.ResponseWriter, r *http.Request) {
-	ts, err := d.k.Store.List()
+	ts, err := d.k.Store().List()
 	if err != nil {
 		fail(w, err)
 		return
@@ -240,7 +240,7 @@ func (d *Daemon) newTask(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	t := rep.Task
-	if ts, err := d.k.Store.List(); err == nil && len(ts) > 0 {
+	if ts, err := d.k.Store().List(); err == nil && len(ts) > 0 {
 		t.Order = ts[len(ts)-1].Order
 		if ts[len(ts)-1].ID != t.ID {
 			t.Order++
@@ -249,7 +249,7 @@ func (d *Daemon) newTask(w http.ResponseWriter, r *http.Request) {
 	if in.Name != "" {
 		t.Name = cleanName(in.Name)
 	}
-	if err := d.k.Store.Save(t); err != nil {
+	if err := d.k.Store().Save(t); err != nil {
 		fail(w, err)
 		return
 	}
@@ -429,7 +429,7 @@ func (d *Daemon) patchTask(w http.ResponseWriter, r *http.Request, t *task.Task)
 			return
 		}
 		defer l.Unlock()
-		t, err = d.k.Store.Load(t.ID)
+		t, err = d.k.Store().Load(t.ID)
 		if err != nil {
 			fail(w, err)
 			return
@@ -440,7 +440,7 @@ func (d *Daemon) patchTask(w http.ResponseWriter, r *http.Request, t *task.Task)
 		if in.Colour != nil {
 			t.Colour = *in.Colour
 		}
-		if err := d.k.Store.Save(t); err != nil {
+		if err := d.k.Store().Save(t); err != nil {
 			fail(w, err)
 			return
 		}
@@ -492,7 +492,7 @@ func (d *Daemon) moveTask(w http.ResponseWriter, r *http.Request, t *task.Task) 
 		fail(w, err)
 		return
 	}
-	if err := Reorder(d.k.Store, t.ID, in.By); err != nil {
+	if err := Reorder(d.k.Store(), t.ID, in.By); err != nil {
 		fail(w, err)
 		return
 	}

@@ -182,7 +182,7 @@ func TestIdleDaemonExits(t *testing.T) {
 		d.Shutdown()
 		t.Fatal("an idle daemon did not exit")
 	}
-	if _, err := os.Stat(SocketPath(k.Store.Root)); !errors.Is(err, os.ErrNotExist) {
+	if _, err := os.Stat(SocketPath(k.Store().Root)); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("socket left behind after idle exit: %v", err)
 	}
 	// Its lock is free: a new daemon starts.
@@ -531,10 +531,10 @@ func TestReorderKeepsOrderInTaskJSON(t *testing.T) {
 		ids = append(ids, rep.Task.ID)
 		time.Sleep(2 * time.Millisecond) // distinct creation times
 	}
-	must(t, Reorder(k.Store, ids[2], -1))
-	must(t, Reorder(k.Store, ids[2], -5)) // clamps at the top
-	must(t, Reorder(k.Store, ids[0], 1))
-	ts, err := k.Store.List()
+	must(t, Reorder(k.Store(), ids[2], -1))
+	must(t, Reorder(k.Store(), ids[2], -5)) // clamps at the top
+	must(t, Reorder(k.Store(), ids[0], 1))
+	ts, err := k.Store().List()
 	must(t, err)
 	var got []string
 	for _, t := range ts {
@@ -544,7 +544,7 @@ func TestReorderKeepsOrderInTaskJSON(t *testing.T) {
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Fatalf("order %v, want %v", got, want)
 	}
-	b, err := os.ReadFile(filepath.Join(k.Store.TasksDir(), ids[0], "task.json"))
+	b, err := os.ReadFile(filepath.Join(k.Store().TasksDir(), ids[0], "task.json"))
 	must(t, err)
 	var tj struct{ Order int }
 	must(t, json.Unmarshal(b, &tj))

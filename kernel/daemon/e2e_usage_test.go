@@ -25,10 +25,10 @@ func TestAppUsageBudgetAndLimitStop(t *testing.T) {
 	tk := rep.Task
 	tk.Name = "Spend"
 	tk.Limits = limits.Limits{Idle: 2 * time.Second, Memory: 1 << 30}
-	must(t, d.k.Store.Save(tk))
+	must(t, d.k.Store().Save(tk))
 	writeUsage(t, tk, 0.85, "USD", 1200)
 	must(t, budget.SetTaskCap(tk.Paths.Dir, &budget.Money{Amount: 1, Currency: "USD"}))
-	must(t, budget.SetDailyCap(d.k.Store.Root, &budget.Money{Amount: 20, Currency: "USD"}))
+	must(t, budget.SetDailyCap(d.k.Store().Root, &budget.Money{Amount: 20, Currency: "USD"}))
 	row := `#task-list li[data-id="` + tk.ID + `"]`
 	meterLevel := func(label string) string {
 		return value(t, ctx, shot, "read the "+label+" meter", chromedp.Evaluate[string](`(document.querySelector('#t-usage .meter[aria-label="`+label+`"]') || {dataset: {}}).dataset.level || 'none'`))

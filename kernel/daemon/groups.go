@@ -39,7 +39,7 @@ func (d *Daemon) listGroups(w http.ResponseWriter, r *http.Request) {
 		fail(w, err)
 		return
 	}
-	ts, _ := d.k.Store.List()
+	ts, _ := d.k.Store().List()
 	out := []GroupView{}
 	for _, g := range gs {
 		v := GroupView{Group: g}
@@ -106,7 +106,7 @@ func (d *Daemon) patchGroup(w http.ResponseWriter, r *http.Request) {
 
 func (d *Daemon) deleteGroup(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
-	if err := d.groups().Delete(id, d.k.Store); err != nil {
+	if err := d.groups().Delete(id, d.k.Store()); err != nil {
 		fail(w, err)
 		return
 	}
@@ -201,10 +201,10 @@ func (d *Daemon) setGroup(w http.ResponseWriter, r *http.Request, t *task.Task) 
 		fail(w, err)
 		return
 	}
-	fresh, err := d.k.Store.Load(t.ID)
+	fresh, err := d.k.Store().Load(t.ID)
 	if err == nil {
 		fresh.Group = in.Group
-		err = d.k.Store.Save(fresh)
+		err = d.k.Store().Save(fresh)
 	}
 	l.Unlock()
 	if err != nil {

@@ -18,7 +18,7 @@ type meets struct {
 // folder and publishes a "meet" event for each pair that starts to meet.
 // It compares paths, not entities: two tasks meet when they change one file.
 func (d *Daemon) checkMeets(t *task.Task) {
-	ts, err := d.k.Store.List()
+	ts, err := d.k.Store().List()
 	if err != nil {
 		return
 	}

@@ -90,7 +90,7 @@ func TestTaskJSONCarriesUsageAndBudgets(t *testing.T) {
 	tk := rep.Task
 	writeUsage(t, tk, 0.85, "USD", 1200)
 	must(t, budget.SetTaskCap(tk.Paths.Dir, &budget.Money{Amount: 1, Currency: "USD"}))
-	must(t, budget.SetDailyCap(d.k.Store.Root, &budget.Money{Amount: 20, Currency: "USD"}))
+	must(t, budget.SetDailyCap(d.k.Store().Root, &budget.Money{Amount: 20, Currency: "USD"}))
 
 	c := client.New(d.home)
 	get := func() map[string]any {
@@ -160,7 +160,7 @@ func TestExecStoppedByIdleLimit(t *testing.T) {
 	must(t, err)
 	tk := rep.Task
 	tk.Limits = limits.Limits{Idle: time.Second, Memory: 1 << 30}
-	must(t, d.k.Store.Save(tk))
+	must(t, d.k.Store().Save(tk))
 	rec := record(t, d)
 
 	st, err := d.Exec(context.Background(), tk, []string{"/bin/sh", "-c", "sleep 60"}, "sleep 60")
@@ -216,7 +216,7 @@ func TestAgentStoppedByTimeLimit(t *testing.T) {
 	must(t, err)
 	tk := rep.Task
 	tk.Limits = limits.Limits{Time: time.Second}
-	must(t, d.k.Store.Save(tk))
+	must(t, d.k.Store().Save(tk))
 	rec := record(t, d)
 
 	turn, err := d.RunAgent(context.Background(), tk, AgentRequest{Agent: "peer", Prompt: "think hard"})
@@ -295,7 +295,7 @@ func TestExecWithDamagedConfigEndsItsRun(t *testing.T) {
 	d := startDaemon(t, Config{})
 	rep, err := d.k.NewTask(sampleFolder(t))
 	must(t, err)
-	must(t, os.WriteFile(filepath.Join(d.k.Store.Root, "config.toml"), []byte("[limits\n"), 0o600))
+	must(t, os.WriteFile(filepath.Join(d.k.Store().Root, "config.toml"), []byte("[limits\n"), 0o600))
 	rec := record(t, d)
 	if _, err := d.Exec(context.Background(), rep.Task, []string{"/bin/sh", "-c", "echo x > made.txt"}, "echo"); err == nil || !strings.Contains(err.Error(), "nothing ran") {
 		t.Fatalf("exec with a damaged config: %v", err)

@@ -26,7 +26,7 @@ func revealingSSH(t *testing.T, k *kernel.Kernel) (func(*task.Task, *runner.Spec
 	must(t, os.MkdirAll(ssh, 0o700))
 	must(t, os.WriteFile(filepath.Join(ssh, "id_ed25519"), []byte("KEY"), 0o600))
 	return func(tk *task.Task, spec *runner.Spec) (runner.Runner, error) {
-		return kernel.SandboxRunner(k.Store.Root, tk, spec, kernel.SandboxOptions{Reveal: []string{ssh}, Warn: &strings.Builder{}})
+		return kernel.SandboxRunner(k.Store().Root, tk, spec, kernel.SandboxOptions{Reveal: []string{ssh}, Warn: &strings.Builder{}})
 	}, ssh
 }
 
