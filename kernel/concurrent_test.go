@@ -2,6 +2,7 @@ package kernel_test
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"sync"
@@ -40,7 +41,7 @@ func TestTwoGoroutinesCommitOnAFreshKernel(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			_, errs[i] = k.Commit(tk, kernel.CommitOptions{})
+			_, errs[i] = k.Commit(context.Background(), tk, kernel.CommitOptions{})
 		}()
 	}
 	wg.Wait()
@@ -90,5 +91,52 @@ func TestWithLeavesTheSharedKernelAlone(t *testing.T) {
 	f.sh(tk, "echo c > c.txt")
 	if got := n.Load(); got != 1 {
 		t.Fatalf("the run's Kernel started %d command(s) with its runner, want 1", got)
+	}
+}
+
+// A context that has ended stops the work before anything is written: the
+// walk of a status, and a commit, undo, rollback or delete before its
+// journal; the folder and the task stay as they were.
+func TestAnEndedContextChangesNothing(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, map[string]string{"notes.md": "hello\n"})
+	tk := f.newTask()
+	f.sh(tk, "echo more >> notes.md")
+	ended, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := f.k.Status(ended, tk); !errors.Is(err, context.Canceled) {
+		t.Fatalf("status on an ended context = %v, want context.Canceled", err)
+	}
+	if _, err := f.k.Commit(ended, tk, kernel.CommitOptions{}); !errors.Is(err, context.Canceled) {
+		t.Fatalf("commit on an ended context = %v, want context.Canceled", err)
+	}
+	if _, err := f.k.Rollback(ended, tk); !errors.Is(err, context.Canceled) {
+		t.Fatalf("rollback on an ended context = %v, want context.Canceled", err)
+	}
+	if err := f.k.Delete(ended, tk); !errors.Is(err, context.Canceled) {
+		t.Fatalf("delete on an ended context = %v, want context.Canceled", err)
+	}
+	if _, err := f.k.NewTask(ended, f.folder); !errors.Is(err, context.Canceled) {
+		t.Fatalf("new on an ended context = %v, want context.Canceled", err)
+	}
+	b, err := os.ReadFile(filepath.Join(f.folder, "notes.md"))
+	must(t, err)
+	if string(b) != "hello\n" {
+		t.Fatalf("the folder holds %q after a cancelled commit, want it untouched", b)
+	}
+	if ids, _ := f.k.Store().IDs(); len(ids) != 1 {
+		t.Fatalf("tasks after a cancelled new and delete: %v, want the one task", ids)
+	}
+	// The same task still commits, then undo on an ended context keeps it.
+	if _, err := f.k.Commit(context.Background(), tk, kernel.CommitOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.k.Undo(ended, tk); !errors.Is(err, context.Canceled) {
+		t.Fatalf("undo on an ended context = %v, want context.Canceled", err)
+	}
+	b, err = os.ReadFile(filepath.Join(f.folder, "notes.md"))
+	must(t, err)
+	if string(b) != "hello\nmore\n" {
+		t.Fatalf("the folder holds %q after a cancelled undo, want the commit kept", b)
 	}
 }

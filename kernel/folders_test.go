@@ -1,6 +1,7 @@
 package kernel_test
 
 import (
+	"context"
 	"errors"
 	"os"
 	"path/filepath"
@@ -79,7 +80,7 @@ func TestNewRefusesCredentialFoldersAndTheHome(t *testing.T) {
 	ssh := filepath.Join(person, ".ssh")
 
 	restore := kernel.SetFolderGuardForTest(false)
-	rep, err := f.k.NewTask(ssh)
+	rep, err := f.k.NewTask(context.Background(), ssh)
 	restore()
 	if err != nil {
 		t.Fatalf("without the guard: %v", err)
@@ -87,10 +88,10 @@ func TestNewRefusesCredentialFoldersAndTheHome(t *testing.T) {
 	if b, err := os.ReadFile(filepath.Join(rep.Task.Paths.Copy, "id_ed25519")); err != nil || string(b) != "PRIVATE KEY" {
 		t.Fatalf("without the guard the copy should hold the key: %q, %v", b, err)
 	}
-	must(t, f.k.Delete(rep.Task))
+	must(t, f.k.Delete(context.Background(), rep.Task))
 
 	for _, folder := range []string{ssh, person, person + "/", filepath.Join(ssh, ".."), f.k.Store().Root} {
-		if _, err := f.k.NewTask(folder); !errors.Is(err, kernel.ErrFolderRefused) {
+		if _, err := f.k.NewTask(context.Background(), folder); !errors.Is(err, kernel.ErrFolderRefused) {
 			t.Errorf("NewTask(%s) = %v, want refused", folder, err)
 		}
 	}
@@ -102,7 +103,7 @@ func TestNewRefusesCredentialFoldersAndTheHome(t *testing.T) {
 	if len(ents) != 0 {
 		t.Fatalf("refused folders left directories in tasks/: %v", ents)
 	}
-	if _, err := f.k.NewTask(filepath.Join(person, "projects", "app")); err != nil {
+	if _, err := f.k.NewTask(context.Background(), filepath.Join(person, "projects", "app")); err != nil {
 		t.Fatalf("a project inside the home: %v", err)
 	}
 }

@@ -8,6 +8,7 @@
 package kernel
 
 import (
+	"context"
 	"crypto/ed25519"
 	"encoding/json"
 	"errors"
@@ -190,8 +191,10 @@ type NewReport struct {
 }
 
 // NewTask makes a task on folder: its copy, its base, its manifest. Nothing
-// in the folder is written. A failure leaves no half-made task behind.
-func (k *Kernel) NewTask(folder string) (*NewReport, error) {
+// in the folder is written. A failure leaves no half-made task behind; so
+// does ctx ending before the task is in place (it is looked at between the
+// steps: a copy under way runs to its end first).
+func (k *Kernel) NewTask(ctx context.Context, folder string) (*NewReport, error) {
 	abs, err := filepath.Abs(folder)
 	if err != nil {
 		return nil, fmt.Errorf("new: %w", err)
@@ -215,6 +218,9 @@ func (k *Kernel) NewTask(folder string) (*NewReport, error) {
 		if err := CheckTaskFolder(real, personHome, k.store.Root); err != nil {
 			return nil, err
 		}
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("new: %w (nothing was made)", err)
 	}
 	id, err := k.store.NewID()
 	if err != nil {
@@ -250,6 +256,9 @@ func (k *Kernel) NewTask(folder string) (*NewReport, error) {
 	if err != nil {
 		return nil, fmt.Errorf("new: copy %s: %w (nothing in the folder was changed)", real, err)
 	}
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("new: %w (nothing was made)", err)
+	}
 	crashpoint.Hit("new.copied")
 	if err := manifest.Save(manifestPath(paths), res.Manifest); err != nil {
 		return nil, fmt.Errorf("new: %w", err)
@@ -280,6 +289,9 @@ func (k *Kernel) NewTask(folder string) (*NewReport, error) {
 	}
 	if err := k.store.SaveIn(dir, t); err != nil {
 		return nil, fmt.Errorf("new: %w", err)
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("new: %w (nothing was made)", err)
 	}
 	crashpoint.Hit("new.saved")
 	final := filepath.Join(k.store.TasksDir(), id)
@@ -354,12 +366,16 @@ func (k *Kernel) recover(t *task.Task) error {
 
 // Delete removes a task and everything Kule kept for it. The folder is not
 // touched; uncommitted changes in the copy are lost, which the CLI says first.
-func (k *Kernel) Delete(t *task.Task) error {
+// ctx ends it only before anything is removed.
+func (k *Kernel) Delete(ctx context.Context, t *task.Task) error {
 	l, err := k.lock(t)
 	if err != nil {
 		return err
 	}
 	defer l.Unlock()
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("delete %s: %w (nothing was removed)", t.ID, err)
+	}
 	// Make the copy writable everywhere first: a command may have left
 	// read-only directories that would stop RemoveAll.
 	_ = filepath.WalkDir(t.Paths.Dir, func(p string, d os.DirEntry, err error) error {

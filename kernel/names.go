@@ -190,7 +190,7 @@ func (n *Naming) Review(ctx context.Context, st *Status) Names {
 			if o.ID == st.Task.ID || o.Folder != st.Task.Folder {
 				continue
 			}
-			ost, err := k.Status(o)
+			ost, err := k.Status(ctx, o)
 			if err != nil {
 				continue
 			}
@@ -276,7 +276,7 @@ type TaskSummary struct {
 // meetings between them. A task without a summary, whose base moved since,
 // or with an interrupted commit to finish gets one status now (no names);
 // fresh does that for every task.
-func (k *Kernel) Summaries(fresh bool) ([]TaskSummary, error) {
+func (k *Kernel) Summaries(ctx context.Context, fresh bool) ([]TaskSummary, error) {
 	ts, err := k.store.List()
 	if err != nil {
 		return nil, err
@@ -286,7 +286,7 @@ func (k *Kernel) Summaries(fresh bool) ([]TaskSummary, error) {
 		rows[i].Task = t
 		s := summary.Load(t)
 		if _, jerr := os.Stat(t.Paths.Journal); s == nil || fresh || jerr == nil {
-			st, err := k.Status(t)
+			st, err := k.Status(ctx, t)
 			if err != nil {
 				rows[i].Err = err
 				continue

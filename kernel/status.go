@@ -67,8 +67,9 @@ func (s *Status) IgnoredCount() int {
 	return n
 }
 
-// Status finds what a task changed in its copy since the last sync.
-func (k *Kernel) Status(t *task.Task) (*Status, error) {
+// Status finds what a task changed in its copy since the last sync. ctx
+// ends the walk of the copy early (the error is then ctx's).
+func (k *Kernel) Status(ctx context.Context, t *task.Task) (*Status, error) {
 	if _, err := os.Stat(t.Paths.Journal); err == nil {
 		l, err := k.lock(t)
 		if err != nil {
@@ -76,10 +77,10 @@ func (k *Kernel) Status(t *task.Task) (*Status, error) {
 		}
 		defer l.Unlock()
 	}
-	return k.status(t)
+	return k.status(ctx, t)
 }
 
-func (k *Kernel) status(t *task.Task) (*Status, error) {
+func (k *Kernel) status(ctx context.Context, t *task.Task) (*Status, error) {
 	// The repositories the base knows are judged while the files are
 	// compared: the two read different parts of the copy. Repositories the
 	// task made are found by the file walk itself (it sees every `.git`).
@@ -97,7 +98,7 @@ func (k *Kernel) status(t *task.Task) (*Status, error) {
 		}
 		gitDone <- gitResult{gb, effs, err}
 	}()
-	walking := scan.Start(t.Paths.Copy) // walks while the manifest loads
+	walking := scan.Start(ctx, t.Paths.Copy) // walks while the manifest loads
 	m, err := manifest.Load(manifestPath(t.Paths))
 	if err != nil {
 		walking.Wait()
@@ -218,7 +219,9 @@ func (k *Kernel) Exec(ctx context.Context, t *task.Task, opt ExecOptions) (int, 
 	}
 	code, runErr := k.runner.Run(ctx, spec)
 	netLines := stopProxy()
-	st, err := k.status(t)
+	// The command's end is reported even when ctx ended it (an interrupt):
+	// what it did before is still what the person reviews.
+	st, err := k.status(context.WithoutCancel(ctx), t)
 	if st != nil {
 		st.Network = netLines
 		k.SaveWholeSummary(st) // what kule list shows, until the next status

@@ -46,7 +46,7 @@ func BenchmarkReviewRefresh(b *testing.B) {
 		defer cancel()
 		go d.Serve(ctx)
 		defer d.Shutdown()
-		rep, err := k.NewTask(folder)
+		rep, err := k.NewTask(context.Background(), folder)
 		if err != nil {
 			b.Fatal(err)
 		}

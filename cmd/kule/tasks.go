@@ -68,7 +68,7 @@ func newCommand() *cobra.Command {
 				return err
 			}
 			start := time.Now()
-			rep, err := k.NewTask(args[0])
+			rep, err := k.NewTask(cmd.Context(), args[0])
 			if err != nil {
 				return err
 			}
@@ -205,7 +205,7 @@ func statusCommand() *cobra.Command {
 			defer debug.SetGCPercent(debug.SetGCPercent(400))
 			naming := k.OpenNames(cmd.Context(), t) // a differ may start while the copy is walked
 			defer naming.Close()
-			st, err := k.Status(t)
+			st, err := k.Status(cmd.Context(), t)
 			if err != nil {
 				return err
 			}
@@ -381,7 +381,7 @@ func commitCommand() *cobra.Command {
 				// The commit's own history entry says what was approved, and by whom.
 				opts.Approval = &kernel.Approval{By: "cli", All: true}
 			}
-			rep, err := k.Commit(t, opts)
+			rep, err := k.Commit(cmd.Context(), t, opts)
 			if err != nil {
 				return err
 			}
@@ -468,7 +468,7 @@ func rollbackCommand() *cobra.Command {
 		Short: "Throw away the task's uncommitted changes: the copy matches the folder again",
 		Args:  cobra.ExactArgs(1),
 		RunE: withTask(func(k *kernel.Kernel, t *task.Task, cmd *cobra.Command, args []string) error {
-			rep, err := k.Rollback(t)
+			rep, err := k.Rollback(cmd.Context(), t)
 			if err != nil {
 				return err
 			}
@@ -487,7 +487,7 @@ func undoCommand() *cobra.Command {
 		Short: "Revert the task's newest commit from its checkpoint (repeat to walk back)",
 		Args:  cobra.ExactArgs(1),
 		RunE: withTask(func(k *kernel.Kernel, t *task.Task, cmd *cobra.Command, args []string) error {
-			rep, err := k.Undo(t)
+			rep, err := k.Undo(cmd.Context(), t)
 			if err != nil {
 				return err
 			}
@@ -514,7 +514,7 @@ in a copy by hand since then show at its next status, or with --fresh.`,
 			if err != nil {
 				return err
 			}
-			list, err := k.Summaries(fresh)
+			list, err := k.Summaries(cmd.Context(), fresh)
 			if err != nil {
 				return err
 			}
@@ -628,11 +628,11 @@ shown by kule list) is removed the same way, by its id.`,
 			if err != nil {
 				return err
 			}
-			st, err := k.Status(t)
+			st, err := k.Status(cmd.Context(), t)
 			if err == nil && len(st.Effects) > 0 && !yes {
 				return fmt.Errorf("delete: task %s has %d uncommitted changes; commit them, or run kule delete %s --yes to throw them away (the folder is untouched either way)", t.ID, len(st.Effects), t.ID)
 			}
-			if err := k.Delete(t); err != nil {
+			if err := k.Delete(cmd.Context(), t); err != nil {
 				return err
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "deleted task %s · %s is untouched\n", t.ID, t.Folder)

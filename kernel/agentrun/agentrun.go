@@ -184,7 +184,7 @@ func Start(ctx context.Context, k *kernel.Kernel, t *task.Task, o Options) (_ *R
 		}
 	}()
 	// The run holds the task: no commit applies a copy the agent is writing.
-	if _, err := k.Status(t); err != nil {
+	if _, err := k.Status(ctx, t); err != nil {
 		return nil, err
 	}
 	if r.lock, err = task.LockFile(t.Paths.Lock); err != nil {
@@ -293,7 +293,7 @@ func Start(ctx context.Context, k *kernel.Kernel, t *task.Task, o Options) (_ *R
 		Runner: run,
 		Copy:   t.Paths.Copy,
 		Effects: func() ([]effects.Effect, error) {
-			st, err := k.Status(t)
+			st, err := k.Status(context.WithoutCancel(ctx), t) // asked for during the turn, whatever ends it
 			if err != nil {
 				return nil, err
 			}
@@ -397,7 +397,7 @@ func (r *Run) turn(ctx context.Context) {
 	r.res.StopErr = r.c.Stop()
 	r.res.StopReason = res.StopReason
 	r.res.LimitErr = r.stopLimits()
-	r.res.Status, r.res.StatusErr = r.k.Status(r.Task)
+	r.res.Status, r.res.StatusErr = r.k.Status(context.WithoutCancel(ctx), r.Task) // the turn's end is reported however it ended
 	r.cleanup()
 	if r.res.LimitErr != nil {
 		// Stopped by a limit or the budget: the run fails with why.

@@ -105,7 +105,7 @@ func newFixture(t *testing.T, script string) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rep, err := k.NewTask(f.folder)
+	rep, err := k.NewTask(context.Background(), f.folder)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -235,7 +235,7 @@ func (f *fixture) checkTurn(t *testing.T, res agentrun.Result) (seen string) {
 		t.Error("the agent's file reached the folder before a commit")
 	}
 	// The run let go of the task: a commit applies what the agent wrote.
-	if _, err := f.k.Commit(f.t, kernel.CommitOptions{}); err != nil {
+	if _, err := f.k.Commit(context.Background(), f.t, kernel.CommitOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	if b, err := os.ReadFile(filepath.Join(f.folder, "hello.txt")); err != nil || string(b) != "hello\n" {
@@ -322,7 +322,7 @@ func TestRunStopEndsTheAgent(t *testing.T) {
 	<-r.Done()
 	// Stopped mid-turn: it ends cancelled (the agent answered the cancel)
 	// or failed, never hanging; the task is free again.
-	if _, err := f.k.Commit(f.t, kernel.CommitOptions{}); err != nil {
+	if _, err := f.k.Commit(context.Background(), f.t, kernel.CommitOptions{}); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -344,7 +344,7 @@ func TestRunThatCannotStartLeavesTheTaskFree(t *testing.T) {
 		t.Errorf("no agent named: %v", err)
 	}
 	done := make(chan error, 1)
-	go func() { _, err := f.k.Commit(f.t, kernel.CommitOptions{}); done <- err }()
+	go func() { _, err := f.k.Commit(context.Background(), f.t, kernel.CommitOptions{}); done <- err }()
 	select {
 	case err := <-done:
 		if err != nil {

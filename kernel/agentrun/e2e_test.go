@@ -101,7 +101,7 @@ func newE2E(t *testing.T, v vendor) *e2e {
 	if e.k, err = kernel.New(kernel.Config{Home: filepath.Join(dir, "kule")}); err != nil {
 		t.Fatal(err)
 	}
-	rep, err := e.k.NewTask(e.folder)
+	rep, err := e.k.NewTask(context.Background(), e.folder)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -246,7 +246,7 @@ func (e *e2e) copyFile(name string) string {
 
 // statusHas says whether `kule status` (the kernel's status) lists want.
 func (e *e2e) statusHas(want string) bool {
-	st, err := e.k.Status(e.task)
+	st, err := e.k.Status(context.Background(), e.task)
 	if err != nil {
 		e.t.Fatal(err)
 	}

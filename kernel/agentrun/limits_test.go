@@ -92,7 +92,7 @@ func TestRunIsStoppedAtItsBudgetAndTheNextIsRefused(t *testing.T) {
 func TestRunIsHeldToTheDailyBudget(t *testing.T) {
 	f := newFixture(t, "spend")
 	f.approve(t)
-	other, err := f.k.NewTask(f.folder)
+	other, err := f.k.NewTask(context.Background(), f.folder)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -162,7 +162,7 @@ func TestAgentTurnFromTheApp(t *testing.T) {
 	cfg := Config{Kernel: newKernel(t)}
 	withPeerAgent(t, &cfg)
 	d := startDaemon(t, cfg)
-	rep, err := d.k.NewTask(sampleFolder(t))
+	rep, err := d.k.NewTask(context.Background(), sampleFolder(t))
 	must(t, err)
 	tk := rep.Task
 	ch, stop := d.Bus.Subscribe()
@@ -245,7 +245,7 @@ func TestAgentConnectionWaitsForAPerson(t *testing.T) {
 	cfg := Config{Kernel: newKernel(t)}
 	withPeerScript(t, &cfg, "fetch", "http://"+hp+"/")
 	d := startDaemon(t, cfg)
-	rep, err := d.k.NewTask(sampleFolder(t))
+	rep, err := d.k.NewTask(context.Background(), sampleFolder(t))
 	must(t, err)
 	ch, stop := d.Bus.Subscribe()
 	defer stop()

@@ -526,7 +526,7 @@ func TestReorderKeepsOrderInTaskJSON(t *testing.T) {
 	k := newKernel(t)
 	var ids []string
 	for range 3 {
-		rep, err := k.NewTask(sampleFolder(t))
+		rep, err := k.NewTask(context.Background(), sampleFolder(t))
 		must(t, err)
 		ids = append(ids, rep.Task.ID)
 		time.Sleep(2 * time.Millisecond) // distinct creation times
@@ -588,7 +588,7 @@ func TestRunnerForRefusalRunsNothing(t *testing.T) {
 	t.Parallel()
 	refuse := errors.New("sandbox: no user namespaces here")
 	d := startDaemon(t, Config{RunnerFor: func(*task.Task, *runner.Spec) (runner.Runner, error) { return nil, refuse }})
-	rep, err := d.k.NewTask(sampleFolder(t))
+	rep, err := d.k.NewTask(context.Background(), sampleFolder(t))
 	must(t, err)
 	_, err = d.Exec(context.Background(), rep.Task, []string{"/bin/sh", "-c", "echo x > made.txt"}, "echo")
 	if !errors.Is(err, refuse) {

@@ -106,7 +106,7 @@ func TestAppLiveConnectionsAgentAndGroups(t *testing.T) {
 	// Two more tasks, so the list has something to order.
 	var more []string
 	for i, name := range []string{"Website", "Release notes"} {
-		rep, err := d.k.NewTask(sampleFolder(t))
+		rep, err := d.k.NewTask(context.Background(), sampleFolder(t))
 		must(t, err)
 		tk := rep.Task
 		tk.Name, tk.Colour, tk.Order = name, []string{"violet", "amber"}[i], 10+i
@@ -146,7 +146,7 @@ permit (principal, action, resource);
 	must(t, err)
 	main.Name, main.Colour = "Notes for 2.0", "blue"
 	must(t, d.k.Store().Save(main))
-	rep, err := d.k.NewTask(sampleFolder(t))
+	rep, err := d.k.NewTask(context.Background(), sampleFolder(t))
 	must(t, err)
 	rep.Task.Name, rep.Task.Colour, rep.Task.Group = "User guide", "teal", gs[0].ID
 	must(t, d.k.Store().Save(rep.Task))

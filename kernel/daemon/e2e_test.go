@@ -341,7 +341,7 @@ func TestAppKeyboardAndSettings(t *testing.T) {
 	d := startDaemon(t, Config{})
 	var ids []string
 	for range 2 {
-		rep, err := d.k.NewTask(sampleFolder(t))
+		rep, err := d.k.NewTask(context.Background(), sampleFolder(t))
 		must(t, err)
 		ids = append(ids, rep.Task.ID)
 		time.Sleep(2 * time.Millisecond)

@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"context"
 	"strings"
 	"testing"
 	"time"
@@ -20,7 +21,7 @@ import (
 func TestAppUsageBudgetAndLimitStop(t *testing.T) {
 	ctx, shot := browser(t)
 	d := startDaemon(t, Config{MeterEvery: 200 * time.Millisecond})
-	rep, err := d.k.NewTask(sampleFolder(t))
+	rep, err := d.k.NewTask(context.Background(), sampleFolder(t))
 	must(t, err)
 	tk := rep.Task
 	tk.Name = "Spend"

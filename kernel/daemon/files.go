@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"image"
@@ -117,7 +118,7 @@ func (d *Daemon) ListDir(t *task.Task, rel string) ([]FileEntry, error) {
 		return nil, err
 	}
 	changed := map[string]string{}
-	if st, err := d.k.Status(t); err == nil {
+	if st, err := d.k.Status(context.Background(), t); err == nil {
 		for _, e := range st.Effects {
 			changed[e.Path] = string(e.Kind)
 			for p := path.Dir(e.Path); p != "." && p != "/"; p = path.Dir(p) {

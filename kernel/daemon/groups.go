@@ -129,7 +129,7 @@ func (d *Daemon) verdictChanges(_ context.Context, t *task.Task, to string) ([]V
 // group and in group to, and lists the paths whose verdict differs: what
 // moving it would change.
 func VerdictChanges(k *kernel.Kernel, t *task.Task, to string) ([]VerdictChange, error) {
-	st, err := k.Status(t)
+	st, err := k.Status(context.Background(), t)
 	if err != nil {
 		return nil, err
 	}

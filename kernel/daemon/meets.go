@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"context"
 	"slices"
 	"sync"
 
@@ -56,7 +57,7 @@ func (d *Daemon) checkMeets(t *task.Task) {
 }
 
 func (d *Daemon) pendingPaths(t *task.Task) (map[string]bool, error) {
-	st, err := d.k.Status(t)
+	st, err := d.k.Status(context.Background(), t)
 	if err != nil {
 		return nil, err
 	}

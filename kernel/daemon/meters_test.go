@@ -85,7 +85,7 @@ func (r *recorder) of(typ string) []map[string]any {
 func TestTaskJSONCarriesUsageAndBudgets(t *testing.T) {
 	t.Parallel()
 	d := startDaemon(t, Config{})
-	rep, err := d.k.NewTask(sampleFolder(t))
+	rep, err := d.k.NewTask(context.Background(), sampleFolder(t))
 	must(t, err)
 	tk := rep.Task
 	writeUsage(t, tk, 0.85, "USD", 1200)
@@ -156,7 +156,7 @@ func TestTaskJSONCarriesUsageAndBudgets(t *testing.T) {
 func TestExecStoppedByIdleLimit(t *testing.T) {
 	t.Parallel()
 	d := startDaemon(t, Config{MeterEvery: 50 * time.Millisecond})
-	rep, err := d.k.NewTask(sampleFolder(t))
+	rep, err := d.k.NewTask(context.Background(), sampleFolder(t))
 	must(t, err)
 	tk := rep.Task
 	tk.Limits = limits.Limits{Idle: time.Second, Memory: 1 << 30}
@@ -212,7 +212,7 @@ func TestAgentStoppedByTimeLimit(t *testing.T) {
 	cfg := Config{Kernel: newKernel(t), MeterEvery: 50 * time.Millisecond}
 	withPeerScript(t, &cfg, "hang", "")
 	d := startDaemon(t, cfg)
-	rep, err := d.k.NewTask(sampleFolder(t))
+	rep, err := d.k.NewTask(context.Background(), sampleFolder(t))
 	must(t, err)
 	tk := rep.Task
 	tk.Limits = limits.Limits{Time: time.Second}
@@ -254,7 +254,7 @@ func TestAgentBudgetNotices(t *testing.T) {
 	cfg := Config{Kernel: newKernel(t)}
 	withPeerScript(t, &cfg, "spend", "")
 	d := startDaemon(t, cfg)
-	rep, err := d.k.NewTask(sampleFolder(t))
+	rep, err := d.k.NewTask(context.Background(), sampleFolder(t))
 	must(t, err)
 	tk := rep.Task
 	must(t, budget.SetTaskCap(tk.Paths.Dir, &budget.Money{Amount: 0.3, Currency: "USD"}))
@@ -293,7 +293,7 @@ func TestAgentBudgetNotices(t *testing.T) {
 func TestExecWithDamagedConfigEndsItsRun(t *testing.T) {
 	t.Parallel()
 	d := startDaemon(t, Config{})
-	rep, err := d.k.NewTask(sampleFolder(t))
+	rep, err := d.k.NewTask(context.Background(), sampleFolder(t))
 	must(t, err)
 	must(t, os.WriteFile(filepath.Join(d.k.Store().Root, "config.toml"), []byte("[limits\n"), 0o600))
 	rec := record(t, d)

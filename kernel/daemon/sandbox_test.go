@@ -37,7 +37,7 @@ func TestSandboxRefusalReachesTheAPIAndTheStream(t *testing.T) {
 	k := newKernel(t)
 	runnerFor, ssh := revealingSSH(t, k)
 	d := startDaemon(t, Config{Kernel: k, RunnerFor: runnerFor})
-	rep, err := k.NewTask(sampleFolder(t))
+	rep, err := k.NewTask(context.Background(), sampleFolder(t))
 	must(t, err)
 	ch, stop := d.Bus.Subscribe()
 	defer stop()
