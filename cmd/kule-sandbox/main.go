@@ -10,9 +10,8 @@
 package main
 
 import (
+	"github.com/kulehq/kule/kernel"
 	"os"
-
-	"github.com/kulehq/kule/kernel/sandbox"
 )
 
-func main() { os.Exit(sandbox.HelperMain()) }
+func main() { os.Exit(kernel.SandboxHelperMain()) }

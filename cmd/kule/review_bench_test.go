@@ -13,7 +13,6 @@ import (
 	"github.com/kulehq/kule/kernel"
 	"github.com/kulehq/kule/kernel/daemon"
 	"github.com/kulehq/kule/kernel/daemon/client"
-	"github.com/kulehq/kule/kernel/pluginhost"
 )
 
 // BenchmarkReviewRefresh measures a Review refresh as the app asks for it
@@ -34,9 +33,9 @@ func BenchmarkReviewRefresh(b *testing.B) {
 			b.Fatal(err)
 		}
 		if r.Hosts != nil {
-			r.Hosts = daemon.NewSharedHost(k.Store().Root, func() *pluginhost.Host { return pluginHost(k.Store().Root) })
+			r.Hosts = daemon.NewSharedHost(k.Store().Root, func() *kernel.PluginHost { return pluginHost(k.Store().Root) })
 		} else {
-			r.Open = func() *pluginhost.Host { return pluginHost(k.Store().Root) }
+			r.Open = func() *kernel.PluginHost { return pluginHost(k.Store().Root) }
 		}
 		d, err := daemon.Start(daemon.Config{Kernel: k, Idle: -1, Reviewer: r, Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
 		if err != nil {

@@ -1,6 +1,6 @@
 package main
 
-import "github.com/kulehq/kule/kernel/termsafe"
+import "github.com/kulehq/kule/kernel"
 
 // rawOutput turns safeLine and safeText off: only the test that shows what
 // a planted escape does to a terminal sets it.
@@ -13,7 +13,7 @@ func safeLine(s string) string {
 	if rawOutput {
 		return s
 	}
-	return termsafe.Line(s)
+	return kernel.SafeLine(s)
 }
 
 // safeText is safeLine for text that may span lines: an agent's message.
@@ -21,5 +21,5 @@ func safeText(s string) string {
 	if rawOutput {
 		return s
 	}
-	return termsafe.Text(s)
+	return kernel.SafeText(s)
 }
