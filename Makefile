@@ -3,7 +3,7 @@
 GO      ?= go
 BIN     ?= bin/kule
 TIMEOUT ?= 40m
-# The sandbox's helper is C run before the Go runtime (kernel/sandbox/pid1_linux.c),
+# The sandbox's helper is C run before the Go runtime (kernel/internal/sandbox/pid1_linux.c),
 # linked statically so that no loader runs before it either.
 HELPER_FLAGS = -tags netgo,osusergo -ldflags '-linkmode=external -extldflags=-static'
 

@@ -14,27 +14,27 @@ import (
 	"io/fs"
 	"time"
 
-	"github.com/kulehq/kule/kernel/acp"
-	"github.com/kulehq/kule/kernel/agents"
-	"github.com/kulehq/kule/kernel/budget"
-	"github.com/kulehq/kule/kernel/config"
-	"github.com/kulehq/kule/kernel/effects"
-	"github.com/kulehq/kule/kernel/group"
-	"github.com/kulehq/kule/kernel/history"
-	"github.com/kulehq/kule/kernel/homelayer"
-	"github.com/kulehq/kule/kernel/limits"
-	"github.com/kulehq/kule/kernel/pluginhost"
-	"github.com/kulehq/kule/kernel/policy"
-	"github.com/kulehq/kule/kernel/relpath"
-	"github.com/kulehq/kule/kernel/reveal"
-	"github.com/kulehq/kule/kernel/review"
-	"github.com/kulehq/kule/kernel/runner"
-	"github.com/kulehq/kule/kernel/sandbox"
-	"github.com/kulehq/kule/kernel/sandboxlog"
-	"github.com/kulehq/kule/kernel/secrets"
-	"github.com/kulehq/kule/kernel/task"
-	"github.com/kulehq/kule/kernel/termsafe"
-	"github.com/kulehq/kule/kernel/walk"
+	"github.com/kulehq/kule/kernel/internal/acp"
+	"github.com/kulehq/kule/kernel/internal/agents"
+	"github.com/kulehq/kule/kernel/internal/budget"
+	"github.com/kulehq/kule/kernel/internal/config"
+	"github.com/kulehq/kule/kernel/internal/effects"
+	"github.com/kulehq/kule/kernel/internal/group"
+	"github.com/kulehq/kule/kernel/internal/history"
+	"github.com/kulehq/kule/kernel/internal/homelayer"
+	"github.com/kulehq/kule/kernel/internal/limits"
+	"github.com/kulehq/kule/kernel/internal/pluginhost"
+	"github.com/kulehq/kule/kernel/internal/policy"
+	"github.com/kulehq/kule/kernel/internal/relpath"
+	"github.com/kulehq/kule/kernel/internal/reveal"
+	"github.com/kulehq/kule/kernel/internal/review"
+	"github.com/kulehq/kule/kernel/internal/runner"
+	"github.com/kulehq/kule/kernel/internal/sandbox"
+	"github.com/kulehq/kule/kernel/internal/sandboxlog"
+	"github.com/kulehq/kule/kernel/internal/secrets"
+	"github.com/kulehq/kule/kernel/internal/task"
+	"github.com/kulehq/kule/kernel/internal/termsafe"
+	"github.com/kulehq/kule/kernel/internal/walk"
 )
 
 // acp (kernel/internal/acp) is Kule's client for the Agent Client Protocol (ACP v1):
@@ -192,7 +192,7 @@ type BudgetSummary = budget.Summary
 // TaskCap is the cap of the task in taskDir; nil when it has none. See [budget.TaskCap].
 func TaskCap(taskDir string) (*budget.Money, error) { return budget.TaskCap(taskDir) }
 
-// UsageFile is what a task's runs used (written by kernel/acp). See [budget.UsageFile].
+// UsageFile is what a task's runs used (written by kernel/internal/acp). See [budget.UsageFile].
 const UsageFile = budget.UsageFile
 
 // config (kernel/internal/config) reads and writes $KULE_HOME/config.toml, the person's settings.
@@ -335,7 +335,7 @@ type BuiltinPlugin = pluginhost.Builtin
 // ConfineArg is the argument after `__plugin` that runs ConfineMain. See [pluginhost.ConfineArg].
 const ConfineArg = pluginhost.ConfineArg
 
-// ConfineMain is the last step before a plugin runs, already inside the sandbox (kernel/sandbox):
+// ConfineMain is the last step before a plugin runs, already inside the sandbox (kernel/internal/sandbox):
 // `kule __plugin __confine <profile>` adds a second Landlock domain for the plugin's kind on top
 // of the sandbox's own, then executes the plugin. See [pluginhost.ConfineMain].
 func ConfineMain(arg string) int { return pluginhost.ConfineMain(arg) }
@@ -449,7 +449,7 @@ type ReviewFile = review.File
 
 // runner (kernel/internal/runner) is the seam between `kule exec` and whatever isolates the
 // command: the direct runner here starts it plainly in the task's copy; the sandbox
-// (kernel/sandbox) implements the same interface with namespaces and Landlock, so exec never
+// (kernel/internal/sandbox) implements the same interface with namespaces and Landlock, so exec never
 // changes when isolation does.
 
 // Runner starts a command and waits for it. See [runner.Runner].

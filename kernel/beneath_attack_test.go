@@ -14,9 +14,9 @@ import (
 	"github.com/kulehq/kule/internal/asnobody"
 	"github.com/kulehq/kule/kernel"
 	"github.com/kulehq/kule/kernel/internal/beneath"
-	"github.com/kulehq/kule/kernel/runner"
-	"github.com/kulehq/kule/kernel/sandbox"
-	"github.com/kulehq/kule/kernel/task"
+	"github.com/kulehq/kule/kernel/internal/runner"
+	"github.com/kulehq/kule/kernel/internal/sandbox"
+	"github.com/kulehq/kule/kernel/internal/task"
 )
 
 // guarded runs attack twice: with kernel/internal/beneath's guard taken away (the

@@ -12,7 +12,7 @@ import (
 
 	"github.com/kulehq/kule/kernel"
 	"github.com/kulehq/kule/kernel/internal/crashpoint"
-	"github.com/kulehq/kule/kernel/policy"
+	"github.com/kulehq/kule/kernel/internal/policy"
 )
 
 // atStep runs fn when the commit reaches step (in this process), once.

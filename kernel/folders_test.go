@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/kulehq/kule/kernel"
-	"github.com/kulehq/kule/kernel/task"
+	"github.com/kulehq/kule/kernel/internal/task"
 )
 
 func TestCheckTaskFolderRefusesWhatHoldsKeys(t *testing.T) {

@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/kulehq/kule/kernel"
-	"github.com/kulehq/kule/kernel/effects"
+	"github.com/kulehq/kule/kernel/internal/effects"
 )
 
 func fortyFiles(t *testing.T) *fixture {

@@ -5,14 +5,14 @@ import (
 	"os"
 	"sync"
 
-	"github.com/kulehq/kule/kernel/effects"
+	"github.com/kulehq/kule/kernel/internal/effects"
+	"github.com/kulehq/kule/kernel/internal/pluginhost"
+	"github.com/kulehq/kule/kernel/internal/review"
 	"github.com/kulehq/kule/kernel/internal/summary"
-	"github.com/kulehq/kule/kernel/pluginhost"
-	"github.com/kulehq/kule/kernel/review"
-	"github.com/kulehq/kule/kernel/task"
+	"github.com/kulehq/kule/kernel/internal/task"
 )
 
-// This file is where the kernel meets the differ plugins (kernel/review):
+// This file is where the kernel meets the differ plugins (kernel/internal/review):
 // the names that changed inside each file, where a task meets other tasks
 // and the person's own edits, and the three-way merge a commit uses.
 

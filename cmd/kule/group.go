@@ -15,7 +15,7 @@ import (
 )
 
 // groupCommand: kule group list | new | move, the groups of the app from a
-// terminal (kernel/group).
+// terminal (kernel/internal/group).
 func groupCommand() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "group",

@@ -196,7 +196,7 @@ func TestBudgetCommands(t *testing.T) {
 	if out := mustKule(t, "budget", id); !strings.Contains(out, "usage: none reported yet") || !strings.Contains(out, "budget: none") {
 		t.Fatalf("kule budget before any run:\n%s", out)
 	}
-	// What an agent reported in two runs, as kernel/acp writes it.
+	// What an agent reported in two runs, as kernel/internal/acp writes it.
 	now := time.Now().UTC()
 	lines := []string{
 		fmt.Sprintf(`{"time":%q,"source":"run_start"}`, now.Add(-2*time.Hour).Format(time.RFC3339)),
@@ -277,7 +277,7 @@ func TestRunRefusedOnceTheBudgetIsSpent(t *testing.T) {
 // The step-arounds of a run's limits, through kule exec in the sandbox: a
 // fork bomb under --pids, memory held in a memfd never mapped, and disk
 // filled through the task's cache (where package managers write). Each is
-// stopped; kernel/limits' tests show each getting through with its count
+// stopped; kernel/internal/limits' tests show each getting through with its count
 // taken away.
 func TestLimitStepAroundsStopExec(t *testing.T) {
 	if _, err := exec.LookPath("python3"); err != nil {

@@ -8,7 +8,7 @@ var rawOutput = false
 
 // safeLine is every string that came from a task (a name, a path, a title,
 // a reason that quotes them) as it reaches the terminal on one line: no
-// escape sequence of it can act (see kernel/termsafe).
+// escape sequence of it can act (see kernel/internal/termsafe).
 func safeLine(s string) string {
 	if rawOutput {
 		return s

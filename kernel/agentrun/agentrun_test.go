@@ -15,13 +15,13 @@ import (
 	"time"
 
 	"github.com/kulehq/kule/kernel"
-	"github.com/kulehq/kule/kernel/acp"
 	"github.com/kulehq/kule/kernel/agentrun"
-	"github.com/kulehq/kule/kernel/agents"
+	"github.com/kulehq/kule/kernel/internal/acp"
+	"github.com/kulehq/kule/kernel/internal/agents"
 	"github.com/kulehq/kule/kernel/internal/proxy"
-	"github.com/kulehq/kule/kernel/runner"
-	"github.com/kulehq/kule/kernel/sandbox"
-	"github.com/kulehq/kule/kernel/task"
+	"github.com/kulehq/kule/kernel/internal/runner"
+	"github.com/kulehq/kule/kernel/internal/sandbox"
+	"github.com/kulehq/kule/kernel/internal/task"
 )
 
 func TestMain(m *testing.M) {
@@ -209,7 +209,7 @@ func (f *fixture) checkTurn(t *testing.T, res agentrun.Result) (seen string) {
 		!strings.Contains(quoteAny(steps[1]["effects"]), `"path":"seen.txt"`) {
 		t.Errorf("steps.jsonl: %v", steps)
 	}
-	var usage []map[string]any // less the line each run starts with (kernel/budget)
+	var usage []map[string]any // less the line each run starts with (kernel/internal/budget)
 	for _, u := range readLines(t, filepath.Join(f.t.Paths.Dir, acp.UsageFile)) {
 		if u["source"] != "run_start" {
 			usage = append(usage, u)

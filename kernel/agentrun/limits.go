@@ -7,15 +7,15 @@ import (
 	"time"
 
 	"github.com/kulehq/kule/kernel"
-	"github.com/kulehq/kule/kernel/acp"
-	"github.com/kulehq/kule/kernel/budget"
-	"github.com/kulehq/kule/kernel/config"
-	"github.com/kulehq/kule/kernel/limits"
-	"github.com/kulehq/kule/kernel/runner"
+	"github.com/kulehq/kule/kernel/internal/acp"
+	"github.com/kulehq/kule/kernel/internal/budget"
+	"github.com/kulehq/kule/kernel/internal/config"
+	"github.com/kulehq/kule/kernel/internal/limits"
+	"github.com/kulehq/kule/kernel/internal/runner"
 )
 
-// The hooks where a run's limits and budgets are applied (kernel/limits,
-// kernel/budget): startLimits refuses a run whose budget or task time is
+// The hooks where a run's limits and budgets are applied (kernel/internal/limits,
+// kernel/internal/budget): startLimits refuses a run whose budget or task time is
 // spent and starts the limits supervisor on the agent's process tree (and
 // every terminal it opens) and the budget watcher; onUsage gives the
 // watcher each usage line; event keeps the idle clock; stopLimits says

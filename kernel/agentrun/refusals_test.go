@@ -10,7 +10,7 @@ import (
 
 	"github.com/kulehq/kule/kernel"
 	"github.com/kulehq/kule/kernel/agentrun"
-	"github.com/kulehq/kule/kernel/agents"
+	"github.com/kulehq/kule/kernel/internal/agents"
 )
 
 // A profile refused for what it would open (here ~/.ssh read-only) does not

@@ -12,7 +12,7 @@ import (
 	"strconv"
 
 	"github.com/kulehq/kule/kernel"
-	"github.com/kulehq/kule/kernel/agents"
+	"github.com/kulehq/kule/kernel/internal/agents"
 	"github.com/kulehq/kule/kernel/internal/proxy"
 )
 

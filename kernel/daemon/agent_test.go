@@ -16,8 +16,8 @@ import (
 	"testing/fstest"
 
 	"github.com/kulehq/kule/kernel/agentrun"
-	"github.com/kulehq/kule/kernel/agents"
-	"github.com/kulehq/kule/kernel/runner"
+	"github.com/kulehq/kule/kernel/internal/agents"
+	"github.com/kulehq/kule/kernel/internal/runner"
 )
 
 // A scripted ACP agent: the test binary re-runs itself as the agent

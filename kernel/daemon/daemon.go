@@ -31,9 +31,9 @@ import (
 
 	"github.com/kulehq/kule/kernel"
 	"github.com/kulehq/kule/kernel/agentrun"
-	"github.com/kulehq/kule/kernel/agents"
-	"github.com/kulehq/kule/kernel/runner"
-	"github.com/kulehq/kule/kernel/task"
+	"github.com/kulehq/kule/kernel/internal/agents"
+	"github.com/kulehq/kule/kernel/internal/runner"
+	"github.com/kulehq/kule/kernel/internal/task"
 )
 
 // DefaultIdle is how long the daemon waits with nothing to do before exiting.
@@ -51,7 +51,7 @@ type Config struct {
 	// kernel's Runner.
 	RunnerFor func(t *task.Task, spec *runner.Spec) (runner.Runner, error)
 	// Agents says which agents can start here and what the others need
-	// (kernel/agents' Check); nil lists none.
+	// (kernel/internal/agents' Check); nil lists none.
 	Agents func() ([]AgentView, error)
 	// AgentSet reads the agent profiles a prompt from the app may run (nil:
 	// the app runs no agents); AgentOptions may change a run's options

@@ -11,13 +11,13 @@ import (
 
 	"github.com/kulehq/kule/kernel"
 	"github.com/kulehq/kule/kernel/agentrun"
-	"github.com/kulehq/kule/kernel/agents"
-	"github.com/kulehq/kule/kernel/config"
-	"github.com/kulehq/kule/kernel/group"
-	"github.com/kulehq/kule/kernel/policy"
-	"github.com/kulehq/kule/kernel/sandbox"
-	"github.com/kulehq/kule/kernel/secrets"
-	"github.com/kulehq/kule/kernel/task"
+	"github.com/kulehq/kule/kernel/internal/agents"
+	"github.com/kulehq/kule/kernel/internal/config"
+	"github.com/kulehq/kule/kernel/internal/group"
+	"github.com/kulehq/kule/kernel/internal/policy"
+	"github.com/kulehq/kule/kernel/internal/sandbox"
+	"github.com/kulehq/kule/kernel/internal/secrets"
+	"github.com/kulehq/kule/kernel/internal/task"
 )
 
 // errVerdictsChange refuses a move between groups that would change a
@@ -227,7 +227,7 @@ type AgentView struct {
 }
 
 // AgentViews says of each agent in set whether it can start here and what
-// the others need (kernel/agents' Check).
+// the others need (kernel/internal/agents' Check).
 func AgentViews(set *agents.Set, o agents.CheckOptions) []AgentView {
 	out := []AgentView{}
 	for _, s := range agents.Check(set, o) {

@@ -5,7 +5,7 @@ import (
 	"slices"
 	"sync"
 
-	"github.com/kulehq/kule/kernel/task"
+	"github.com/kulehq/kule/kernel/internal/task"
 )
 
 // meets remembers which pairs of tasks on one folder change the same paths,

@@ -11,14 +11,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kulehq/kule/kernel/acp"
-	"github.com/kulehq/kule/kernel/budget"
 	"github.com/kulehq/kule/kernel/daemon/client"
-	"github.com/kulehq/kule/kernel/limits"
-	"github.com/kulehq/kule/kernel/task"
+	"github.com/kulehq/kule/kernel/internal/acp"
+	"github.com/kulehq/kule/kernel/internal/budget"
+	"github.com/kulehq/kule/kernel/internal/limits"
+	"github.com/kulehq/kule/kernel/internal/task"
 )
 
-// writeUsage writes a task's usage.jsonl as kernel/acp records it: a run's
+// writeUsage writes a task's usage.jsonl as kernel/internal/acp records it: a run's
 // start, a usage_update with the session's cost, and a turn's tokens.
 func writeUsage(t *testing.T, tk *task.Task, cost float64, cur string, tokens int) {
 	t.Helper()

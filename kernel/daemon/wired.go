@@ -6,10 +6,10 @@ import (
 	"strings"
 
 	"github.com/kulehq/kule/kernel"
-	"github.com/kulehq/kule/kernel/pluginhost"
-	"github.com/kulehq/kule/kernel/policy"
-	"github.com/kulehq/kule/kernel/review"
-	"github.com/kulehq/kule/kernel/task"
+	"github.com/kulehq/kule/kernel/internal/pluginhost"
+	"github.com/kulehq/kule/kernel/internal/policy"
+	"github.com/kulehq/kule/kernel/internal/review"
+	"github.com/kulehq/kule/kernel/internal/task"
 )
 
 // The hooks wired to the real kernel: the differs through the plugin host,
