@@ -6,7 +6,8 @@ package kernel
 // named here, grouped by the package that implements it. Those packages
 // live under kernel/internal and no client imports them; a client that
 // needs more of them gets a name here (or, better, a Kernel method that
-// does the work).
+// does the work). kernel/agentrun is not here: it is built on the Kernel,
+// so this package cannot name it without an import cycle.
 
 import (
 	"context"
@@ -46,22 +47,22 @@ type AskFunc = acp.AskFunc
 // Event is what the client streams while a turn runs. See [acp.Event].
 type Event = acp.Event
 
-// EventNotice is [acp.EventNotice]: something the person should know (a bad line from the agent)
+// EventNotice is [acp.EventNotice]: something the person should know (a bad line from the agent).
 const EventNotice = acp.EventNotice
 
-// EventPermission is [acp.EventPermission]: Event types.
+// EventPermission is [acp.EventPermission]: an event type.
 const EventPermission = acp.EventPermission
 
-// EventRaw is [acp.EventRaw]: an update kind Kule does not know, kept as a step
+// EventRaw is [acp.EventRaw]: an update kind Kule does not know, kept as a step.
 const EventRaw = acp.EventRaw
 
-// EventStepEnd is [acp.EventStepEnd]: a tool call ended; Step.Effects filled
+// EventStepEnd is [acp.EventStepEnd]: a tool call ended; Step.Effects filled.
 const EventStepEnd = acp.EventStepEnd
 
-// EventStepStart is [acp.EventStepStart]: a tool call began
+// EventStepStart is [acp.EventStepStart]: a tool call began.
 const EventStepStart = acp.EventStepStart
 
-// EventText is [acp.EventText]: agent_message_chunk
+// EventText is [acp.EventText]: agent_message_chunk.
 const EventText = acp.EventText
 
 // PermissionOption is one answer the agent offers to a permission question. See
@@ -78,7 +79,7 @@ func ReadSteps(path string) ([]acp.Step, int, error) { return acp.ReadSteps(path
 // not know, kept whole. See [acp.Step].
 type Step = acp.Step
 
-// StepsFile is [acp.StepsFile]: The files a run keeps in the task's directory.
+// StepsFile is [acp.StepsFile]: one of the files a run keeps in the task's directory.
 const StepsFile = acp.StepsFile
 
 // agents (kernel/internal/agents) keeps the profiles of the agents Kule can run over ACP: the
@@ -213,7 +214,7 @@ func SaveSettings(root string, c *config.Config) error { return config.Save(root
 // moved whole counts the files below it. See [effects.Count].
 func CountEffects(es []effects.Effect) effects.Counts { return effects.Count(es) }
 
-// KindDelete is [effects.Delete]: a path that the copy no longer has
+// KindDelete is [effects.Delete]: a path that the copy no longer has.
 const KindDelete = effects.Delete
 
 // Effect is one change a task made, relative to its base. See [effects.Effect].
@@ -222,7 +223,7 @@ type Effect = effects.Effect
 // EffectKind names what happened to one path. See [effects.Kind].
 type EffectKind = effects.Kind
 
-// KindMode is [effects.Mode]: permission bits changed, content the same
+// KindMode is [effects.Mode]: permission bits changed, content the same.
 const KindMode = effects.Mode
 
 // QuotePath returns a path as a person can read it on one line: unchanged when it is printable
@@ -234,26 +235,26 @@ func QuotePath(p string) string { return effects.Quote(p) }
 // [effects.Summary].
 func EffectSummary(es []effects.Effect) string { return effects.Summary(es) }
 
-// KindType is [effects.Type]: file ↔ directory ↔ link
+// KindType is [effects.Type]: file ↔ directory ↔ link.
 const KindType = effects.Type
 
-// TypeLink is [effects.TypeLink]: Entry types.
+// TypeLink is [effects.TypeLink]: an entry type.
 const TypeLink = effects.TypeLink
 
 // group (kernel/internal/group) keeps the person's groups of tasks: a name, a colour and a policy
 // of their own (the home's default, balanced, careful, or a Cedar file written for the group,
 // validated before it is kept).
 
-// GroupBalance is [group.Balance]: the built-in balanced policy
+// GroupBalance is [group.Balance]: the built-in balanced policy.
 const GroupBalance = group.Balance
 
-// GroupCareful is [group.Careful]: the built-in careful policy
+// GroupCareful is [group.Careful]: the built-in careful policy.
 const GroupCareful = group.Careful
 
 // GroupEdit is a change to a group; nil fields stay as they are. See [group.Edit].
 type GroupEdit = group.Edit
 
-// ErrGroupNotFound is [group.ErrNotFound]: Errors a caller can test for.
+// ErrGroupNotFound is [group.ErrNotFound]: an error a caller can test for.
 var ErrGroupNotFound = group.ErrNotFound
 
 // Group is one group of tasks. See [group.Group].
@@ -302,13 +303,13 @@ func FormatBytes(n int64) string { return limits.Bytes(n) }
 // nor the home sets one. See [limits.DefaultPids].
 const DefaultPids = limits.DefaultPids
 
-// ErrBadGPU is [limits.ErrBadGPU]: ErrBadGPU: a GPU setting other than on or off.
+// ErrBadGPU is [limits.ErrBadGPU]: a GPU setting other than on or off.
 var ErrBadGPU = limits.ErrBadGPU
 
-// GPUOff is [limits.GPUOff]: GPU settings.
+// GPUOff is [limits.GPUOff]: a GPU setting.
 const GPUOff = limits.GPUOff
 
-// GPUOn is [limits.GPUOn]: GPU settings.
+// GPUOn is [limits.GPUOn]: a GPU setting.
 const GPUOn = limits.GPUOn
 
 // Limits for one run; a zero field is no limit. See [limits.Limits].
@@ -368,33 +369,33 @@ func AllowHost(kuleHome string, folder string, hostPort string) (policy.Remember
 	return policy.AllowHost(kuleHome, folder, hostPort)
 }
 
-// Ask is [policy.Ask]: The three outcomes, in order of severity.
+// Ask is [policy.Ask]: one of the three outcomes (pass, ask, deny).
 const Ask = policy.Ask
 
-// PolicyBalanced is [policy.Balanced]: The built-in policies by name.
+// PolicyBalanced is [policy.Balanced]: the name of a built-in policy.
 const PolicyBalanced = policy.Balanced
 
 // BuiltinPolicyText returns the Cedar text of a built-in policy, as it would be read: the rules
 // both hold, then the choice's own. See [policy.BuiltinText].
 func BuiltinPolicyText(choice string) (string, error) { return policy.BuiltinText(choice) }
 
-// PolicyCareful is [policy.Careful]: The built-in policies by name.
+// PolicyCareful is [policy.Careful]: the name of a built-in policy.
 const PolicyCareful = policy.Careful
 
 // PolicyChoices are the built-in policies a person can choose between. See [policy.Choices].
 var PolicyChoices = policy.Choices
 
-// Deny is [policy.Deny]: The three outcomes, in order of severity.
+// Deny is [policy.Deny]: one of the three outcomes (pass, ask, deny).
 const Deny = policy.Deny
 
 // Forget takes back remembered approval number n (as `kule rules` numbers them) and returns it.
 // See [policy.Forget].
 func Forget(kuleHome string, n int) (policy.Remembered, error) { return policy.Forget(kuleHome, n) }
 
-// LayerBuiltin is [policy.LayerBuiltin]: The layers, in the order Load reads them.
+// LayerBuiltin is [policy.LayerBuiltin]: one of the policy's layers.
 const LayerBuiltin = policy.LayerBuiltin
 
-// LayerRemembered is [policy.LayerRemembered]: The layers, in the order Load reads them.
+// LayerRemembered is [policy.LayerRemembered]: one of the policy's layers.
 const LayerRemembered = policy.LayerRemembered
 
 // Outcome is one of Kule's three verdicts. See [policy.Outcome].
@@ -460,12 +461,12 @@ type Spec = runner.Spec
 
 // sandbox (kernel/internal/sandbox) runs a task's commands isolated from the person's machine.
 
-// ErrCommandCannotRun is [sandbox.ErrCommandCannotRun]: ErrCommandCannotRun: the file is not a
-// program the system can start (exit code 126).
+// ErrCommandCannotRun is [sandbox.ErrCommandCannotRun]: the file is not a program the system can
+// start (exit code 126).
 var ErrCommandCannotRun = sandbox.ErrCommandCannotRun
 
-// ErrCommandNotFound is [sandbox.ErrCommandNotFound]: ErrCommandNotFound: no such program (exit
-// code 127, as a shell says).
+// ErrCommandNotFound is [sandbox.ErrCommandNotFound]: no such program (exit code 127, as a shell
+// says).
 var ErrCommandNotFound = sandbox.ErrCommandNotFound
 
 // SandboxHelperMain answers a binary started with a helper's arguments (cmd/kule and
@@ -505,7 +506,7 @@ type SandboxRecord = sandboxlog.Record
 // port, path or wildcard). See [secrets.CheckHost].
 func CheckSecretHost(h string) (string, error) { return secrets.CheckHost(h) }
 
-// ErrNoSecretHost is [secrets.ErrNoHost]: Errors a caller can test for.
+// ErrNoSecretHost is [secrets.ErrNoHost]: an error a caller can test for.
 var ErrNoSecretHost = secrets.ErrNoHost
 
 // OpenSecrets opens the store of home with its sealer (see OpenSealer). See [secrets.Open].
@@ -521,10 +522,10 @@ type SecretStore = secrets.Store
 // DefaultHome is $KULE_HOME, or ~/.kule when it is not set. See [task.DefaultRoot].
 func DefaultHome() (string, error) { return task.DefaultRoot() }
 
-// ErrAmbiguous is [task.ErrAmbiguous]: Errors a caller can test for.
+// ErrAmbiguous is [task.ErrAmbiguous]: an error a caller can test for.
 var ErrAmbiguous = task.ErrAmbiguous
 
-// ErrBadID is [task.ErrBadID]: Errors a caller can test for.
+// ErrBadID is [task.ErrBadID]: an error a caller can test for.
 var ErrBadID = task.ErrBadID
 
 // LockFile takes the exclusive lock on path, waiting for another kule process that holds it. See
