@@ -19,7 +19,7 @@ MODULES = . $(patsubst %/go.mod,%,$(wildcard sdk/go.mod contrib/example-differ/g
 FMT_FILES = $$(git ls-files -co --exclude-standard '*.go' | grep -v '/testdata/' | while read -r f; do [ -f "$$f" ] && echo "$$f"; done)
 # What make cover measures (a subset, such as the guarded packages, runs faster).
 COVER_PKGS ?= ./...
-# The sandbox's helper is C run before the Go runtime (kernel/sandbox/pid1_linux.c),
+# The sandbox's helper is C run before the Go runtime (kernel/internal/sandbox/pid1_linux.c),
 # linked statically so that no loader runs before it either.
 HELPER_FLAGS = -tags netgo,osusergo -ldflags '-linkmode=external -extldflags=-static'
 

@@ -3,7 +3,7 @@ package kernel
 import (
 	"io/fs"
 
-	"github.com/kulehq/kule/kernel/agents"
+	"github.com/kulehq/kule/kernel/internal/agents"
 )
 
 // Agents reads the agents this kernel may run: the built-in catalogue it was
@@ -15,7 +15,7 @@ func (k *Kernel) Agents() (*agents.Set, error) {
 	if cat == nil {
 		cat = noAgents{}
 	}
-	return agents.Load(cat, k.Store.Root)
+	return agents.Load(cat, k.Store().Root)
 }
 
 // noAgents is an empty catalogue.

@@ -3,8 +3,8 @@ package kernel
 import (
 	"slices"
 
-	"github.com/kulehq/kule/kernel/effects"
-	"github.com/kulehq/kule/kernel/policy"
+	"github.com/kulehq/kule/kernel/internal/effects"
+	"github.com/kulehq/kule/kernel/internal/policy"
 )
 
 // Approval is who approved which of a commit's asked-about paths. A commit

@@ -1,6 +1,7 @@
 package kernel_test
 
 import (
+	"context"
 	"encoding/json"
 	"slices"
 	"testing"
@@ -15,7 +16,7 @@ func TestApproveAllIsRecordedInTheCommit(t *testing.T) {
 	f := newFixture(t, map[string]string{"README.md": "hi\n", "go.mod": "module a\n"})
 	tk := f.newTask()
 	f.sh(tk, "echo more >> README.md; echo 'module b' > go.mod")
-	rep, err := f.k.Commit(tk, kernel.CommitOptions{Policy: true, Approve: true, Approval: &kernel.Approval{By: "cli", All: true}})
+	rep, err := f.k.Commit(context.Background(), tk, kernel.CommitOptions{Policy: true, Approve: true, Approval: &kernel.Approval{By: "cli", All: true}})
 	if err != nil {
 		t.Fatal(err)
 	}

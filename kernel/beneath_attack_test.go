@@ -14,9 +14,9 @@ import (
 	"github.com/kulehq/kule/internal/asnobody"
 	"github.com/kulehq/kule/kernel"
 	"github.com/kulehq/kule/kernel/internal/beneath"
-	"github.com/kulehq/kule/kernel/runner"
-	"github.com/kulehq/kule/kernel/sandbox"
-	"github.com/kulehq/kule/kernel/task"
+	"github.com/kulehq/kule/kernel/internal/runner"
+	"github.com/kulehq/kule/kernel/internal/sandbox"
+	"github.com/kulehq/kule/kernel/internal/task"
 )
 
 // guarded runs attack twice: with kernel/internal/beneath's guard taken away (the
@@ -80,11 +80,11 @@ func TestUndoNeverRemovesThroughALinkInTheCopy(t *testing.T) {
 		f = newFixture(t, map[string]string{"sub/keep": "k"})
 		tk = f.newTask()
 		f.sh(tk, "echo new > sub/important")
-		if _, err := f.k.Commit(tk, kernel.CommitOptions{}); err != nil {
+		if _, err := f.k.Commit(context.Background(), tk, kernel.CommitOptions{}); err != nil {
 			t.Fatal(err)
 		}
 		f.sh(tk, "rm -rf sub && ln -s "+victim+" sub")
-		_, err := f.k.Undo(tk)
+		_, err := f.k.Undo(context.Background(), tk)
 		return !victimKept(), err
 	}, func(t *testing.T, err error) {
 		saysLink(t, err, "sub")
@@ -92,10 +92,10 @@ func TestUndoNeverRemovesThroughALinkInTheCopy(t *testing.T) {
 			t.Error("the refused undo changed the folder")
 		}
 		// What the error says to do works: rollback, then undo.
-		if _, err := f.k.Rollback(tk); err != nil {
+		if _, err := f.k.Rollback(context.Background(), tk); err != nil {
 			t.Fatalf("rollback after the refused undo: %v", err)
 		}
-		if _, err := f.k.Undo(tk); err != nil {
+		if _, err := f.k.Undo(context.Background(), tk); err != nil {
 			t.Fatalf("undo after rollback: %v", err)
 		}
 		if _, err := os.Lstat(filepath.Join(f.folder, "sub", "important")); !os.IsNotExist(err) || !fileIs(filepath.Join(f.folder, "sub", "keep"), "k") {
@@ -126,11 +126,11 @@ func TestUndoNeverPutsAHookIntoAnotherRepository(t *testing.T) {
 		must(t, os.Chmod(filepath.Join(f.folder, "tools", "pre-commit"), 0o755))
 		tk := f.newTask()
 		f.sh(tk, "rm tools/pre-commit")
-		if _, err := f.k.Commit(tk, kernel.CommitOptions{}); err != nil {
+		if _, err := f.k.Commit(context.Background(), tk, kernel.CommitOptions{}); err != nil {
 			t.Fatal(err)
 		}
 		f.sh(tk, "rm -rf tools && ln -s "+filepath.Join(other, ".git", "hooks")+" tools")
-		_, err := f.k.Undo(tk)
+		_, err := f.k.Undo(context.Background(), tk)
 		git("commit", "-q", "--allow-empty", "-m", "next")
 		_, ran := os.Stat(filepath.Join(other, "hook-ran"))
 		_, planted := os.Stat(filepath.Join(other, ".git", "hooks", "pre-commit"))
@@ -152,7 +152,7 @@ func TestRollbackNeverWritesThroughALinkInTheCopy(t *testing.T) {
 			must(t, os.RemoveAll(filepath.Join(tk.Paths.Copy, "sub")))
 			must(t, os.Symlink(victim, filepath.Join(tk.Paths.Copy, "sub")))
 		})()
-		_, err := f.k.Rollback(tk)
+		_, err := f.k.Rollback(context.Background(), tk)
 		return !fileIs(filepath.Join(victim, "important", "data"), "the person's"), err
 	}, func(t *testing.T, err error) {
 		saysLink(t, err, "sub")
@@ -186,12 +186,11 @@ func (f *fixture) sandboxed(tk *task.Task, o kernel.SandboxOptions, script strin
 	var spec runner.Spec
 	var warn strings.Builder
 	o.Warn = &warn
-	r, err := kernel.SandboxRunner(f.k.Store.Root, tk, &spec, o)
+	r, err := kernel.SandboxRunner(f.k.Store().Root, tk, &spec, o)
 	if err != nil {
 		return "", err
 	}
-	kk := *f.k
-	kk.Runner = r
+	kk := f.k.With(kernel.RunHooks{Runner: r})
 	var out bytes.Buffer
 	spec.Stdout, spec.Stderr = &out, &out
 	code, _, err := kk.Exec(context.Background(), tk, kernel.ExecOptions{Args: []string{"sh", "-c", script}, Spec: spec})

@@ -17,17 +17,17 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/kulehq/kule/kernel/effects"
 	"github.com/kulehq/kule/kernel/internal/apply"
 	"github.com/kulehq/kule/kernel/internal/beneath"
 	"github.com/kulehq/kule/kernel/internal/checkpoint"
 	"github.com/kulehq/kule/kernel/internal/clone"
 	"github.com/kulehq/kule/kernel/internal/crashpoint"
+	"github.com/kulehq/kule/kernel/internal/effects"
 	"github.com/kulehq/kule/kernel/internal/gitstate"
 	"github.com/kulehq/kule/kernel/internal/manifest"
-	"github.com/kulehq/kule/kernel/relpath"
-	"github.com/kulehq/kule/kernel/task"
-	"github.com/kulehq/kule/kernel/walk"
+	"github.com/kulehq/kule/kernel/internal/relpath"
+	"github.com/kulehq/kule/kernel/internal/task"
+	"github.com/kulehq/kule/kernel/internal/walk"
 )
 
 // CommitOptions choose what a commit applies. Everything that decides what
@@ -115,20 +115,23 @@ type journalData struct {
 }
 
 // Commit applies the task's changes to the folder (ARCHITECTURE.md §4).
-func (k *Kernel) Commit(t *task.Task, opt CommitOptions) (*CommitReport, error) {
+// ctx ends the work that comes before the journal (the walk of the copy,
+// the differs' merges); once the journal is written the commit goes to its
+// end, so a cancelled commit leaves the folder as it was or as committed.
+func (k *Kernel) Commit(ctx context.Context, t *task.Task, opt CommitOptions) (*CommitReport, error) {
 	l, err := k.lock(t)
 	if err != nil {
 		return nil, err
 	}
 	defer l.Unlock()
-	fl, err := task.LockFile(k.Store.FolderLockPath(t.Folder))
+	fl, err := task.LockFile(k.store.FolderLockPath(t.Folder))
 	if err != nil {
 		return nil, err
 	}
 	defer fl.Unlock()
 
 	// From here to the journal, one status is judged and applied.
-	st, err := k.status(t)
+	st, err := k.status(ctx, t)
 	if err != nil {
 		return nil, err
 	}
@@ -160,7 +163,7 @@ func (k *Kernel) Commit(t *task.Task, opt CommitOptions) (*CommitReport, error) 
 		if merge == nil && !opt.NoMerge {
 			ds, _, done := k.differs()
 			defer done()
-			merge = mergeByDiffers(context.Background(), ds)
+			merge = mergeByDiffers(ctx, ds)
 		}
 		merged, conflicts, ok := k.mergeUnderneath(t, st, chosen, bad, merge)
 		if !ok {
@@ -168,7 +171,7 @@ func (k *Kernel) Commit(t *task.Task, opt CommitOptions) (*CommitReport, error) 
 		}
 		// The merged files are now changes against the folder's version:
 		// judge and check again from the start, from one new status.
-		again, err := k.status(t)
+		again, err := k.status(ctx, t)
 		if err != nil {
 			return nil, err
 		}
@@ -184,6 +187,9 @@ func (k *Kernel) Commit(t *task.Task, opt CommitOptions) (*CommitReport, error) 
 			rep.Merged = append(rep.Merged, effects.Quote(p)+": "+how)
 		}
 		sort.Strings(rep.Merged)
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("commit: %w (nothing was applied)", err)
 	}
 	crashpoint.Hit("commit.judged")
 	cp, err := checkpoint.Open(t.Paths.Checkpoints)

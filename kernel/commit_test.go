@@ -1,6 +1,7 @@
 package kernel_test
 
 import (
+	"context"
 	"errors"
 	"os"
 	"path/filepath"
@@ -11,7 +12,7 @@ import (
 
 	"github.com/kulehq/kule/kernel"
 	"github.com/kulehq/kule/kernel/internal/crashpoint"
-	"github.com/kulehq/kule/kernel/policy"
+	"github.com/kulehq/kule/kernel/internal/policy"
 )
 
 // atStep runs fn when the commit reaches step (in this process), once.
@@ -33,7 +34,7 @@ func TestCommitJudgesWithThePolicy(t *testing.T) {
 	f := newFixture(t, map[string]string{"notes.md": "a\n", "app/main.go": "package main\n"})
 	tk := f.newTask()
 	f.sh(tk, "echo b >> notes.md; echo '{}' > package.json; ln -s notes.md latest")
-	rep, err := f.k.Commit(tk, kernel.CommitOptions{Policy: true})
+	rep, err := f.k.Commit(context.Background(), tk, kernel.CommitOptions{Policy: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -51,7 +52,7 @@ func TestCommitJudgesWithThePolicy(t *testing.T) {
 	if _, err := os.Lstat(filepath.Join(f.folder, "package.json")); !errors.Is(err, os.ErrNotExist) {
 		t.Fatal("package.json reached the folder without approval")
 	}
-	rep, err = f.k.Commit(tk, kernel.CommitOptions{Policy: true, Approve: true})
+	rep, err = f.k.Commit(context.Background(), tk, kernel.CommitOptions{Policy: true, Approve: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -76,7 +77,7 @@ func TestCommitLeavesOutWhatAppearedAfterJudging(t *testing.T) {
 	atStep(t, "commit.judged", func() {
 		write(t, copyDir, map[string]string{"late.txt": "late\n", "new/late.sh": "#!/bin/sh\n"})
 	})
-	rep, err := f.k.Commit(tk, kernel.CommitOptions{Policy: true})
+	rep, err := f.k.Commit(context.Background(), tk, kernel.CommitOptions{Policy: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -84,7 +85,7 @@ func TestCommitLeavesOutWhatAppearedAfterJudging(t *testing.T) {
 	if b, _ := os.ReadFile(filepath.Join(f.folder, "new/a.txt")); string(b) != "n\n" || containsAny(got, "late") {
 		t.Fatalf("folder after commit:\n%s\napplied %v", strings.Join(got, "\n"), lines(rep.Applied))
 	}
-	st, err := f.k.Status(tk)
+	st, err := f.k.Status(context.Background(), tk)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -92,7 +93,7 @@ func TestCommitLeavesOutWhatAppearedAfterJudging(t *testing.T) {
 		t.Fatalf("after the commit, status = %v; want the late paths still pending", got)
 	}
 	// The commit's undo takes back exactly what it applied.
-	if _, err := f.k.Undo(tk); err != nil {
+	if _, err := f.k.Undo(context.Background(), tk); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -118,7 +119,7 @@ func TestCommitRefusesACopyThatChangedAfterJudging(t *testing.T) {
 			f.sh(tk, "echo b >> notes.md; mkdir new; echo n > new/a.txt")
 			before := tree(t, f.folder)
 			atStep(t, tc.step, func() { tc.change(tk.Paths.Copy) })
-			_, err := f.k.Commit(tk, kernel.CommitOptions{Policy: true})
+			_, err := f.k.Commit(context.Background(), tk, kernel.CommitOptions{Policy: true})
 			if !errors.Is(err, kernel.ErrCopyChanged) {
 				t.Fatalf("commit = %v, want ErrCopyChanged", err)
 			}
@@ -127,7 +128,7 @@ func TestCommitRefusesACopyThatChangedAfterJudging(t *testing.T) {
 			}
 			noKuleFiles(t, f.folder)
 			// Nothing is left for undo to take back.
-			if _, err := f.k.Undo(tk); !errors.Is(err, kernel.ErrNothingToUndo) {
+			if _, err := f.k.Undo(context.Background(), tk); !errors.Is(err, kernel.ErrNothingToUndo) {
 				t.Fatalf("undo after a refused commit = %v", err)
 			}
 		})

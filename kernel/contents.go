@@ -1,16 +1,17 @@
 package kernel
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 
-	"github.com/kulehq/kule/kernel/effects"
+	"github.com/kulehq/kule/kernel/internal/effects"
 	"github.com/kulehq/kule/kernel/internal/manifest"
 	"github.com/kulehq/kule/kernel/internal/scan"
-	"github.com/kulehq/kule/kernel/task"
+	"github.com/kulehq/kule/kernel/internal/task"
 
 	"golang.org/x/sys/unix"
 )
@@ -112,16 +113,16 @@ func readRegular(f *os.File, max int64) ([]byte, error) {
 // FolderStatus finds what the person changed in the real folder since the
 // task's base (its last sync): the hand edits a task does not see. Nothing is
 // written; the folder is only read.
-func (k *Kernel) FolderStatus(t *task.Task) (*Status, error) {
-	st, err := k.Status(t) // loads the manifest and rules under the same checks
+func (k *Kernel) FolderStatus(ctx context.Context, t *task.Task) (*Status, error) {
+	st, err := k.Status(ctx, t) // loads the manifest and rules under the same checks
 	if err != nil {
 		return nil, err
 	}
-	return k.FolderStatusOf(st)
+	return k.FolderStatusOf(ctx, st)
 }
 
 // FolderStatusOf is FolderStatus for a task whose status is at hand.
-func (k *Kernel) FolderStatusOf(st *Status) (*Status, error) {
+func (k *Kernel) FolderStatusOf(ctx context.Context, st *Status) (*Status, error) {
 	t := st.Task
 	// The folder's own stat cache: the base recorded the folder's metadata
 	// at the sync, so files nobody touched there are not read either.
@@ -130,7 +131,7 @@ func (k *Kernel) FolderStatusOf(st *Status) (*Status, error) {
 		e.Size, e.MTime, e.CTime, e.Ino, e.Mode = e.Folder.Size, e.Folder.MTime, e.Folder.CTime, e.Folder.Ino, e.Folder.Mode
 		fm.Entries[i] = e
 	}
-	res, err := scan.Scan(t.Folder, fm, baseOf(t), scan.Options{Ignore: st.ignore})
+	res, err := scan.Scan(ctx, t.Folder, fm, baseOf(t), scan.Options{Ignore: st.ignore})
 	if err != nil {
 		return nil, fmt.Errorf("folder status %s: %w", t.ID, err)
 	}

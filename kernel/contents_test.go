@@ -1,6 +1,7 @@
 package kernel_test
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"testing"
@@ -8,7 +9,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/kulehq/kule/kernel"
-	"github.com/kulehq/kule/kernel/effects"
+	"github.com/kulehq/kule/kernel/internal/effects"
 )
 
 func TestContentsAndFolderStatus(t *testing.T) {
@@ -50,7 +51,7 @@ func TestContentsAndFolderStatus(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(f.folder, "c.txt"), []byte("by hand\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	fs, err := f.k.FolderStatus(tk)
+	fs, err := f.k.FolderStatus(context.Background(), tk)
 	if err != nil {
 		t.Fatal(err)
 	}

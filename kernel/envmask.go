@@ -11,14 +11,14 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/kulehq/kule/kernel/effects"
 	"github.com/kulehq/kule/kernel/internal/beneath"
 	"github.com/kulehq/kule/kernel/internal/dotenv"
+	"github.com/kulehq/kule/kernel/internal/effects"
 	"github.com/kulehq/kule/kernel/internal/manifest"
 	"github.com/kulehq/kule/kernel/internal/scan"
-	"github.com/kulehq/kule/kernel/secrets"
-	"github.com/kulehq/kule/kernel/task"
-	"github.com/kulehq/kule/kernel/walk"
+	"github.com/kulehq/kule/kernel/internal/secrets"
+	"github.com/kulehq/kule/kernel/internal/task"
+	"github.com/kulehq/kule/kernel/internal/walk"
 )
 
 // This file is where the kernel meets kernel/internal/dotenv: the copy's settings
@@ -53,7 +53,7 @@ func (k *Kernel) envVault(t *task.Task) *envVault { return &envVault{k: k, t: t}
 func (ev *envVault) open() (*dotenv.Vault, error) {
 	if !ev.tried {
 		ev.tried = true
-		ev.s, ev.err = secrets.OpenSealer(ev.k.Store.Root, os.Getenv("KULE_SECRETS_KEYFILE") == "1")
+		ev.s, ev.err = secrets.OpenSealer(ev.k.store.Root, os.Getenv("KULE_SECRETS_KEYFILE") == "1")
 		if ev.err == nil {
 			ev.v, ev.err = dotenv.LoadVault(dotenv.VaultPath(ev.t.Paths.Dir), ev.s)
 		}

@@ -1,6 +1,7 @@
 package kernel_test
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -34,7 +35,7 @@ func BenchmarkMaskEnvAgainstStatus(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	rep, err := k.NewTask(folder)
+	rep, err := k.NewTask(context.Background(), folder)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -48,7 +49,7 @@ func BenchmarkMaskEnvAgainstStatus(b *testing.B) {
 	})
 	b.Run("Status", func(b *testing.B) {
 		for b.Loop() {
-			if _, err := k.Status(tk); err != nil {
+			if _, err := k.Status(context.Background(), tk); err != nil {
 				b.Fatal(err)
 			}
 		}

@@ -12,7 +12,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/kulehq/kule/kernel"
-	"github.com/kulehq/kule/kernel/runner"
+	"github.com/kulehq/kule/kernel/internal/runner"
 )
 
 const (
@@ -82,7 +82,7 @@ func TestDotenvValuesAreMaskedInTheCopyAndRealInTheFolder(t *testing.T) {
 			must(t, err)
 			f := &fixture{t: t, k: k, folder: folder}
 			before := tree(t, f.folder)
-			rep, err := f.k.NewTask(f.folder)
+			rep, err := f.k.NewTask(context.Background(), f.folder)
 			must(t, err)
 			tk := rep.Task
 			if tk.Backend != backend {
@@ -99,7 +99,7 @@ func TestDotenvValuesAreMaskedInTheCopyAndRealInTheFolder(t *testing.T) {
 			if b, _ := os.ReadFile(filepath.Join(tk.Paths.Dir, "secrets.json")); len(b) == 0 || bytes.Contains(b, []byte(stripeKey)) {
 				t.Errorf("secrets.json is missing or not sealed")
 			}
-			st, err := f.k.Status(tk)
+			st, err := f.k.Status(context.Background(), tk)
 			must(t, err)
 			if len(st.Effects) != 0 {
 				t.Fatalf("a masked .env reads as an effect: %v", lines(st.Effects))
@@ -119,7 +119,7 @@ func TestDotenvValuesAreMaskedInTheCopyAndRealInTheFolder(t *testing.T) {
 			if got := lines(st.Effects); !cmp.Equal(got, []string{"~ .env", "~ config/app.env"}) {
 				t.Fatalf("effects of the edit = %v", got)
 			}
-			if _, err := f.k.Commit(tk, kernel.CommitOptions{IncludeIgnored: true}); err != nil {
+			if _, err := f.k.Commit(context.Background(), tk, kernel.CommitOptions{IncludeIgnored: true}); err != nil {
 				t.Fatal(err)
 			}
 			if got, want := read(t, filepath.Join(f.folder, ".env")), envFolder[".env"]+"FEATURE=on\n"; got != want {
@@ -129,29 +129,29 @@ func TestDotenvValuesAreMaskedInTheCopyAndRealInTheFolder(t *testing.T) {
 				t.Fatalf("folder config/app.env after commit = %q, want %q", got, want)
 			}
 			noRealValue(t, copyDir, append(realValues, newKey)...)
-			if st, _ := f.k.Status(tk); len(st.Effects) != 0 {
+			if st, _ := f.k.Status(context.Background(), tk); len(st.Effects) != 0 {
 				t.Fatalf("after the commit, status = %v", lines(st.Effects))
 			}
 
 			// Undo: the folder is byte for byte as it was, the copy masked.
-			if _, err := f.k.Undo(tk); err != nil {
+			if _, err := f.k.Undo(context.Background(), tk); err != nil {
 				t.Fatal(err)
 			}
 			if d := cmp.Diff(before, tree(t, f.folder)); d != "" {
 				t.Fatalf("undo did not give the folder back (-before +after):\n%s", d)
 			}
 			noRealValue(t, copyDir, realValues...)
-			if st, _ := f.k.Status(tk); len(st.Effects) != 0 {
+			if st, _ := f.k.Status(context.Background(), tk); len(st.Effects) != 0 {
 				t.Fatalf("after the undo, status = %v", lines(st.Effects))
 			}
 
 			// Rollback of an edit leaves the copy masked too.
 			f.sh(tk, "echo 'X=1' >> .env")
-			if _, err := f.k.Rollback(tk); err != nil {
+			if _, err := f.k.Rollback(context.Background(), tk); err != nil {
 				t.Fatal(err)
 			}
 			noRealValue(t, copyDir, realValues...)
-			if st, _ := f.k.Status(tk); len(st.Effects) != 0 {
+			if st, _ := f.k.Status(context.Background(), tk); len(st.Effects) != 0 {
 				t.Fatalf("after the rollback, status = %v", lines(st.Effects))
 			}
 			if d := cmp.Diff(before, tree(t, f.folder)); d != "" {

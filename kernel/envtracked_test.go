@@ -1,6 +1,7 @@
 package kernel_test
 
 import (
+	"context"
 	"slices"
 	"testing"
 )
@@ -37,7 +38,7 @@ func TestNewSaysWhichEnvFilesGitTracks(t *testing.T) {
 			if c.git != nil {
 				c.git(t, f.folder)
 			}
-			rep, err := f.k.NewTask(f.folder)
+			rep, err := f.k.NewTask(context.Background(), f.folder)
 			must(t, err)
 			if !slices.Equal(rep.Task.EnvTracked, c.want) || len(rep.Notes) != len(c.want) {
 				t.Fatalf("tracked %q, notes %q; want %q", rep.Task.EnvTracked, rep.Notes, c.want)

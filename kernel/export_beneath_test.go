@@ -1,6 +1,6 @@
 package kernel
 
-import "github.com/kulehq/kule/kernel/task"
+import "github.com/kulehq/kule/kernel/internal/task"
 
 // SyncCopyStartsForTest runs fn each time the copy is made to follow the
 // folder, just before it is touched: a test plants a link there as a command

@@ -6,7 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/kulehq/kule/kernel/agents"
+	"github.com/kulehq/kule/kernel/internal/agents"
 	"github.com/kulehq/kule/kernel/internal/credentials"
 )
 

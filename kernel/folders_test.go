@@ -1,6 +1,7 @@
 package kernel_test
 
 import (
+	"context"
 	"errors"
 	"os"
 	"path/filepath"
@@ -8,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/kulehq/kule/kernel"
-	"github.com/kulehq/kule/kernel/task"
+	"github.com/kulehq/kule/kernel/internal/task"
 )
 
 func TestCheckTaskFolderRefusesWhatHoldsKeys(t *testing.T) {
@@ -79,7 +80,7 @@ func TestNewRefusesCredentialFoldersAndTheHome(t *testing.T) {
 	ssh := filepath.Join(person, ".ssh")
 
 	restore := kernel.SetFolderGuardForTest(false)
-	rep, err := f.k.NewTask(ssh)
+	rep, err := f.k.NewTask(context.Background(), ssh)
 	restore()
 	if err != nil {
 		t.Fatalf("without the guard: %v", err)
@@ -87,22 +88,22 @@ func TestNewRefusesCredentialFoldersAndTheHome(t *testing.T) {
 	if b, err := os.ReadFile(filepath.Join(rep.Task.Paths.Copy, "id_ed25519")); err != nil || string(b) != "PRIVATE KEY" {
 		t.Fatalf("without the guard the copy should hold the key: %q, %v", b, err)
 	}
-	must(t, f.k.Delete(rep.Task))
+	must(t, f.k.Delete(context.Background(), rep.Task))
 
-	for _, folder := range []string{ssh, person, person + "/", filepath.Join(ssh, ".."), f.k.Store.Root} {
-		if _, err := f.k.NewTask(folder); !errors.Is(err, kernel.ErrFolderRefused) {
+	for _, folder := range []string{ssh, person, person + "/", filepath.Join(ssh, ".."), f.k.Store().Root} {
+		if _, err := f.k.NewTask(context.Background(), folder); !errors.Is(err, kernel.ErrFolderRefused) {
 			t.Errorf("NewTask(%s) = %v, want refused", folder, err)
 		}
 	}
-	if ids, _ := f.k.Store.IDs(); len(ids) != 0 {
+	if ids, _ := f.k.Store().IDs(); len(ids) != 0 {
 		t.Fatalf("refused folders left tasks: %v", ids)
 	}
-	ents, err := os.ReadDir(f.k.Store.TasksDir())
+	ents, err := os.ReadDir(f.k.Store().TasksDir())
 	must(t, err)
 	if len(ents) != 0 {
 		t.Fatalf("refused folders left directories in tasks/: %v", ents)
 	}
-	if _, err := f.k.NewTask(filepath.Join(person, "projects", "app")); err != nil {
+	if _, err := f.k.NewTask(context.Background(), filepath.Join(person, "projects", "app")); err != nil {
 		t.Fatalf("a project inside the home: %v", err)
 	}
 }
@@ -111,11 +112,11 @@ func TestNewRefusesCredentialFoldersAndTheHome(t *testing.T) {
 func TestDeleteBrokenWaitsForNew(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, map[string]string{"a.txt": "a"})
-	dir := f.k.Store.NewDir("0123abcd")
+	dir := f.k.Store().NewDir("0123abcd")
 	must(t, os.MkdirAll(dir, 0o700))
 	l, err := task.LockFile(filepath.Join(dir, "lock"))
 	must(t, err)
-	b, err := f.k.Store.ResolveBroken("0123abcd")
+	b, err := f.k.Store().ResolveBroken("0123abcd")
 	must(t, err)
 	if err := f.k.DeleteBroken(b); !errors.Is(err, task.ErrBusy) {
 		t.Fatalf("DeleteBroken while a new holds it: %v", err)

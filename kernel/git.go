@@ -11,8 +11,8 @@ import (
 	"github.com/kulehq/kule/kernel/internal/apply"
 	"github.com/kulehq/kule/kernel/internal/atomicfile"
 	"github.com/kulehq/kule/kernel/internal/gitstate"
-	"github.com/kulehq/kule/kernel/relpath"
-	"github.com/kulehq/kule/kernel/task"
+	"github.com/kulehq/kule/kernel/internal/relpath"
+	"github.com/kulehq/kule/kernel/internal/task"
 )
 
 // This file is where the engine meets kernel/internal/gitstate: every `.git` is left

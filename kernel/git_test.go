@@ -1,6 +1,7 @@
 package kernel_test
 
 import (
+	"context"
 	"errors"
 	"os"
 	"os/exec"
@@ -65,7 +66,7 @@ func TestGitCommitAndUndoByMeaning(t *testing.T) {
 	}
 	// The person runs git status meanwhile: no conflict.
 	gitIn(t, f.folder, "status", "--porcelain")
-	rep, err := f.k.Commit(tk, kernel.CommitOptions{})
+	rep, err := f.k.Commit(context.Background(), tk, kernel.CommitOptions{})
 	if err != nil {
 		t.Fatalf("Commit: %v", err)
 	}
@@ -79,11 +80,11 @@ func TestGitCommitAndUndoByMeaning(t *testing.T) {
 		t.Errorf("folder status after commit = %q, want clean", got)
 	}
 	gitIn(t, f.folder, "fsck", "--strict", "--no-progress")
-	st, err = f.k.Status(tk)
+	st, err = f.k.Status(context.Background(), tk)
 	if err != nil || len(st.Git) != 0 || len(st.Effects) != 0 {
 		t.Fatalf("status after commit: %v, git %q, %d file effects", err, gitLines(st), len(st.Effects))
 	}
-	if _, err := f.k.Undo(tk); err != nil {
+	if _, err := f.k.Undo(context.Background(), tk); err != nil {
 		t.Fatalf("Undo: %v", err)
 	}
 	if got := gitIn(t, f.folder, "rev-parse", "main"); got != before {
@@ -95,7 +96,7 @@ func TestGitCommitAndUndoByMeaning(t *testing.T) {
 	if got := gitIn(t, f.folder, "branch", "--list", "topic"); got != "" {
 		t.Errorf("topic survived the undo: %q", got)
 	}
-	st, err = f.k.Status(tk)
+	st, err = f.k.Status(context.Background(), tk)
 	if err != nil || len(st.Git) != 0 || len(st.Effects) != 0 {
 		t.Fatalf("status after undo: %v, git %q, %d file effects", err, gitLines(st), len(st.Effects))
 	}
@@ -105,7 +106,7 @@ func TestGitRewriteWaitsAndPersonsCommitConflicts(t *testing.T) {
 	f := gitFixture(t)
 	tk := f.newTask()
 	f.sh(tk, gitID+"commit -q --amend -m reworded")
-	_, err := f.k.Commit(tk, kernel.CommitOptions{})
+	_, err := f.k.Commit(context.Background(), tk, kernel.CommitOptions{})
 	if !errors.Is(err, kernel.ErrGitWaits) || !strings.Contains(err.Error(), "history rewrite of refs/heads/main") {
 		t.Fatalf("Commit of a rewrite = %v, want ErrGitWaits naming main", err)
 	}
@@ -114,7 +115,7 @@ func TestGitRewriteWaitsAndPersonsCommitConflicts(t *testing.T) {
 	os.WriteFile(filepath.Join(f.folder, "b.txt"), []byte("person\n"), 0o644)
 	gitIn(t, f.folder, "add", "b.txt")
 	gitIn(t, f.folder, "commit", "-q", "-m", "person")
-	_, err = f.k.Commit(tk, kernel.CommitOptions{Git: kernel.GitApproval{Rewrites: true}})
+	_, err = f.k.Commit(context.Background(), tk, kernel.CommitOptions{Git: kernel.GitApproval{Rewrites: true}})
 	if !errors.Is(err, gitstate.ErrConflict) || !strings.Contains(err.Error(), "main: the folder moved it") {
 		t.Fatalf("Commit = %v, want a conflict naming main", err)
 	}
@@ -146,7 +147,7 @@ func TestGitCommitRefusesWhileAGitCommandHoldsTheLock(t *testing.T) {
 	beforeFiles, beforeHead := tree(t, f.folder), gitIn(t, f.folder, "rev-parse", "main")
 	lock := filepath.Join(f.folder, ".git", "index.lock")
 	must(t, os.WriteFile(lock, []byte("git's own\n"), 0o644))
-	_, err := f.k.Commit(tk, kernel.CommitOptions{})
+	_, err := f.k.Commit(context.Background(), tk, kernel.CommitOptions{})
 	if !errors.Is(err, apply.ErrBusy) {
 		t.Fatalf("commit while git holds index.lock = %v, want ErrBusy", err)
 	}
@@ -169,7 +170,7 @@ func TestGitCommitRefusesWhileAGitCommandHoldsTheLock(t *testing.T) {
 		t.Fatal("a refused commit changed the folder or its repository")
 	}
 	must(t, os.Remove(lock))
-	if _, err := f.k.Commit(tk, kernel.CommitOptions{}); err != nil {
+	if _, err := f.k.Commit(context.Background(), tk, kernel.CommitOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	if got := gitIn(t, f.folder, "log", "--format=%s", "main"); got != "task\nfirst" {
@@ -189,7 +190,7 @@ func TestGitRefMovedWhileCommittingRefusesWhole(t *testing.T) {
 		gitIn(t, f.folder, "add", "c.txt")
 		gitIn(t, f.folder, "commit", "-q", "-m", "person")
 	})
-	_, err := f.k.Commit(tk, kernel.CommitOptions{})
+	_, err := f.k.Commit(context.Background(), tk, kernel.CommitOptions{})
 	if !errors.Is(err, apply.ErrConflict) {
 		t.Fatalf("commit after the person moved main = %v, want a conflict", err)
 	}
@@ -199,7 +200,7 @@ func TestGitRefMovedWhileCommittingRefusesWhole(t *testing.T) {
 	if got := gitIn(t, f.folder, "log", "--format=%s", "main"); got != "person\nfirst" {
 		t.Errorf("folder log = %q, want the person's commit kept", got)
 	}
-	if _, err := f.k.Undo(tk); !errors.Is(err, kernel.ErrNothingToUndo) {
+	if _, err := f.k.Undo(context.Background(), tk); !errors.Is(err, kernel.ErrNothingToUndo) {
 		t.Fatalf("undo after a refused commit = %v", err)
 	}
 	gitIn(t, f.folder, "fsck", "--strict", "--no-progress")

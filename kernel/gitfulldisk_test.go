@@ -1,6 +1,7 @@
 package kernel_test
 
 import (
+	"context"
 	"errors"
 	"io/fs"
 	"path/filepath"
@@ -34,7 +35,7 @@ func TestRealDiskFullDuringGitObjectCopy(t *testing.T) {
 	// again, so only the git objects need room in the folder.
 	f.sh(tk, "head -c 3000000 /dev/urandom > big.bin && git add big.bin && "+gitID+"commit -qm big && git rm -q big.bin && "+gitID+"commit -qm 'drop big'")
 	before := gitIn(t, folder, "for-each-ref")
-	_, err = k.Commit(tk, kernel.CommitOptions{})
+	_, err = k.Commit(context.Background(), tk, kernel.CommitOptions{})
 	if !errors.Is(err, syscall.ENOSPC) {
 		t.Fatalf("commit onto a full disk = %v, want ENOSPC", err)
 	}

@@ -5,7 +5,7 @@ import (
 	"strings"
 
 	"github.com/kulehq/kule/kernel/internal/gitstate"
-	"github.com/kulehq/kule/kernel/policy"
+	"github.com/kulehq/kule/kernel/internal/policy"
 )
 
 // This file makes every change a task made to a repository a policy

@@ -1,6 +1,7 @@
 package kernel_test
 
 import (
+	"context"
 	"encoding/json"
 	"os"
 	"os/exec"
@@ -9,8 +10,8 @@ import (
 	"testing"
 
 	"github.com/kulehq/kule/kernel"
-	"github.com/kulehq/kule/kernel/effects"
-	"github.com/kulehq/kule/kernel/task"
+	"github.com/kulehq/kule/kernel/internal/effects"
+	"github.com/kulehq/kule/kernel/internal/task"
 )
 
 // Attacks on the way a task's git changes reach the folder: each runs the
@@ -40,7 +41,7 @@ func folderSound(t *testing.T, f *fixture) string {
 
 func commitPolicy(t *testing.T, f *fixture, tk *task.Task, approve bool) *kernel.CommitReport {
 	t.Helper()
-	rep, err := f.k.Commit(tk, kernel.CommitOptions{Policy: true, Approve: approve, Git: kernel.GitApproval{Rewrites: approve, StagedDiffers: approve, Config: approve}})
+	rep, err := f.k.Commit(context.Background(), tk, kernel.CommitOptions{Policy: true, Approve: approve, Git: kernel.GitApproval{Rewrites: approve, StagedDiffers: approve, Config: approve}})
 	if err != nil {
 		t.Fatalf("Commit(approve=%v): %v", approve, err)
 	}
@@ -97,7 +98,7 @@ func TestGitAttackHeldBackCommitNeverMovesTheBranch(t *testing.T) {
 		}
 	}
 	// Still listed, with its verdict, in the next status.
-	st, err := f.k.Status(tk)
+	st, err := f.k.Status(context.Background(), tk)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -132,7 +133,7 @@ func TestGitAttackConfigIsListedWithItsKeys(t *testing.T) {
 		f := gitProject(t)
 		tk := f.newTask()
 		f.sh(tk, script)
-		st, err := f.k.Status(tk)
+		st, err := f.k.Status(context.Background(), tk)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -151,7 +152,7 @@ func TestGitAttackConfigIsListedWithItsKeys(t *testing.T) {
 	f := gitProject(t)
 	tk := f.newTask()
 	f.sh(tk, script)
-	st, err := f.k.Status(tk)
+	st, err := f.k.Status(context.Background(), tk)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -171,7 +172,7 @@ func TestGitAttackConfigIsListedWithItsKeys(t *testing.T) {
 		t.Fatal("the config reached the folder without approval")
 	}
 	// Approving files path by path (the app's way) approves no git part.
-	sel, err := f.k.Commit(tk, kernel.CommitOptions{Policy: true, Approve: true, Select: func(effects.Effect) bool { return true }})
+	sel, err := f.k.Commit(context.Background(), tk, kernel.CommitOptions{Policy: true, Approve: true, Select: func(effects.Effect) bool { return true }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -255,7 +256,7 @@ func TestGitAttackHookCarriesItsVerdict(t *testing.T) {
 		f := gitProject(t)
 		tk := f.newTask()
 		f.sh(tk, script)
-		st, _ := f.k.Status(tk)
+		st, _ := f.k.Status(context.Background(), tk)
 		if _, err := f.k.JudgeStatus(tk, st, false, false); err != nil {
 			t.Fatal(err)
 		}
@@ -266,7 +267,7 @@ func TestGitAttackHookCarriesItsVerdict(t *testing.T) {
 	f := gitProject(t)
 	tk := f.newTask()
 	f.sh(tk, script)
-	st, err := f.k.Status(tk)
+	st, err := f.k.Status(context.Background(), tk)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -284,7 +285,7 @@ func TestGitAttackHookCarriesItsVerdict(t *testing.T) {
 	if _, d := heldLines(rep.Judgement); !strings.Contains(d, "pre-commit") {
 		t.Errorf("the commit's report does not name the denied hook: %q", d)
 	}
-	st, _ = f.k.Status(tk)
+	st, _ = f.k.Status(context.Background(), tk)
 	if _, err := f.k.JudgeStatus(tk, st, false, false); err != nil {
 		t.Fatal(err)
 	}
@@ -414,13 +415,13 @@ func TestGitUndoKeepsWhatTheCommitHeldListed(t *testing.T) {
 	before := gitIn(t, f.folder, "rev-parse", "main")
 	f.sh(tk, `printf '#!/bin/sh\n' > .git/hooks/pre-commit && chmod +x .git/hooks/pre-commit && echo two >> a.txt && `+gitID+`commit -qam task`)
 	commitPolicy(t, f, tk, false)
-	if _, err := f.k.Undo(tk); err != nil {
+	if _, err := f.k.Undo(context.Background(), tk); err != nil {
 		t.Fatalf("Undo: %v", err)
 	}
 	if got := gitIn(t, f.folder, "rev-parse", "main"); got != before {
 		t.Errorf("after undo main = %s, want %s", got, before)
 	}
-	st, err := f.k.Status(tk)
+	st, err := f.k.Status(context.Background(), tk)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -451,7 +452,7 @@ func TestGitNestedRepositoryWaits(t *testing.T) {
 	before := gitIn(t, sub, "rev-parse", "main")
 	tk := f.newTask()
 	f.sh(tk, "cd sub && echo more >> s.txt && "+gitID+"commit -qam 'sub task'")
-	st, err := f.k.Status(tk)
+	st, err := f.k.Status(context.Background(), tk)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,9 +5,9 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/kulehq/kule/kernel/effects"
-	"github.com/kulehq/kule/kernel/relpath"
-	"github.com/kulehq/kule/kernel/task"
+	"github.com/kulehq/kule/kernel/internal/effects"
+	"github.com/kulehq/kule/kernel/internal/relpath"
+	"github.com/kulehq/kule/kernel/internal/task"
 )
 
 // ErrNewRepository: a commit would bring in the files of a repository the

@@ -10,7 +10,7 @@ import (
 	"strings"
 
 	"github.com/kulehq/kule/kernel/internal/gitstate"
-	"github.com/kulehq/kule/kernel/task"
+	"github.com/kulehq/kule/kernel/internal/task"
 )
 
 // RollbackReport is what a rollback threw away.

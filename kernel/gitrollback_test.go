@@ -1,6 +1,7 @@
 package kernel_test
 
 import (
+	"context"
 	"errors"
 	"os"
 	"path/filepath"
@@ -11,7 +12,7 @@ import (
 
 	"github.com/kulehq/kule/kernel"
 	"github.com/kulehq/kule/kernel/internal/gitstate"
-	"github.com/kulehq/kule/kernel/task"
+	"github.com/kulehq/kule/kernel/internal/task"
 )
 
 // sameGitMeaning fails the test unless the copy's repository at rel means
@@ -48,7 +49,7 @@ func TestRollbackResetsTheCopysGitToTheFolders(t *testing.T) {
 	f.sh(tk, "echo two >> a.txt && "+gitID+"commit -qam task && git branch topic && git branch -D feature && "+
 		"git config core.fsmonitor 'touch /tmp/x' && printf '#!/bin/sh\\nexit 0\\n' > .git/hooks/pre-commit && chmod +x .git/hooks/pre-commit && "+
 		"echo staged > b.txt && git add b.txt && echo other > b.txt")
-	rep, err := f.k.Rollback(tk)
+	rep, err := f.k.Rollback(context.Background(), tk)
 	if err != nil {
 		t.Fatalf("Rollback: %v", err)
 	}
@@ -59,7 +60,7 @@ func TestRollbackResetsTheCopysGitToTheFolders(t *testing.T) {
 		}
 	}
 	sameGitMeaning(t, f, tk, ".")
-	st, err := f.k.Status(tk)
+	st, err := f.k.Status(context.Background(), tk)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,14 +87,14 @@ func TestRollbackRemovesWhatPointsElsewhere(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(tk.Paths.Copy, ".git", "commondir"), []byte(filepath.Join(sib, ".git")+"\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	st, err := f.k.Status(tk)
+	st, err := f.k.Status(context.Background(), tk)
 	if err != nil {
 		t.Fatalf("status with a commondir: %v", err)
 	}
 	if l := gitLines(st); !strings.Contains(l, ".git/commondir names") || !strings.Contains(l, "refused") {
 		t.Fatalf("status lines do not refuse the commondir by name:\n%s", l)
 	}
-	rep, err := f.k.Rollback(tk)
+	rep, err := f.k.Rollback(context.Background(), tk)
 	if err != nil {
 		t.Fatalf("Rollback: %v", err)
 	}
@@ -123,7 +124,7 @@ func TestMalformedNestedGitFileNeverWedgesTheTask(t *testing.T) {
 	if l := gitLines(st); !strings.Contains(l, "sub/.git is not a gitdir file") {
 		t.Fatalf("status does not name the malformed sub/.git:\n%s", l)
 	}
-	if _, err := f.k.Commit(tk, kernel.CommitOptions{}); err != nil {
+	if _, err := f.k.Commit(context.Background(), tk, kernel.CommitOptions{}); err != nil {
 		t.Fatalf("commit with a malformed sub/.git: %v", err)
 	}
 	if b, _ := os.ReadFile(filepath.Join(f.folder, "a.txt")); string(b) != "one\ntwo\n" {
@@ -133,14 +134,14 @@ func TestMalformedNestedGitFileNeverWedgesTheTask(t *testing.T) {
 		t.Fatalf("the folder's sub/.git is no longer its repository: %v", err)
 	}
 	gitIn(t, filepath.Join(f.folder, "sub"), "fsck", "--strict", "--no-progress")
-	st2, err := f.k.Status(tk)
+	st2, err := f.k.Status(context.Background(), tk)
 	if err != nil {
 		t.Fatalf("status after the commit: %v", err)
 	}
 	if !strings.Contains(gitLines(st2), "sub/.git is not a gitdir file") {
 		t.Errorf("after the commit the finding is no longer shown:\n%s", gitLines(st2))
 	}
-	rep, err := f.k.Rollback(tk)
+	rep, err := f.k.Rollback(context.Background(), tk)
 	if err != nil {
 		t.Fatalf("rollback with a malformed sub/.git: %v", err)
 	}
@@ -148,7 +149,7 @@ func TestMalformedNestedGitFileNeverWedgesTheTask(t *testing.T) {
 		t.Errorf("rollback report = %q", rep.Git)
 	}
 	sameGitMeaning(t, f, tk, "sub")
-	if st, err := f.k.Status(tk); err != nil || len(st.Git) != 0 || len(st.Effects) != 0 {
+	if st, err := f.k.Status(context.Background(), tk); err != nil || len(st.Git) != 0 || len(st.Effects) != 0 {
 		t.Fatalf("status after rollback = %v, git %v", err, st)
 	}
 }
@@ -166,7 +167,7 @@ func TestApprovedNewNestedRepositoryIsRefusedClearly(t *testing.T) {
 		t.Fatalf("status does not show the new repository:\n%s", l)
 	}
 	before := tree(t, f.folder)
-	_, err := f.k.Commit(tk, kernel.CommitOptions{Policy: true, Approve: true})
+	_, err := f.k.Commit(context.Background(), tk, kernel.CommitOptions{Policy: true, Approve: true})
 	if !errors.Is(err, kernel.ErrNewRepository) || !strings.Contains(err.Error(), "rm -rf lib/.git") || !strings.Contains(err.Error(), "nothing was applied") {
 		t.Fatalf("approved commit of a new repository = %v, want it refused, saying what to do", err)
 	}
@@ -174,14 +175,14 @@ func TestApprovedNewNestedRepositoryIsRefusedClearly(t *testing.T) {
 		t.Fatalf("a refused commit changed the folder:\n%s", d)
 	}
 	// Not approved, the repository waits and the rest commits.
-	if _, err := f.k.Commit(tk, kernel.CommitOptions{Policy: true}); err != nil {
+	if _, err := f.k.Commit(context.Background(), tk, kernel.CommitOptions{Policy: true}); err != nil {
 		t.Fatalf("commit without approval: %v", err)
 	}
 	if _, err := os.Lstat(filepath.Join(f.folder, "lib")); err == nil {
 		t.Fatal("lib reached the folder without approval")
 	}
 	f.sh(tk, "rm -rf lib/.git")
-	if _, err := f.k.Commit(tk, kernel.CommitOptions{Policy: true, Approve: true}); err != nil {
+	if _, err := f.k.Commit(context.Background(), tk, kernel.CommitOptions{Policy: true, Approve: true}); err != nil {
 		t.Fatalf("commit of lib without its .git: %v", err)
 	}
 	if b, _ := os.ReadFile(filepath.Join(f.folder, "lib", "lib.go")); string(b) != "package lib\n" {
@@ -198,7 +199,7 @@ func TestApprovedNewNestedRepositoryWithoutTheRefusalLosesItsHistory(t *testing.
 	f := gitFixture(t)
 	tk := f.newTask()
 	f.sh(tk, "mkdir lib && cd lib && git init -q -b main && echo 'package lib' > lib.go && git add . && "+gitID+"commit -qm lib")
-	if _, err := f.k.Commit(tk, kernel.CommitOptions{Policy: true, Approve: true}); err != nil {
+	if _, err := f.k.Commit(context.Background(), tk, kernel.CommitOptions{Policy: true, Approve: true}); err != nil {
 		t.Fatalf("commit without the refusal: %v", err)
 	}
 	_, errFile := os.Lstat(filepath.Join(f.folder, "lib", "lib.go"))
@@ -227,7 +228,7 @@ func TestCommitAndUndoNeverFollowACommondir(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(tk.Paths.Copy, ".git", "commondir"), []byte(filepath.Join(sib, ".git")+"\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	rep, err := f.k.Commit(tk, kernel.CommitOptions{Policy: true, Approve: true, Git: kernel.GitApproval{Rewrites: true, StagedDiffers: true, Config: true}})
+	rep, err := f.k.Commit(context.Background(), tk, kernel.CommitOptions{Policy: true, Approve: true, Git: kernel.GitApproval{Rewrites: true, StagedDiffers: true, Config: true}})
 	if err != nil {
 		t.Fatalf("Commit: %v", err)
 	}
@@ -243,7 +244,7 @@ func TestCommitAndUndoNeverFollowACommondir(t *testing.T) {
 	if got := gitIn(t, f.folder, "for-each-ref"); got != folderBefore {
 		t.Errorf("the folder's refs changed:\n%s\nwere\n%s", got, folderBefore)
 	}
-	if _, err := f.k.Undo(tk); err != nil {
+	if _, err := f.k.Undo(context.Background(), tk); err != nil {
 		t.Fatalf("Undo: %v", err)
 	}
 	if got := gitIn(t, sib, "for-each-ref"); got != sibBefore {
@@ -251,7 +252,7 @@ func TestCommitAndUndoNeverFollowACommondir(t *testing.T) {
 	}
 	gitIn(t, f.folder, "fsck", "--strict", "--no-progress")
 	gitIn(t, sib, "fsck", "--strict", "--no-progress")
-	st, err := f.k.Status(tk)
+	st, err := f.k.Status(context.Background(), tk)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -270,7 +271,7 @@ func TestRollbackRemovesARepositoryTheTaskMade(t *testing.T) {
 	gitIn(t, f.folder, "commit", "-q", "-m", "docs")
 	tk := f.newTask()
 	f.sh(tk, "cd docs && git init -q -b main")
-	rep, err := f.k.Rollback(tk)
+	rep, err := f.k.Rollback(context.Background(), tk)
 	if err != nil {
 		t.Fatalf("Rollback: %v", err)
 	}
@@ -280,7 +281,7 @@ func TestRollbackRemovesARepositoryTheTaskMade(t *testing.T) {
 	if _, err := os.Lstat(filepath.Join(tk.Paths.Copy, "docs", ".git")); err == nil {
 		t.Error("docs/.git is still in the copy")
 	}
-	if st, err := f.k.Status(tk); err != nil || len(st.Git) != 0 || len(st.Effects) != 0 {
+	if st, err := f.k.Status(context.Background(), tk); err != nil || len(st.Git) != 0 || len(st.Effects) != 0 {
 		t.Fatalf("status after rollback: %v", err)
 	}
 }

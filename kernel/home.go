@@ -6,9 +6,9 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/kulehq/kule/kernel/homelayer"
-	"github.com/kulehq/kule/kernel/policy"
-	"github.com/kulehq/kule/kernel/task"
+	"github.com/kulehq/kule/kernel/internal/homelayer"
+	"github.com/kulehq/kule/kernel/internal/policy"
+	"github.com/kulehq/kule/kernel/internal/task"
 )
 
 // HomeLayer is the task's home layer: the directory its commands see as

@@ -7,10 +7,10 @@ import (
 	"os"
 	"strings"
 
-	"github.com/kulehq/kule/kernel/config"
-	"github.com/kulehq/kule/kernel/runner"
-	"github.com/kulehq/kule/kernel/sandbox"
-	"github.com/kulehq/kule/kernel/task"
+	"github.com/kulehq/kule/kernel/internal/config"
+	"github.com/kulehq/kule/kernel/internal/runner"
+	"github.com/kulehq/kule/kernel/internal/sandbox"
+	"github.com/kulehq/kule/kernel/internal/task"
 )
 
 // SandboxOptions say how one run is isolated: the flags of kule exec and

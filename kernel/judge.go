@@ -9,14 +9,14 @@ import (
 
 	"github.com/kulehq/kule/kernel/internal/atomicfile"
 
-	"github.com/kulehq/kule/kernel/effects"
+	"github.com/kulehq/kule/kernel/internal/effects"
 	"github.com/kulehq/kule/kernel/internal/gitstate"
 	"github.com/kulehq/kule/kernel/internal/manifest"
-	"github.com/kulehq/kule/kernel/policy"
-	"github.com/kulehq/kule/kernel/task"
+	"github.com/kulehq/kule/kernel/internal/policy"
+	"github.com/kulehq/kule/kernel/internal/task"
 )
 
-// This file is where commit meets kernel/policy: the policy in force for a
+// This file is where commit meets kernel/internal/policy: the policy in force for a
 // task's folder rules on its effects, and a commit applies only what the
 // ruling lets through. Commit judges under its locks, from the very status it
 // then applies (commit.go), so nothing the policy did not see goes in.
@@ -195,7 +195,7 @@ func (k *Kernel) Remember(t *task.Task, j *Judgement, applied []effects.Effect) 
 		}
 		approved = append(approved, v)
 	}
-	added, notKept, err := policy.Remember(k.Store.Root, t.Folder, approved)
+	added, notKept, err := policy.Remember(k.store.Root, t.Folder, approved)
 	if err != nil {
 		return nil, fmt.Errorf("the commit was applied, but %w", err)
 	}

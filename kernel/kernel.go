@@ -8,6 +8,7 @@
 package kernel
 
 import (
+	"context"
 	"crypto/ed25519"
 	"encoding/json"
 	"errors"
@@ -15,26 +16,27 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"sync"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
 
-	"github.com/kulehq/kule/kernel/effects"
-	"github.com/kulehq/kule/kernel/history"
-	"github.com/kulehq/kule/kernel/homelayer"
 	"github.com/kulehq/kule/kernel/internal/apply"
 	"github.com/kulehq/kule/kernel/internal/atomicfile"
 	"github.com/kulehq/kule/kernel/internal/checkpoint"
 	"github.com/kulehq/kule/kernel/internal/clone"
 	"github.com/kulehq/kule/kernel/internal/crashpoint"
+	"github.com/kulehq/kule/kernel/internal/effects"
+	"github.com/kulehq/kule/kernel/internal/history"
+	"github.com/kulehq/kule/kernel/internal/homelayer"
+	"github.com/kulehq/kule/kernel/internal/limits"
 	"github.com/kulehq/kule/kernel/internal/manifest"
-	"github.com/kulehq/kule/kernel/limits"
-	"github.com/kulehq/kule/kernel/pluginhost"
-	"github.com/kulehq/kule/kernel/review"
-	"github.com/kulehq/kule/kernel/runner"
-	"github.com/kulehq/kule/kernel/sandbox"
-	"github.com/kulehq/kule/kernel/task"
-	"github.com/kulehq/kule/kernel/walk"
+	"github.com/kulehq/kule/kernel/internal/pluginhost"
+	"github.com/kulehq/kule/kernel/internal/review"
+	"github.com/kulehq/kule/kernel/internal/runner"
+	"github.com/kulehq/kule/kernel/internal/sandbox"
+	"github.com/kulehq/kule/kernel/internal/task"
+	"github.com/kulehq/kule/kernel/internal/walk"
 )
 
 // Errors a caller can test for.
@@ -73,14 +75,51 @@ type Config struct {
 	Agents fs.FS
 }
 
-// Kernel is Kule's core.
+// Kernel is Kule's core. It does not change once New returns it, so one
+// value serves any number of goroutines: what a single run needs of its own
+// (its runner, its network hooks) comes from With, which returns a new value
+// sharing this one's core.
 type Kernel struct {
-	Store   *task.Store
-	Runner  runner.Runner
-	Net     NetHooks // how a run's connections reach a person (the daemon); zero: refused at once
+	store   *task.Store
+	runner  runner.Runner
+	net     NetHooks // how a run's connections reach a person (the daemon); zero: refused at once
 	backend string
-	key     ed25519.PrivateKey
+	key     *signingKey // shared by every value With derives
 	cfg     Config
+}
+
+// RunHooks are what one run of a task needs of its own: how its commands
+// start and how its connections reach a person.
+type RunHooks struct {
+	Runner runner.Runner // nil: the Kernel's own runner
+	Net    NetHooks      // zero: a connection the policy asks about is refused at once
+}
+
+// With returns a Kernel that runs commands with h's runner and asks a
+// person through h's network hooks. It shares k's home, settings and
+// signing key; k itself is not changed, so runs on other goroutines keep
+// their own hooks.
+func (k *Kernel) With(h RunHooks) *Kernel {
+	kk := *k
+	if h.Runner != nil {
+		kk.runner = h.Runner
+	}
+	kk.net = h.Net
+	return &kk
+}
+
+// Store is the home's task store.
+func (k *Kernel) Store() *task.Store { return k.store }
+
+// Home is the Kule home the Kernel opened ($KULE_HOME).
+func (k *Kernel) Home() string { return k.store.Root }
+
+// signingKey is the history's signing key, read (or made) on first use
+// under a lock: opening a Kernel never writes to keys/, and two goroutines
+// committing on a fresh Kernel read it once.
+type signingKey struct {
+	mu  sync.Mutex
+	key ed25519.PrivateKey
 }
 
 // New opens the Kule home.
@@ -97,18 +136,20 @@ func New(cfg Config) (*Kernel, error) {
 	if b == "" {
 		b = os.Getenv("KULE_BACKEND")
 	}
-	return &Kernel{Store: s, Runner: r, backend: b, cfg: cfg}, nil
+	return &Kernel{store: s, runner: r, backend: b, key: &signingKey{}, cfg: cfg}, nil
 }
 
 func (k *Kernel) signingKey() (ed25519.PrivateKey, error) {
-	if k.key == nil {
-		key, err := history.LoadKey(k.Store.KeysDir())
+	k.key.mu.Lock()
+	defer k.key.mu.Unlock()
+	if k.key.key == nil {
+		key, err := history.LoadKey(k.store.KeysDir())
 		if err != nil {
-			return nil, err
+			return nil, err // not kept: the next call tries again
 		}
-		k.key = key
+		k.key.key = key
 	}
-	return k.key, nil
+	return k.key.key, nil
 }
 
 // HistoryLog opens a task's signed history.
@@ -156,8 +197,10 @@ type NewReport struct {
 }
 
 // NewTask makes a task on folder: its copy, its base, its manifest. Nothing
-// in the folder is written. A failure leaves no half-made task behind.
-func (k *Kernel) NewTask(folder string) (*NewReport, error) {
+// in the folder is written. A failure leaves no half-made task behind; so
+// does ctx ending before the task is in place (it is looked at between the
+// steps: a copy under way runs to its end first).
+func (k *Kernel) NewTask(ctx context.Context, folder string) (*NewReport, error) {
 	abs, err := filepath.Abs(folder)
 	if err != nil {
 		return nil, fmt.Errorf("new: %w", err)
@@ -178,11 +221,14 @@ func (k *Kernel) NewTask(folder string) (*NewReport, error) {
 	}
 	if folderGuard {
 		personHome, _ := os.UserHomeDir() // none: only the root and Kule's home are checked
-		if err := CheckTaskFolder(real, personHome, k.Store.Root); err != nil {
+		if err := CheckTaskFolder(real, personHome, k.store.Root); err != nil {
 			return nil, err
 		}
 	}
-	id, err := k.Store.NewID()
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("new: %w (nothing was made)", err)
+	}
+	id, err := k.store.NewID()
 	if err != nil {
 		return nil, err
 	}
@@ -190,7 +236,7 @@ func (k *Kernel) NewTask(folder string) (*NewReport, error) {
 	// an interrupted new leaves tasks/.new-<id>, which kule list shows as
 	// broken and kule delete removes, never a task that is only half there.
 	// Its lock says a new is still at work on it.
-	dir := k.Store.NewDir(id)
+	dir := k.store.NewDir(id)
 	paths := task.LayoutOf(dir)
 	ok := false
 	defer func() {
@@ -215,6 +261,9 @@ func (k *Kernel) NewTask(folder string) (*NewReport, error) {
 	res, err := clone.Tree(real, paths.Copy, paths.Base, clone.Options{Backend: k.backend})
 	if err != nil {
 		return nil, fmt.Errorf("new: copy %s: %w (nothing in the folder was changed)", real, err)
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("new: %w (nothing was made)", err)
 	}
 	crashpoint.Hit("new.copied")
 	if err := manifest.Save(manifestPath(paths), res.Manifest); err != nil {
@@ -244,16 +293,19 @@ func (k *Kernel) NewTask(folder string) (*NewReport, error) {
 	for _, rel := range tracked {
 		notes = append(notes, EnvTrackedNote(rel))
 	}
-	if err := k.Store.SaveIn(dir, t); err != nil {
+	if err := k.store.SaveIn(dir, t); err != nil {
 		return nil, fmt.Errorf("new: %w", err)
 	}
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("new: %w (nothing was made)", err)
+	}
 	crashpoint.Hit("new.saved")
-	final := filepath.Join(k.Store.TasksDir(), id)
+	final := filepath.Join(k.store.TasksDir(), id)
 	if err := os.Rename(dir, final); err != nil {
 		return nil, fmt.Errorf("new: %w (nothing was made)", err)
 	}
 	dir, t.Paths = final, task.LayoutOf(final) // a failure from here removes the task whole
-	if err := atomicfile.SyncDir(k.Store.TasksDir()); err != nil {
+	if err := atomicfile.SyncDir(k.store.TasksDir()); err != nil {
 		return nil, fmt.Errorf("new: %w", err)
 	}
 	crashpoint.Hit("new.renamed")
@@ -272,7 +324,7 @@ func manifestPath(p task.Paths) string { return filepath.Join(p.Base, "manifest"
 func baseOf(t *task.Task) clone.Base { return clone.Base{Dir: t.Paths.Base, Backend: t.Backend} }
 
 // Resolve finds a task by a unique prefix of its id.
-func (k *Kernel) Resolve(prefix string) (*task.Task, error) { return k.Store.Resolve(prefix) }
+func (k *Kernel) Resolve(prefix string) (*task.Task, error) { return k.store.Resolve(prefix) }
 
 // lock takes the task's lock and finishes any change a crash interrupted.
 func (k *Kernel) lock(t *task.Task) (*task.Lock, error) {
@@ -293,7 +345,7 @@ func (k *Kernel) recover(t *task.Task) error {
 	if _, err := os.Stat(t.Paths.Journal); errors.Is(err, os.ErrNotExist) {
 		return nil
 	}
-	fl, err := task.LockFile(k.Store.FolderLockPath(t.Folder))
+	fl, err := task.LockFile(k.store.FolderLockPath(t.Folder))
 	if err != nil {
 		return err
 	}
@@ -320,12 +372,16 @@ func (k *Kernel) recover(t *task.Task) error {
 
 // Delete removes a task and everything Kule kept for it. The folder is not
 // touched; uncommitted changes in the copy are lost, which the CLI says first.
-func (k *Kernel) Delete(t *task.Task) error {
+// ctx ends it only before anything is removed.
+func (k *Kernel) Delete(ctx context.Context, t *task.Task) error {
 	l, err := k.lock(t)
 	if err != nil {
 		return err
 	}
 	defer l.Unlock()
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("delete %s: %w (nothing was removed)", t.ID, err)
+	}
 	// Make the copy writable everywhere first: a command may have left
 	// read-only directories that would stop RemoveAll.
 	_ = filepath.WalkDir(t.Paths.Dir, func(p string, d os.DirEntry, err error) error {

@@ -16,10 +16,10 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/kulehq/kule/kernel"
-	"github.com/kulehq/kule/kernel/effects"
-	"github.com/kulehq/kule/kernel/review"
-	"github.com/kulehq/kule/kernel/runner"
-	"github.com/kulehq/kule/kernel/task"
+	"github.com/kulehq/kule/kernel/internal/effects"
+	"github.com/kulehq/kule/kernel/internal/review"
+	"github.com/kulehq/kule/kernel/internal/runner"
+	"github.com/kulehq/kule/kernel/internal/task"
 )
 
 // fixture is a folder and a Kule home in temp dirs.
@@ -62,7 +62,7 @@ func write(t *testing.T, root string, files map[string]string) {
 
 func (f *fixture) newTask() *task.Task {
 	f.t.Helper()
-	rep, err := f.k.NewTask(f.folder)
+	rep, err := f.k.NewTask(context.Background(), f.folder)
 	if err != nil {
 		f.t.Fatal(err)
 	}
@@ -149,7 +149,7 @@ func TestEffectsOfEachKind(t *testing.T) {
 			tk := f.newTask()
 			if name == "link-changed" {
 				f.sh(tk, tc.script)
-				if _, err := f.k.Commit(tk, kernel.CommitOptions{}); err != nil {
+				if _, err := f.k.Commit(context.Background(), tk, kernel.CommitOptions{}); err != nil {
 					t.Fatal(err)
 				}
 				tc.want = []string{"~ b → c (link)"}
@@ -185,7 +185,7 @@ func TestCommitThenUndoRestoresTheFolder(t *testing.T) {
 			before := tree(t, f.folder)
 			tk := f.newTask()
 			f.sh(tk, script)
-			rep, err := f.k.Commit(tk, kernel.CommitOptions{})
+			rep, err := f.k.Commit(context.Background(), tk, kernel.CommitOptions{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -195,19 +195,19 @@ func TestCommitThenUndoRestoresTheFolder(t *testing.T) {
 			if d := cmp.Diff(tree(t, tk.Paths.Copy), tree(t, f.folder)); d != "" {
 				t.Fatalf("after commit the folder differs from the copy (-copy +folder):\n%s", d)
 			}
-			if st, err := f.k.Status(tk); err != nil || len(st.Effects) != 0 {
+			if st, err := f.k.Status(context.Background(), tk); err != nil || len(st.Effects) != 0 {
 				t.Fatalf("after commit status = %v, %v; want no changes", lines(st.Effects), err)
 			}
-			if _, err := f.k.Undo(tk); err != nil {
+			if _, err := f.k.Undo(context.Background(), tk); err != nil {
 				t.Fatal(err)
 			}
 			if d := cmp.Diff(before, tree(t, f.folder)); d != "" {
 				t.Fatalf("undo did not restore the folder (-before +after):\n%s", d)
 			}
-			if st, err := f.k.Status(tk); err != nil || len(st.Effects) != 0 {
+			if st, err := f.k.Status(context.Background(), tk); err != nil || len(st.Effects) != 0 {
 				t.Fatalf("after undo status = %v, %v; want no changes (the copy follows the folder back)", lines(st.Effects), err)
 			}
-			if _, err := f.k.Undo(tk); !errors.Is(err, kernel.ErrNothingToUndo) {
+			if _, err := f.k.Undo(context.Background(), tk); !errors.Is(err, kernel.ErrNothingToUndo) {
 				t.Fatalf("second undo = %v, want ErrNothingToUndo", err)
 			}
 			if err := f.k.VerifyHistory(tk); err != nil {
@@ -223,12 +223,12 @@ func TestUndoWalksBackThroughCommits(t *testing.T) {
 	tk := f.newTask()
 	for _, v := range []string{"1", "2", "3"} {
 		f.sh(tk, "printf "+v+" > v")
-		if _, err := f.k.Commit(tk, kernel.CommitOptions{}); err != nil {
+		if _, err := f.k.Commit(context.Background(), tk, kernel.CommitOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	for _, want := range []string{"2", "1", "0"} {
-		if _, err := f.k.Undo(tk); err != nil {
+		if _, err := f.k.Undo(context.Background(), tk); err != nil {
 			t.Fatal(err)
 		}
 		if got, _ := os.ReadFile(filepath.Join(f.folder, "v")); string(got) != want {
@@ -242,11 +242,11 @@ func TestUndoRefusesWhenThePersonChangedTheFile(t *testing.T) {
 	f := newFixture(t, map[string]string{"a.txt": "one", "b.txt": "b"})
 	tk := f.newTask()
 	f.sh(tk, "echo two > a.txt")
-	if _, err := f.k.Commit(tk, kernel.CommitOptions{}); err != nil {
+	if _, err := f.k.Commit(context.Background(), tk, kernel.CommitOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	write(t, f.folder, map[string]string{"a.txt": "the person's own edit"})
-	_, err := f.k.Undo(tk)
+	_, err := f.k.Undo(context.Background(), tk)
 	var ub *kernel.UndoBlockedError
 	if !errors.As(err, &ub) || len(ub.Paths) != 1 || ub.Paths[0] != "a.txt" {
 		t.Fatalf("undo = %v, want UndoBlockedError naming a.txt", err)
@@ -281,7 +281,7 @@ func TestCommitRefusesWhenTheFolderChangedUnderneath(t *testing.T) {
 				t.Fatalf("%s: %v", out, err)
 			}
 			before := tree(t, f.folder)
-			_, err := f.k.Commit(tk, kernel.CommitOptions{})
+			_, err := f.k.Commit(context.Background(), tk, kernel.CommitOptions{})
 			var ue *kernel.UnderneathError
 			if !errors.As(err, &ue) {
 				t.Fatalf("commit = %v, want changed underneath", err)
@@ -304,7 +304,7 @@ func TestCommitNeverWritesThroughALink(t *testing.T) {
 	f := newFixture(t, map[string]string{"docs/readme": "r"})
 	tk := f.newTask()
 	f.sh(tk, "rm -rf docs && ln -s "+outside+" docs")
-	if _, err := f.k.Commit(tk, kernel.CommitOptions{}); err != nil {
+	if _, err := f.k.Commit(context.Background(), tk, kernel.CommitOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	if target, err := os.Readlink(filepath.Join(f.folder, "docs")); err != nil || target != outside {
@@ -317,7 +317,7 @@ func TestCommitNeverWritesThroughALink(t *testing.T) {
 	// outside, so the file lands outside the copy); nothing of it reaches the
 	// folder through the link either.
 	f.sh(tk, "echo more > other.txt")
-	if _, err := f.k.Commit(tk, kernel.CommitOptions{}); err != nil {
+	if _, err := f.k.Commit(context.Background(), tk, kernel.CommitOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	if ents, _ := os.ReadDir(outside); len(ents) != 0 {
@@ -331,7 +331,7 @@ func TestIgnoredPathsStayUnlessIncluded(t *testing.T) {
 	tk := f.newTask()
 	// The task also edits .gitignore in the copy: the rules still come from the folder.
 	f.sh(tk, "echo x > debug.log && mkdir build && echo o > build/out && echo b >> a.txt && echo '' > .gitignore")
-	rep, err := f.k.Commit(tk, kernel.CommitOptions{})
+	rep, err := f.k.Commit(context.Background(), tk, kernel.CommitOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -343,7 +343,7 @@ func TestIgnoredPathsStayUnlessIncluded(t *testing.T) {
 			t.Fatalf("ignored %s reached the folder", p)
 		}
 	}
-	if _, err := f.k.Commit(tk, kernel.CommitOptions{IncludeIgnored: true}); err != nil {
+	if _, err := f.k.Commit(context.Background(), tk, kernel.CommitOptions{IncludeIgnored: true}); err != nil {
 		t.Fatal(err)
 	}
 	if b, err := os.ReadFile(filepath.Join(f.folder, "build/out")); err != nil || string(b) != "o\n" {
@@ -369,7 +369,7 @@ func TestStatusSkipsFilesWhoseMetadataDidNotMove(t *testing.T) {
 	if err := os.Chtimes(p, info.ModTime(), info.ModTime()); err != nil {
 		t.Fatal(err)
 	}
-	st, err := f.k.Status(tk)
+	st, err := f.k.Status(context.Background(), tk)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -390,7 +390,7 @@ func TestTwoTasksCommittingTheSameFileNeverLoseAnUpdate(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			_, errs[i] = f.k.Commit(tk, kernel.CommitOptions{})
+			_, errs[i] = f.k.Commit(context.Background(), tk, kernel.CommitOptions{})
 		}()
 	}
 	wg.Wait()
@@ -419,13 +419,13 @@ func TestRollbackMakesTheCopyMatchTheFolder(t *testing.T) {
 	f := newFixture(t, map[string]string{"a": "1", "d/b": "2"})
 	tk := f.newTask()
 	f.sh(tk, "echo x > a && rm -rf d && echo n > new")
-	if _, err := f.k.Rollback(tk); err != nil {
+	if _, err := f.k.Rollback(context.Background(), tk); err != nil {
 		t.Fatal(err)
 	}
 	if d := cmp.Diff(tree(t, f.folder), tree(t, tk.Paths.Copy)); d != "" {
 		t.Fatalf("after rollback the copy differs from the folder:\n%s", d)
 	}
-	if st, _ := f.k.Status(tk); len(st.Effects) != 0 {
+	if st, _ := f.k.Status(context.Background(), tk); len(st.Effects) != 0 {
 		t.Fatalf("after rollback status = %v", lines(st.Effects))
 	}
 }
@@ -436,7 +436,7 @@ func TestCopyKeepsModesTimesAndLinksAndSkipsSpecialFiles(t *testing.T) {
 	must(t, os.Chmod(filepath.Join(f.folder, "x.sh"), 0o751))
 	must(t, os.Symlink("/etc/passwd", filepath.Join(f.folder, "outside")))
 	must(t, syscall.Mkfifo(filepath.Join(f.folder, "pipe"), 0o600))
-	rep, err := f.k.NewTask(f.folder)
+	rep, err := f.k.NewTask(context.Background(), f.folder)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -463,13 +463,13 @@ func TestNewRefusesWhatIsNotAFolder(t *testing.T) {
 	for name, path := range map[string]string{
 		"missing": filepath.Join(f.folder, "nope"),
 		"file":    filepath.Join(f.folder, "file.txt"),
-		"home":    f.k.Store.Root,
+		"home":    f.k.Store().Root,
 	} {
-		if _, err := f.k.NewTask(path); err == nil {
+		if _, err := f.k.NewTask(context.Background(), path); err == nil {
 			t.Errorf("%s: NewTask(%s) made a task", name, path)
 		}
 	}
-	if ids, _ := f.k.Store.IDs(); len(ids) != 0 {
+	if ids, _ := f.k.Store().IDs(); len(ids) != 0 {
 		t.Fatalf("failed NewTask calls left tasks behind: %v", ids)
 	}
 }
@@ -482,7 +482,7 @@ func TestInjectedDiskFullDuringCommitChangesNothing(t *testing.T) {
 	f.sh(tk, "echo new > a && echo n > c && rm b")
 	before := tree(t, f.folder)
 	cmd := exec.Command(os.Args[0])
-	cmd.Env = append(os.Environ(), "KULE_FAULT=stage.write:ENOSPC", "KULE_TEST_HOME="+f.k.Store.Root, "KULE_TEST_TASK="+tk.ID)
+	cmd.Env = append(os.Environ(), "KULE_FAULT=stage.write:ENOSPC", "KULE_TEST_HOME="+f.k.Store().Root, "KULE_TEST_TASK="+tk.ID)
 	out, _ := cmd.CombinedOutput()
 	if !strings.Contains(string(out), "no space left on device") || !strings.Contains(string(out), "nothing in the folder changed") {
 		t.Fatalf("commit under a full disk said:\n%s", out)
@@ -494,7 +494,7 @@ func TestInjectedDiskFullDuringCommitChangesNothing(t *testing.T) {
 		t.Fatal("the journal stayed after a rolled-back commit")
 	}
 	// The changes are still there to commit once there is room.
-	if rep, err := f.k.Commit(tk, kernel.CommitOptions{}); err != nil || len(rep.Applied) != 3 {
+	if rep, err := f.k.Commit(context.Background(), tk, kernel.CommitOptions{}); err != nil || len(rep.Applied) != 3 {
 		t.Fatalf("commit after the disk has room: %v, %v", rep, err)
 	}
 }
@@ -507,7 +507,7 @@ func TestMain(m *testing.M) {
 		if err == nil {
 			var tk *task.Task
 			if tk, err = k.Resolve(os.Getenv("KULE_TEST_TASK")); err == nil {
-				_, err = k.Commit(tk, kernel.CommitOptions{})
+				_, err = k.Commit(context.Background(), tk, kernel.CommitOptions{})
 			}
 		}
 		fmt.Println("commit:", err)
@@ -554,7 +554,7 @@ func TestFilesVanishingWhileTheTaskIsMade(t *testing.T) {
 		}
 	}()
 	for range 5 {
-		rep, err := f.k.NewTask(f.folder)
+		rep, err := f.k.NewTask(context.Background(), f.folder)
 		if err != nil {
 			close(stop)
 			t.Fatalf("NewTask while files churn: %v", err)
@@ -611,10 +611,10 @@ func TestSecondCommitMergesDisjointChanges(t *testing.T) {
 		r := review.Merge(context.Background(), nil, path, base, ours, theirs)
 		return r.Merged, r.Conflicts, r.Notes
 	}
-	if _, err := f.k.Commit(a, kernel.CommitOptions{Merge: lineMerge}); err != nil {
+	if _, err := f.k.Commit(context.Background(), a, kernel.CommitOptions{Merge: lineMerge}); err != nil {
 		t.Fatal(err)
 	}
-	rep, err := f.k.Commit(b, kernel.CommitOptions{Merge: lineMerge})
+	rep, err := f.k.Commit(context.Background(), b, kernel.CommitOptions{Merge: lineMerge})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -626,7 +626,7 @@ func TestSecondCommitMergesDisjointChanges(t *testing.T) {
 		t.Fatalf("p.go after both commits:\n%s", got)
 	}
 	// Undo of the merged commit gives back task a's version.
-	if _, err := f.k.Undo(b); err != nil {
+	if _, err := f.k.Undo(context.Background(), b); err != nil {
 		t.Fatal(err)
 	}
 	got, _ = os.ReadFile(filepath.Join(f.folder, "p.go"))
@@ -638,11 +638,11 @@ func TestSecondCommitMergesDisjointChanges(t *testing.T) {
 	d := f.newTask()
 	f.sh(c, `sed -i 's/return 10/return 100/' p.go`)
 	f.sh(d, `sed -i 's/return 10/return 1000/' p.go`)
-	if _, err := f.k.Commit(c, kernel.CommitOptions{Merge: lineMerge}); err != nil {
+	if _, err := f.k.Commit(context.Background(), c, kernel.CommitOptions{Merge: lineMerge}); err != nil {
 		t.Fatal(err)
 	}
 	before, _ := os.ReadFile(filepath.Join(f.folder, "p.go"))
-	_, err = f.k.Commit(d, kernel.CommitOptions{Merge: lineMerge})
+	_, err = f.k.Commit(context.Background(), d, kernel.CommitOptions{Merge: lineMerge})
 	var ue *kernel.UnderneathError
 	if !errors.As(err, &ue) || len(ue.Conflicts) == 0 {
 		t.Fatalf("commit of a change to the same lines = %v, want a conflict", err)

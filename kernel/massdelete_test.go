@@ -1,6 +1,7 @@
 package kernel_test
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -8,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/kulehq/kule/kernel"
-	"github.com/kulehq/kule/kernel/effects"
+	"github.com/kulehq/kule/kernel/internal/effects"
 )
 
 func fortyFiles(t *testing.T) *fixture {
@@ -34,13 +35,13 @@ func TestMassDeleteCountsAcrossCommits(t *testing.T) {
 		f = fortyFiles(t)
 		tk := f.newTask()
 		f.sh(tk, rmRange(0, 15))
-		rep, err := f.k.Commit(tk, kernel.CommitOptions{Policy: true})
+		rep, err := f.k.Commit(context.Background(), tk, kernel.CommitOptions{Policy: true})
 		if err != nil {
 			t.Fatal(err)
 		}
 		first = rep.Applied
 		f.sh(tk, rmRange(15, 30))
-		rep, err = f.k.Commit(tk, kernel.CommitOptions{Policy: true})
+		rep, err = f.k.Commit(context.Background(), tk, kernel.CommitOptions{Policy: true})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -70,7 +71,7 @@ func TestMassDeleteCountsTruncations(t *testing.T) {
 	f := fortyFiles(t)
 	tk := f.newTask()
 	f.sh(tk, `for f in notes/n0*.md notes/n1*.md notes/n2*.md; do echo x > "$f"; done`)
-	st, err := f.k.Status(tk)
+	st, err := f.k.Status(context.Background(), tk)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,7 +87,7 @@ func TestMassDeleteCountsTruncations(t *testing.T) {
 			t.Errorf("%s waits for another reason", v)
 		}
 	}
-	rep, err := f.k.Commit(tk, kernel.CommitOptions{Policy: true})
+	rep, err := f.k.Commit(context.Background(), tk, kernel.CommitOptions{Policy: true})
 	if err != nil || len(rep.Applied) != 0 {
 		t.Fatalf("commit applied %d (%v), want none", len(rep.Applied), err)
 	}
@@ -94,11 +95,11 @@ func TestMassDeleteCountsTruncations(t *testing.T) {
 		t.Errorf("n05.md in the folder holds %q", b)
 	}
 	// A person approves: the count starts over.
-	if rep, err = f.k.Commit(tk, kernel.CommitOptions{Policy: true, Approve: true}); err != nil || len(rep.Applied) != 30 {
+	if rep, err = f.k.Commit(context.Background(), tk, kernel.CommitOptions{Policy: true, Approve: true}); err != nil || len(rep.Applied) != 30 {
 		t.Fatalf("commit --approve applied %d (%v), want 30", len(rep.Applied), err)
 	}
 	f.sh(tk, rmRange(30, 35))
-	if rep, err = f.k.Commit(tk, kernel.CommitOptions{Policy: true}); err != nil || len(rep.Applied) != 5 {
+	if rep, err = f.k.Commit(context.Background(), tk, kernel.CommitOptions{Policy: true}); err != nil || len(rep.Applied) != 5 {
 		t.Errorf("after an approved mass delete, 5 deletions applied %d (%v), want 5", len(rep.Applied), err)
 	}
 }

@@ -5,14 +5,14 @@ import (
 	"os"
 	"sync"
 
-	"github.com/kulehq/kule/kernel/effects"
+	"github.com/kulehq/kule/kernel/internal/effects"
+	"github.com/kulehq/kule/kernel/internal/pluginhost"
+	"github.com/kulehq/kule/kernel/internal/review"
 	"github.com/kulehq/kule/kernel/internal/summary"
-	"github.com/kulehq/kule/kernel/pluginhost"
-	"github.com/kulehq/kule/kernel/review"
-	"github.com/kulehq/kule/kernel/task"
+	"github.com/kulehq/kule/kernel/internal/task"
 )
 
-// This file is where the kernel meets the differ plugins (kernel/review):
+// This file is where the kernel meets the differ plugins (kernel/internal/review):
 // the names that changed inside each file, where a task meets other tasks
 // and the person's own edits, and the three-way merge a commit uses.
 
@@ -26,7 +26,7 @@ func (k *Kernel) differs() (ds review.Differs, notices func() []string, close fu
 	if k.cfg.Differs != nil {
 		return k.cfg.Differs, func() []string { return nil }, func() {}
 	}
-	h := pluginhost.New(k.Store.Root, pluginhost.Options{Builtins: k.cfg.Plugins, Logger: k.cfg.Logger, Sandbox: k.cfg.PluginSandbox})
+	h := pluginhost.New(k.store.Root, pluginhost.Options{Builtins: k.cfg.Plugins, Logger: k.cfg.Logger, Sandbox: k.cfg.PluginSandbox})
 	return review.FromHost(h), h.Notices, h.Close
 }
 
@@ -180,17 +180,17 @@ func (n *Naming) Review(ctx context.Context, st *Status) Names {
 		_ = summary.Save(st.Task, sum) // a cache: kule list works without it
 		return Names{}                 // nothing to name, and nothing that can meet
 	}
-	plugins := summary.PluginsKey(k.Store.Root)
+	plugins := summary.PluginsKey(k.store.Root)
 	compute := func(cs []review.Change) review.Review { return review.Compute(ctx, n.ds, cs) }
 	namer := summary.NewNamer(n.prev, plugins)
 	rv := namer.Review(compute, changesOf(st))
 	v := Names{Files: rv.Files}
-	if others, err := k.Store.List(); err == nil {
+	if others, err := k.store.List(); err == nil {
 		for _, o := range others {
 			if o.ID == st.Task.ID || o.Folder != st.Task.Folder {
 				continue
 			}
-			ost, err := k.Status(o)
+			ost, err := k.Status(ctx, o)
 			if err != nil {
 				continue
 			}
@@ -276,8 +276,8 @@ type TaskSummary struct {
 // meetings between them. A task without a summary, whose base moved since,
 // or with an interrupted commit to finish gets one status now (no names);
 // fresh does that for every task.
-func (k *Kernel) Summaries(fresh bool) ([]TaskSummary, error) {
-	ts, err := k.Store.List()
+func (k *Kernel) Summaries(ctx context.Context, fresh bool) ([]TaskSummary, error) {
+	ts, err := k.store.List()
 	if err != nil {
 		return nil, err
 	}
@@ -286,7 +286,7 @@ func (k *Kernel) Summaries(fresh bool) ([]TaskSummary, error) {
 		rows[i].Task = t
 		s := summary.Load(t)
 		if _, jerr := os.Stat(t.Paths.Journal); s == nil || fresh || jerr == nil {
-			st, err := k.Status(t)
+			st, err := k.Status(ctx, t)
 			if err != nil {
 				rows[i].Err = err
 				continue

@@ -7,13 +7,13 @@ import (
 	"path/filepath"
 	"sync"
 
-	"github.com/kulehq/kule/kernel/config"
-	"github.com/kulehq/kule/kernel/group"
+	"github.com/kulehq/kule/kernel/internal/config"
+	"github.com/kulehq/kule/kernel/internal/group"
+	"github.com/kulehq/kule/kernel/internal/policy"
 	"github.com/kulehq/kule/kernel/internal/proxy"
-	"github.com/kulehq/kule/kernel/policy"
-	"github.com/kulehq/kule/kernel/runner"
-	"github.com/kulehq/kule/kernel/secrets"
-	"github.com/kulehq/kule/kernel/task"
+	"github.com/kulehq/kule/kernel/internal/runner"
+	"github.com/kulehq/kule/kernel/internal/secrets"
+	"github.com/kulehq/kule/kernel/internal/task"
 )
 
 // TaskInfo is what the policy knows of a task.
@@ -37,20 +37,20 @@ type NetHooks struct {
 // LoadPolicyFor reads the policy that holds for a task: its group's, or the
 // home's for its folder.
 func (k *Kernel) LoadPolicyFor(t *task.Task) (*policy.Engine, error) {
-	cfg, err := config.Load(k.Store.Root)
+	cfg, err := config.Load(k.store.Root)
 	if err != nil {
 		return nil, err
 	}
-	return group.Open(k.Store.Root).LoadPolicy(t.Group, t.Folder, cfg.Policy.Choice)
+	return group.Open(k.store.Root).LoadPolicy(t.Group, t.Folder, cfg.Policy.Choice)
 }
 
 // LoadPolicy reads the policy that holds for a task's folder.
 func (k *Kernel) LoadPolicy(folder string) (*policy.Engine, error) {
-	cfg, err := config.Load(k.Store.Root)
+	cfg, err := config.Load(k.store.Root)
 	if err != nil {
 		return nil, err
 	}
-	return policy.Load(k.Store.Root, folder, cfg.Policy.Choice)
+	return policy.Load(k.store.Root, folder, cfg.Policy.Choice)
 }
 
 // ProxyOptions are what one run adds to the task's proxy.
@@ -126,8 +126,8 @@ func (k *Kernel) builtinPolicyOnly(t *task.Task) bool {
 	if t.Group != "" {
 		return false
 	}
-	cfg, err := config.Load(k.Store.Root)
-	return err == nil && policy.BuiltinOnly(k.Store.Root, t.Folder, cfg.Policy.Choice)
+	cfg, err := config.Load(k.store.Root)
+	return err == nil && policy.BuiltinOnly(k.store.Root, t.Folder, cfg.Policy.Choice)
 }
 
 func (k *Kernel) startProxyWith(ctx context.Context, t *task.Task, o ProxyOptions, engine func() (*policy.Engine, error)) (*proxy.Proxy, error) {
@@ -135,7 +135,7 @@ func (k *Kernel) startProxyWith(ctx context.Context, t *task.Task, o ProxyOption
 	if o.Agent != "" {
 		info.Agent, info.AgentRunning, info.ModelHosts = o.Agent, true, o.AgentHosts
 	}
-	hooks := k.Net
+	hooks := k.net
 	seen := t.Paths.Tmp
 	if o.Sandboxed {
 		seen = "/tmp"
@@ -182,7 +182,7 @@ func (k *Kernel) startProxyWith(ctx context.Context, t *task.Task, o ProxyOption
 	for _, s := range o.Secrets {
 		own[s.Name] = true
 	}
-	if store, err := secrets.Open(k.Store.Root); err == nil {
+	if store, err := secrets.Open(k.store.Root); err == nil {
 		all, err := store.All()
 		if err != nil {
 			return nil, fmt.Errorf("secrets: %w (nothing ran)", err)
@@ -207,7 +207,7 @@ func (k *Kernel) withProxy(ctx context.Context, t *task.Task, spec *runner.Spec)
 	if spec.Network != runner.NetworkProxy {
 		return func() []string { return nil }, nil
 	}
-	_, direct := k.Runner.(runner.Direct)
+	_, direct := k.runner.(runner.Direct)
 	p, ready, err := k.startProxy(ctx, t, ProxyOptions{Sandboxed: !direct})
 	if err != nil {
 		return nil, fmt.Errorf("exec: start the task's proxy: %w (nothing ran)", err)

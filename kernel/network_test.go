@@ -8,8 +8,8 @@ import (
 	"testing"
 
 	"github.com/kulehq/kule/kernel"
-	"github.com/kulehq/kule/kernel/policy"
-	"github.com/kulehq/kule/kernel/runner"
+	"github.com/kulehq/kule/kernel/internal/policy"
+	"github.com/kulehq/kule/kernel/internal/runner"
 )
 
 // The policy loads while the command's sandbox sets up; a policy that cannot
@@ -17,7 +17,7 @@ import (
 func TestExecWithABrokenPolicyRunsNothing(t *testing.T) {
 	f := newFixture(t, map[string]string{"a.txt": "a\n"})
 	tk := f.newTask()
-	if err := os.WriteFile(policy.PersonPath(f.k.Store.Root), []byte("permit (principal, action, resource"), 0o644); err != nil {
+	if err := os.WriteFile(policy.PersonPath(f.k.Store().Root), []byte("permit (principal, action, resource"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	_, _, err := f.k.Exec(context.Background(), tk, kernel.ExecOptions{Args: []string{"touch", "ran"}, Spec: runner.Spec{Stdout: os.Stderr, Stderr: os.Stderr}})
@@ -28,7 +28,7 @@ func TestExecWithABrokenPolicyRunsNothing(t *testing.T) {
 		t.Fatal("the command ran with a policy that could not be read")
 	}
 	// Mended, the same command runs.
-	if err := os.Remove(policy.PersonPath(f.k.Store.Root)); err != nil {
+	if err := os.Remove(policy.PersonPath(f.k.Store().Root)); err != nil {
 		t.Fatal(err)
 	}
 	f.sh(tk, "touch ran")
@@ -41,7 +41,7 @@ func TestExecWithABrokenPolicyRunsNothing(t *testing.T) {
 func TestStartProxyWithABrokenPolicy(t *testing.T) {
 	f := newFixture(t, nil)
 	tk := f.newTask()
-	if err := os.WriteFile(policy.PersonPath(f.k.Store.Root), []byte("forbid ("), 0o644); err != nil {
+	if err := os.WriteFile(policy.PersonPath(f.k.Store().Root), []byte("forbid ("), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	p, err := f.k.StartProxy(context.Background(), tk, kernel.ProxyOptions{})

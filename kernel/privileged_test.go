@@ -2,6 +2,7 @@ package kernel_test
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"os"
 	"os/exec"
@@ -87,7 +88,7 @@ func TestReflinkCopyTakesNoExtraSpaceOnXFS(t *testing.T) {
 		t.Fatal(err)
 	}
 	free := freeBytes(t, mnt)
-	rep, err := k.NewTask(folder)
+	rep, err := k.NewTask(context.Background(), folder)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -105,10 +106,10 @@ func TestReflinkCopyTakesNoExtraSpaceOnXFS(t *testing.T) {
 	if len(st.Effects) == 0 {
 		t.Fatal("no effects on the reflink backend")
 	}
-	if _, err := k.Commit(rep.Task, kernel.CommitOptions{}); err != nil {
+	if _, err := k.Commit(context.Background(), rep.Task, kernel.CommitOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := k.Undo(rep.Task); err != nil {
+	if _, err := k.Undo(context.Background(), rep.Task); err != nil {
 		t.Fatal(err)
 	}
 	if d := cmp.Diff(before, tree(t, folder)); d != "" {
@@ -133,7 +134,7 @@ func TestRealDiskFullDuringCommit(t *testing.T) {
 	tk := f.newTask()
 	f.sh(tk, "echo changed > a.txt && head -c 6000000 /dev/urandom > big.bin")
 	before := tree(t, folder)
-	_, err = k.Commit(tk, kernel.CommitOptions{})
+	_, err = k.Commit(context.Background(), tk, kernel.CommitOptions{})
 	if !errors.Is(err, syscall.ENOSPC) || !strings.Contains(err.Error(), "nothing in the folder changed") {
 		t.Fatalf("commit onto a full disk = %v, want ENOSPC and nothing changed", err)
 	}
@@ -142,7 +143,7 @@ func TestRealDiskFullDuringCommit(t *testing.T) {
 	}
 	// Make room by dropping the big file from the copy: the rest commits.
 	f.sh(tk, "rm big.bin")
-	if _, err := k.Commit(tk, kernel.CommitOptions{}); err != nil {
+	if _, err := k.Commit(context.Background(), tk, kernel.CommitOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	if b, _ := os.ReadFile(filepath.Join(folder, "a.txt")); string(b) != "changed\n" {

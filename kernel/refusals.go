@@ -5,9 +5,9 @@ import (
 	"io"
 	"strings"
 
-	"github.com/kulehq/kule/kernel/sandbox"
-	"github.com/kulehq/kule/kernel/sandboxlog"
-	"github.com/kulehq/kule/kernel/task"
+	"github.com/kulehq/kule/kernel/internal/sandbox"
+	"github.com/kulehq/kule/kernel/internal/sandboxlog"
+	"github.com/kulehq/kule/kernel/internal/task"
 )
 
 // recordRefusals is the sandbox's Refused for runs in t: each refusal goes

@@ -9,10 +9,10 @@ import (
 	"testing"
 
 	"github.com/kulehq/kule/kernel"
-	"github.com/kulehq/kule/kernel/config"
-	"github.com/kulehq/kule/kernel/runner"
-	"github.com/kulehq/kule/kernel/sandbox"
-	"github.com/kulehq/kule/kernel/sandboxlog"
+	"github.com/kulehq/kule/kernel/internal/config"
+	"github.com/kulehq/kule/kernel/internal/runner"
+	"github.com/kulehq/kule/kernel/internal/sandbox"
+	"github.com/kulehq/kule/kernel/internal/sandboxlog"
 )
 
 // What the sandbox refuses for `kule exec` lands in the task's
@@ -30,12 +30,11 @@ func TestSandboxRefusalsLandInTheTaskLog(t *testing.T) {
 		t.Helper()
 		var spec runner.Spec
 		o.Warn = &strings.Builder{}
-		r, err := kernel.SandboxRunner(f.k.Store.Root, tk, &spec, o)
+		r, err := kernel.SandboxRunner(f.k.Store().Root, tk, &spec, o)
 		if err != nil {
 			t.Fatal(err)
 		}
-		kk := *f.k
-		kk.Runner = r
+		kk := f.k.With(kernel.RunHooks{Runner: r})
 		spec.Stdout, spec.Stderr = &strings.Builder{}, &strings.Builder{}
 		_, _, err = kk.Exec(context.Background(), tk, kernel.ExecOptions{Args: []string{"sh", "-c", "echo ran > ran.txt"}, Spec: spec})
 		return err
@@ -47,9 +46,9 @@ func TestSandboxRefusalsLandInTheTaskLog(t *testing.T) {
 	if err := exec(kernel.SandboxOptions{AllowWrite: []string{other.Paths.Copy}}); !errors.Is(err, sandbox.ErrBadSpec) {
 		t.Fatalf("--allow-write another task: err = %v, want refused", err)
 	}
-	cfg, _ := config.Load(f.k.Store.Root)
+	cfg, _ := config.Load(f.k.Store().Root)
 	cfg.Sandbox.Devices = []string{"sda"}
-	must(t, config.Save(f.k.Store.Root, cfg))
+	must(t, config.Save(f.k.Store().Root, cfg))
 	if err := exec(kernel.SandboxOptions{}); !errors.Is(err, sandbox.ErrDevice) {
 		t.Fatalf("device sda: err = %v, want refused", err)
 	}

@@ -8,17 +8,17 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/kulehq/kule/kernel/effects"
-	"github.com/kulehq/kule/kernel/homelayer"
+	"github.com/kulehq/kule/kernel/internal/effects"
 	"github.com/kulehq/kule/kernel/internal/gitstate"
+	"github.com/kulehq/kule/kernel/internal/homelayer"
 	"github.com/kulehq/kule/kernel/internal/ignore"
+	"github.com/kulehq/kule/kernel/internal/limits"
 	"github.com/kulehq/kule/kernel/internal/manifest"
+	"github.com/kulehq/kule/kernel/internal/relpath"
+	"github.com/kulehq/kule/kernel/internal/runner"
 	"github.com/kulehq/kule/kernel/internal/scan"
-	"github.com/kulehq/kule/kernel/limits"
-	"github.com/kulehq/kule/kernel/relpath"
-	"github.com/kulehq/kule/kernel/runner"
-	"github.com/kulehq/kule/kernel/task"
-	"github.com/kulehq/kule/kernel/walk"
+	"github.com/kulehq/kule/kernel/internal/task"
+	"github.com/kulehq/kule/kernel/internal/walk"
 )
 
 // Status is a task's uncommitted changes.
@@ -67,8 +67,9 @@ func (s *Status) IgnoredCount() int {
 	return n
 }
 
-// Status finds what a task changed in its copy since the last sync.
-func (k *Kernel) Status(t *task.Task) (*Status, error) {
+// Status finds what a task changed in its copy since the last sync. ctx
+// ends the walk of the copy early (the error is then ctx's).
+func (k *Kernel) Status(ctx context.Context, t *task.Task) (*Status, error) {
 	if _, err := os.Stat(t.Paths.Journal); err == nil {
 		l, err := k.lock(t)
 		if err != nil {
@@ -76,10 +77,10 @@ func (k *Kernel) Status(t *task.Task) (*Status, error) {
 		}
 		defer l.Unlock()
 	}
-	return k.status(t)
+	return k.status(ctx, t)
 }
 
-func (k *Kernel) status(t *task.Task) (*Status, error) {
+func (k *Kernel) status(ctx context.Context, t *task.Task) (*Status, error) {
 	// The repositories the base knows are judged while the files are
 	// compared: the two read different parts of the copy. Repositories the
 	// task made are found by the file walk itself (it sees every `.git`).
@@ -97,7 +98,7 @@ func (k *Kernel) status(t *task.Task) (*Status, error) {
 		}
 		gitDone <- gitResult{gb, effs, err}
 	}()
-	walking := scan.Start(t.Paths.Copy) // walks while the manifest loads
+	walking := scan.Start(ctx, t.Paths.Copy) // walks while the manifest loads
 	m, err := manifest.Load(manifestPath(t.Paths))
 	if err != nil {
 		walking.Wait()
@@ -173,7 +174,7 @@ func (k *Kernel) Exec(ctx context.Context, t *task.Task, opt ExecOptions) (int, 
 	spec := opt.Spec
 	spec.Args = opt.Args
 	spec.Dir = dir
-	spec.Task = runner.Task{ID: t.ID, Dir: t.Paths.Dir, Copy: t.Paths.Copy, Folder: t.Folder, Tmp: t.Paths.Tmp, Home: t.Paths.Home, KuleDir: k.Store.Root}
+	spec.Task = runner.Task{ID: t.ID, Dir: t.Paths.Dir, Copy: t.Paths.Copy, Folder: t.Folder, Tmp: t.Paths.Tmp, Home: t.Paths.Home, KuleDir: k.store.Root}
 	if spec.Env == nil {
 		spec.Env = os.Environ()
 	}
@@ -189,7 +190,7 @@ func (k *Kernel) Exec(ctx context.Context, t *task.Task, opt ExecOptions) (int, 
 		// Measured once, at the first run with a disk limit (a walk of
 		// the whole copy is not worth paying when the task is made).
 		t.DiskBase = limits.DiskUsage(DiskPaths(t)...)
-		if err := k.Store.Save(t); err != nil {
+		if err := k.store.Save(t); err != nil {
 			return -1, nil, err
 		}
 	}
@@ -216,9 +217,11 @@ func (k *Kernel) Exec(ctx context.Context, t *task.Task, opt ExecOptions) (int, 
 	if err != nil {
 		return -1, nil, err
 	}
-	code, runErr := k.Runner.Run(ctx, spec)
+	code, runErr := k.runner.Run(ctx, spec)
 	netLines := stopProxy()
-	st, err := k.status(t)
+	// The command's end is reported even when ctx ended it (an interrupt):
+	// what it did before is still what the person reviews.
+	st, err := k.status(context.WithoutCancel(ctx), t)
 	if st != nil {
 		st.Network = netLines
 		k.SaveWholeSummary(st) // what kule list shows, until the next status

@@ -1,6 +1,7 @@
 package kernel
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/json"
 	"errors"
@@ -11,17 +12,17 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/kulehq/kule/kernel/effects"
 	"github.com/kulehq/kule/kernel/internal/apply"
 	"github.com/kulehq/kule/kernel/internal/beneath"
 	"github.com/kulehq/kule/kernel/internal/checkpoint"
 	"github.com/kulehq/kule/kernel/internal/clone"
 	"github.com/kulehq/kule/kernel/internal/crashpoint"
+	"github.com/kulehq/kule/kernel/internal/effects"
 	"github.com/kulehq/kule/kernel/internal/manifest"
+	"github.com/kulehq/kule/kernel/internal/relpath"
 	"github.com/kulehq/kule/kernel/internal/scan"
-	"github.com/kulehq/kule/kernel/relpath"
-	"github.com/kulehq/kule/kernel/task"
-	"github.com/kulehq/kule/kernel/walk"
+	"github.com/kulehq/kule/kernel/internal/task"
+	"github.com/kulehq/kule/kernel/internal/walk"
 )
 
 // finish completes a commit or an undo once the folder holds it. Every step
@@ -348,15 +349,21 @@ func dedupeTops(paths []string) []string {
 // Rollback makes the copy match the folder again at every path the task
 // changed, and takes the folder's version as the new base there; each
 // repository the task changed is reset to the folder's (rollbackGit).
-func (k *Kernel) Rollback(t *task.Task) (*RollbackReport, error) {
+//
+// ctx ends the walk that finds those paths; once the copy is being
+// synced, rollback goes to its end.
+func (k *Kernel) Rollback(ctx context.Context, t *task.Task) (*RollbackReport, error) {
 	l, err := k.lock(t)
 	if err != nil {
 		return nil, err
 	}
 	defer l.Unlock()
-	st, err := k.status(t)
+	st, err := k.status(ctx, t)
 	if err != nil {
 		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("rollback: %w (the copy and the folder are as they were)", err)
 	}
 	var paths []string
 	for _, p := range topPaths(st.Effects) {

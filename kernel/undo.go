@@ -1,6 +1,7 @@
 package kernel
 
 import (
+	"context"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -10,13 +11,13 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/kulehq/kule/kernel/effects"
 	"github.com/kulehq/kule/kernel/internal/apply"
 	"github.com/kulehq/kule/kernel/internal/checkpoint"
 	"github.com/kulehq/kule/kernel/internal/clone"
-	"github.com/kulehq/kule/kernel/relpath"
-	"github.com/kulehq/kule/kernel/task"
-	"github.com/kulehq/kule/kernel/walk"
+	"github.com/kulehq/kule/kernel/internal/effects"
+	"github.com/kulehq/kule/kernel/internal/relpath"
+	"github.com/kulehq/kule/kernel/internal/task"
+	"github.com/kulehq/kule/kernel/internal/walk"
 )
 
 // UndoReport says what an undo did.
@@ -42,14 +43,15 @@ func (e *UndoBlockedError) Error() string {
 
 func (e *UndoBlockedError) Unwrap() error { return ErrUndoBlocked }
 
-// Undo reverts the newest commit not yet undone, from its checkpoint.
-func (k *Kernel) Undo(t *task.Task) (*UndoReport, error) {
+// Undo reverts the newest commit not yet undone, from its checkpoint. ctx
+// ends it only before its journal is written: from there it goes to its end.
+func (k *Kernel) Undo(ctx context.Context, t *task.Task) (*UndoReport, error) {
 	l, err := k.lock(t)
 	if err != nil {
 		return nil, err
 	}
 	defer l.Unlock()
-	fl, err := task.LockFile(k.Store.FolderLockPath(t.Folder))
+	fl, err := task.LockFile(k.store.FolderLockPath(t.Folder))
 	if err != nil {
 		return nil, err
 	}
@@ -86,6 +88,9 @@ func (k *Kernel) Undo(t *task.Task) (*UndoReport, error) {
 		data.Git = &gitJournal{}
 	}
 	raw, _ := json.Marshal(data)
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("undo: %w (the folder was not changed; checkpoint %d is kept)", err, rec.ID)
+	}
 	j := &apply.Journal{Kind: "undo", Ops: ops, Data: raw}
 	if err := apply.Run(t.Folder, t.Paths.Journal, j, k.opener(t, cp, nil), func(j *apply.Journal) error { return k.finish(t, j) }); err != nil {
 		return nil, err

@@ -20,13 +20,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kulehq/kule/kernel"
-	"github.com/kulehq/kule/kernel/acp"
 	"github.com/kulehq/kule/kernel/agentrun"
-	"github.com/kulehq/kule/kernel/agents"
-	"github.com/kulehq/kule/kernel/config"
-	"github.com/kulehq/kule/kernel/effects"
-	"github.com/kulehq/kule/kernel/sandbox"
-	"github.com/kulehq/kule/kernel/task"
 	agentplug "github.com/kulehq/kule/plugins/agent"
 )
 
@@ -36,12 +30,12 @@ func builtinAgents() fs.FS { return agentplug.Builtins }
 
 // loadAgents reads the agents for the commands that open no kernel: the
 // built-in catalogue and the person's agents.toml, as Kernel.Agents does.
-func loadAgents() (*agents.Set, string, error) {
-	home, err := task.DefaultRoot()
+func loadAgents() (*kernel.AgentSet, string, error) {
+	home, err := kernel.DefaultHome()
 	if err != nil {
 		return nil, "", err
 	}
-	set, err := agents.Load(builtinAgents(), home)
+	set, err := kernel.LoadAgents(builtinAgents(), home)
 	return set, home, err
 }
 
@@ -55,18 +49,18 @@ func agentsCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			root, err := agents.PackagesRoot()
+			root, err := kernel.AgentPackagesRoot()
 			if err != nil {
 				return err
 			}
-			o := agents.CheckOptions{KuleHome: home, PackagesRoot: root}
+			o := kernel.AgentCheckOptions{KuleHome: home, PackagesRoot: root}
 			if store, err := openSecrets(); err == nil {
 				o.HasKey = func(name string) bool { s, err := store.Get(name); return err == nil && s.Value != "" }
 			}
-			if cfg, err := config.Load(home); err == nil && !cfg.Sandbox.AcceptWeaker {
-				o.Isolation = sandbox.Probe().Missing()
+			if cfg, err := kernel.LoadSettings(home); err == nil && !cfg.Sandbox.AcceptWeaker {
+				o.Isolation = kernel.ProbeSandbox().Missing()
 			}
-			printAgents(cmd.OutOrStdout(), set, agents.Check(set, o))
+			printAgents(cmd.OutOrStdout(), set, kernel.CheckAgent(set, o))
 			return nil
 		},
 	}
@@ -74,8 +68,8 @@ func agentsCommand() *cobra.Command {
 	return c
 }
 
-func printAgents(w io.Writer, set *agents.Set, sts []agents.Status) {
-	var ready, not []agents.Status
+func printAgents(w io.Writer, set *kernel.AgentSet, sts []kernel.AgentStatus) {
+	var ready, not []kernel.AgentStatus
 	for _, s := range sts {
 		if s.CanStart() {
 			ready = append(ready, s)
@@ -83,7 +77,7 @@ func printAgents(w io.Writer, set *agents.Set, sts []agents.Status) {
 			not = append(not, s)
 		}
 	}
-	line := func(s agents.Status) {
+	line := func(s kernel.AgentStatus) {
 		kind := "yours"
 		if s.Profile.Builtin {
 			kind = "built-in"
@@ -165,7 +159,7 @@ func agentsShowCommand() *cobra.Command {
 				fmt.Fprintf(w, "# REFUSED: %v\n", perr)
 			} else if p.Builtin {
 				fmt.Fprintln(w, "# built in: needs no approval")
-			} else if err := agents.CheckApproved(home, p); err != nil {
+			} else if err := kernel.CheckAgentApproved(home, p); err != nil {
 				fmt.Fprintf(w, "# not approved: read it, then `kule agents approve %s`\n", p.Name)
 			} else {
 				fmt.Fprintln(w, "# approved at this content")
@@ -195,7 +189,7 @@ func agentsApproveCommand() *cobra.Command {
 				fmt.Fprintf(cmd.OutOrStdout(), "%s is built in; it needs no approval\n", p.Name)
 				return nil
 			}
-			if err := agents.Approve(home, p, set.Profiles); err != nil {
+			if err := kernel.ApproveAgent(home, p, set.Profiles); err != nil {
 				return err
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "approved %s (sha256 %s); it runs until its profile changes\n", p.Name, p.Hash()[:16])
@@ -204,7 +198,7 @@ func agentsApproveCommand() *cobra.Command {
 	}
 }
 
-func registry() (*agents.Registry, error) { return agents.ParseRegistry(agentplug.Registry) }
+func registry() (*kernel.AgentRegistry, error) { return kernel.ParseAgentRegistry(agentplug.Registry) }
 
 func agentsRegistryCommand() *cobra.Command {
 	var asJSON bool
@@ -247,7 +241,7 @@ func agentsAddCommand() *cobra.Command {
 			if !ok {
 				return fmt.Errorf("agents add: %q is not in the registry (kule agents registry lists it)", args[0])
 			}
-			p, notes, err := agents.Draft(e)
+			p, notes, err := kernel.DraftAgent(e)
 			if err != nil {
 				return err
 			}
@@ -257,10 +251,10 @@ func agentsAddCommand() *cobra.Command {
 			}
 			w := cmd.OutOrStdout()
 			if !dry {
-				if err := agents.AppendPersonal(home, p, set.Profiles); err != nil {
+				if err := kernel.AppendPersonalAgent(home, p, set.Profiles); err != nil {
 					return err
 				}
-				fmt.Fprintf(w, "added to %s:\n\n", agents.PersonalPath(home))
+				fmt.Fprintf(w, "added to %s:\n\n", kernel.PersonalAgentsPath(home))
 			}
 			fmt.Fprint(w, p.TOML())
 			fmt.Fprintln(w)
@@ -288,11 +282,11 @@ func agentsInstallCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			root, err := agents.PackagesRoot()
+			root, err := kernel.AgentPackagesRoot()
 			if err != nil {
 				return err
 			}
-			argv, err := agents.Launch(cmd.Context(), p, root, true, cmd.ErrOrStderr())
+			argv, err := kernel.AgentLaunch(cmd.Context(), p, root, true, cmd.ErrOrStderr())
 			if err != nil {
 				return err
 			}
@@ -325,7 +319,7 @@ profile then waits for approval like any change.`,
 			if err != nil {
 				return err
 			}
-			home := k.Store.Root
+			home := k.Store().Root
 			out, errw := cmd.OutOrStdout(), cmd.ErrOrStderr()
 			p, gerr := set.Get(args[0])
 			fromRegistry := false
@@ -338,13 +332,13 @@ profile then waits for approval like any change.`,
 				if !ok {
 					return gerr
 				}
-				if p, _, err = agents.Draft(e); err != nil {
+				if p, _, err = kernel.DraftAgent(e); err != nil {
 					return err
 				}
 				fromRegistry = true
 			}
 			if apply && p.Builtin {
-				return fmt.Errorf("agents try: %s is built in and is not changed; copy it into %s under another name to change it", p.Name, agents.PersonalPath(home))
+				return fmt.Errorf("agents try: %s is built in and is not changed; copy it into %s under another name to change it", p.Name, kernel.PersonalAgentsPath(home))
 			}
 			fmt.Fprintf(errw, "trying %s once in an empty folder, opened no wider than its draft (nothing of your home, no keys, no hosts)\n", p.Name)
 			pr := &printer{w: out}
@@ -382,12 +376,12 @@ profile then waits for approval like any change.`,
 				fmt.Fprintf(out, "kule agents try %s --apply adds %s to its profile's hosts (it then waits for approval)\n", p.Name, strings.Join(wanted, ", "))
 			case fromRegistry:
 				p.Hosts = wanted
-				if err := agents.AppendPersonal(home, p, set.Profiles); err != nil {
+				if err := kernel.AppendPersonalAgent(home, p, set.Profiles); err != nil {
 					return err
 				}
-				fmt.Fprintf(out, "added %s to %s with hosts %s; it waits for approval: kule agents show %s, then kule agents approve %s\n", p.Name, agents.PersonalPath(home), strings.Join(wanted, ", "), p.Name, p.Name)
+				fmt.Fprintf(out, "added %s to %s with hosts %s; it waits for approval: kule agents show %s, then kule agents approve %s\n", p.Name, kernel.PersonalAgentsPath(home), strings.Join(wanted, ", "), p.Name, p.Name)
 			default:
-				added, err := agents.AddHosts(home, p.Name, wanted)
+				added, err := kernel.AddAgentHosts(home, p.Name, wanted)
 				if err != nil {
 					return err
 				}
@@ -422,7 +416,7 @@ answered "allow once" (the copy and the review keep the folder safe); --ask
 puts each to you. Ctrl-C cancels the turn; a second Ctrl-C stops the agent.
 Nothing reaches the folder until kule commit.`,
 		Args: cobra.MinimumNArgs(2),
-		RunE: withTask(func(k *kernel.Kernel, t *task.Task, cmd *cobra.Command, args []string) error {
+		RunE: withTask(func(k *kernel.Kernel, t *kernel.Task, cmd *cobra.Command, args []string) error {
 			if name == "" {
 				return errors.New("run: name the agent with --agent (kule agents lists them)")
 			}
@@ -440,7 +434,7 @@ Nothing reaches the folder until kule commit.`,
 	return c
 }
 
-func runAgent(cmd *cobra.Command, k *kernel.Kernel, t *task.Task, name, prompt string, ask, fresh bool, sf *sandboxFlags, pids int) error {
+func runAgent(cmd *cobra.Command, k *kernel.Kernel, t *kernel.Task, name, prompt string, ask, fresh bool, sf *sandboxFlags, pids int) error {
 	out, errw := cmd.OutOrStdout(), cmd.ErrOrStderr()
 	set, err := k.Agents()
 	if err != nil {
@@ -450,7 +444,7 @@ func runAgent(cmd *cobra.Command, k *kernel.Kernel, t *task.Task, name, prompt s
 	o := agentrun.Options{Agents: set, Agent: name, Prompt: prompt, Fresh: fresh, OnEvent: pr.event, Sandbox: sf.options(), Stderr: errw, Pids: pids}
 	if ask {
 		o.Ask = terminalAsk(pr, os.Stdin, errw)
-		if da := daemonPermissionAsk(k.Store.Root, t, name); da != nil {
+		if da := daemonPermissionAsk(k.Store().Root, t, name); da != nil {
 			o.Ask = da
 			pr.note("permission questions wait in the app (kule app), under Needs you")
 		}
@@ -491,7 +485,7 @@ func runAgent(cmd *cobra.Command, k *kernel.Kernel, t *task.Task, name, prompt s
 	res, perr := r.Wait()
 	pr.endLine()
 	if res.Status != nil {
-		fmt.Fprintf(errw, "\n%s in the copy; kule status %s shows them, kule commit %s applies them\n", effects.Summary(res.Status.Effects), t.ID, t.ID)
+		fmt.Fprintf(errw, "\n%s in the copy; kule status %s shows them, kule commit %s applies them\n", kernel.EffectSummary(res.Status.Effects), t.ID, t.ID)
 	}
 	defer func() {
 		for _, l := range res.Network {
@@ -540,7 +534,7 @@ func (p *printer) linef(format string, args ...any) {
 
 func (p *printer) note(s string) { p.linef("  · %s", s) }
 
-func stepWhat(s *acp.Step) string {
+func stepWhat(s *kernel.Step) string {
 	what := s.Command
 	if what == "" && len(s.Paths) > 0 {
 		what = strings.Join(s.Paths, ", ")
@@ -548,21 +542,21 @@ func stepWhat(s *acp.Step) string {
 	return what
 }
 
-func (p *printer) event(e acp.Event) {
+func (p *printer) event(e kernel.Event) {
 	switch e.Type {
-	case acp.EventText:
+	case kernel.EventText:
 		p.mu.Lock()
 		fmt.Fprint(p.w, safeText(e.Text))
 		p.midLine = !strings.HasSuffix(e.Text, "\n")
 		p.mu.Unlock()
-	case acp.EventStepStart:
+	case kernel.EventStepStart:
 		s := e.Step
 		line := fmt.Sprintf("▸ [%s] %s", orDash(s.Kind), s.Title)
 		if w := stepWhat(s); w != "" && w != s.Title {
 			line += " · " + w
 		}
 		p.linef("%s", line)
-	case acp.EventStepEnd:
+	case kernel.EventStepEnd:
 		s := e.Step
 		mark := map[string]string{"completed": "✓", "failed": "✗"}[s.Status]
 		if mark == "" {
@@ -578,7 +572,7 @@ func (p *printer) event(e acp.Event) {
 		if s.EffectsErr != "" {
 			p.linef("      effects unknown: %s", s.EffectsErr)
 		}
-	case acp.EventPermission:
+	case kernel.EventPermission:
 		for _, r := range e.Step.Permission {
 			who := "by default"
 			if r.By == "person" {
@@ -590,9 +584,9 @@ func (p *printer) event(e acp.Event) {
 			}
 			p.linef("  ? %s: %s %s", e.Step.Title, strings.ReplaceAll(ans, "_", " "), who)
 		}
-	case acp.EventRaw:
+	case kernel.EventRaw:
 		p.linef("  · the agent sent %q (kept as step %d)", e.Step.Update, e.Step.N)
-	case acp.EventNotice:
+	case kernel.EventNotice:
 		p.note(e.Text)
 	}
 }
@@ -605,10 +599,10 @@ func orDash(s string) string {
 }
 
 // terminalAsk puts a permission question to the person on the terminal.
-func terminalAsk(pr *printer, in io.Reader, w io.Writer) acp.AskFunc {
+func terminalAsk(pr *printer, in io.Reader, w io.Writer) kernel.AskFunc {
 	br := bufio.NewReader(in)
 	var mu sync.Mutex
-	return func(ctx context.Context, q acp.Question) (string, error) {
+	return func(ctx context.Context, q kernel.Question) (string, error) {
 		mu.Lock()
 		defer mu.Unlock()
 		pr.endLine()
@@ -647,15 +641,15 @@ func stepsCommand() *cobra.Command {
 		Use:   "steps TASK",
 		Short: "List the tool calls agents made in the task, and what each changed",
 		Args:  cobra.ExactArgs(1),
-		RunE: withTask(func(k *kernel.Kernel, t *task.Task, cmd *cobra.Command, args []string) error {
-			steps, bad, err := acp.ReadSteps(filepath.Join(t.Paths.Dir, acp.StepsFile))
+		RunE: withTask(func(k *kernel.Kernel, t *kernel.Task, cmd *cobra.Command, args []string) error {
+			steps, bad, err := kernel.ReadSteps(filepath.Join(t.Paths.Dir, kernel.StepsFile))
 			if err != nil {
 				return err
 			}
 			w := cmd.OutOrStdout()
 			if asJSON {
 				if steps == nil {
-					steps = []acp.Step{}
+					steps = []kernel.Step{}
 				}
 				return printJSON(w, steps)
 			}

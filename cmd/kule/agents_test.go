@@ -33,7 +33,7 @@ func TestRunAgentThroughCLI(t *testing.T) {
 		t.Skip("end-to-end; -short skips it")
 	}
 	sdk := npmtest.Package(t, "@agentclientprotocol/sdk", "1.9.0")
-	b, err := os.ReadFile("../../kernel/acp/testdata/sdk/writer-agent.mjs")
+	b, err := os.ReadFile("../../kernel/internal/acp/testdata/sdk/writer-agent.mjs")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,12 +16,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kulehq/kule/kernel"
-	"github.com/kulehq/kule/kernel/acp"
 	"github.com/kulehq/kule/kernel/daemon"
 	"github.com/kulehq/kule/kernel/daemon/client"
-	"github.com/kulehq/kule/kernel/pluginhost"
-	"github.com/kulehq/kule/kernel/runner"
-	"github.com/kulehq/kule/kernel/task"
 )
 
 func daemonCommand() *cobra.Command {
@@ -41,10 +37,10 @@ kule app starts it for you.`,
 			}
 			d, err := daemon.Start(daemon.Config{Kernel: k, Idle: idle, HTTPAddr: addr,
 				// The app's commands run in the sandbox, as `kule exec` does.
-				RunnerFor: func(t *task.Task, spec *runner.Spec) (runner.Runner, error) {
+				RunnerFor: func(t *kernel.Task, spec *kernel.Spec) (kernel.Runner, error) {
 					return (&sandboxFlags{}).runnerFor(t, spec)
 				},
-				Reviewer: daemon.DiffReviewer{Hosts: daemon.NewSharedHost(k.Store.Root, func() *pluginhost.Host { return pluginHost(k.Store.Root) })}, // one plugin host for the daemon's life
+				Reviewer: daemon.DiffReviewer{Hosts: daemon.NewSharedHost(k.Store().Root, func() *kernel.PluginHost { return pluginHost(k.Store().Root) })}, // one plugin host for the daemon's life
 				Rules:    &daemon.CedarRules{K: k},
 				AgentSet: k.Agents,
 			})
@@ -53,7 +49,7 @@ kule app starts it for you.`,
 			}
 			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
-			fmt.Fprintf(cmd.OutOrStdout(), "kule daemon · %s · app at http://%s\n", k.Store.Root, d.Addr())
+			fmt.Fprintf(cmd.OutOrStdout(), "kule daemon · %s · app at http://%s\n", k.Store().Root, d.Addr())
 			return d.Serve(ctx)
 		},
 	}
@@ -69,11 +65,11 @@ func appCommand() *cobra.Command {
 		Short: "Open the control room in a browser (starting the daemon if none runs)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			root, err := task.DefaultRoot()
+			root, err := kernel.DefaultHome()
 			if err != nil {
 				return err
 			}
-			if _, err := task.Open(root); err != nil {
+			if _, err := kernel.OpenTasks(root); err != nil {
 				return err
 			}
 			exe, err := os.Executable()
@@ -119,7 +115,7 @@ func daemonNetHooks(ctx context.Context, home, label string) kernel.NetHooks {
 	if !c.Running(ctx) {
 		return kernel.NetHooks{}
 	}
-	return kernel.NetHooks{Ask: func(ctx context.Context, t *task.Task, host string, port int, rule string) bool {
+	return kernel.NetHooks{Ask: func(ctx context.Context, t *kernel.Task, host string, port int, rule string) bool {
 		hp := net.JoinHostPort(host, strconv.Itoa(port))
 		fmt.Fprintf(os.Stderr, "kule: the connection to %s waits for your answer in the app (kule app, under Needs you); unanswered, it is refused\n", hp)
 		ok, err := c.Ask(ctx, client.Question{Task: t.ID, Kind: daemon.KindConnection, Title: "Connect to " + hp + "?",
@@ -131,12 +127,12 @@ func daemonNetHooks(ctx context.Context, home, label string) kernel.NetHooks {
 // daemonPermissionAsk puts an agent's permission questions (kule run --ask)
 // to the person through the daemon when one runs: they wait under Needs you
 // beside the app's own. Nil when no daemon runs (the terminal asks).
-func daemonPermissionAsk(home string, t *task.Task, agent string) acp.AskFunc {
+func daemonPermissionAsk(home string, t *kernel.Task, agent string) kernel.AskFunc {
 	c := client.New(home)
 	if !c.Running(context.Background()) {
 		return nil
 	}
-	return func(ctx context.Context, q acp.Question) (string, error) {
+	return func(ctx context.Context, q kernel.Question) (string, error) {
 		kind := q.Kind
 		if kind == "" {
 			kind = "other"
@@ -155,8 +151,8 @@ func nameCommand() *cobra.Command {
 		Use:   "name TASK NAME",
 		Short: "Name a task (an empty NAME clears it)",
 		Args:  cobra.MinimumNArgs(2),
-		RunE: withTask(func(k *kernel.Kernel, t *task.Task, cmd *cobra.Command, args []string) error {
-			return editTask(k, t, func(t *task.Task) { t.Name = strings.Join(strings.Fields(strings.Join(args[1:], " ")), " ") })
+		RunE: withTask(func(k *kernel.Kernel, t *kernel.Task, cmd *cobra.Command, args []string) error {
+			return editTask(k, t, func(t *kernel.Task) { t.Name = strings.Join(strings.Fields(strings.Join(args[1:], " ")), " ") })
 		}),
 	}
 }
@@ -167,7 +163,7 @@ func colorCommand() *cobra.Command {
 		Aliases: []string{"colour"},
 		Short:   "Give a task a colour: " + strings.Join(daemon.Colours[1:], ", ") + ", or none",
 		Args:    cobra.ExactArgs(2),
-		RunE: withTask(func(k *kernel.Kernel, t *task.Task, cmd *cobra.Command, args []string) error {
+		RunE: withTask(func(k *kernel.Kernel, t *kernel.Task, cmd *cobra.Command, args []string) error {
 			c := strings.ToLower(args[1])
 			if c == "none" {
 				c = ""
@@ -175,22 +171,22 @@ func colorCommand() *cobra.Command {
 			if !slices.Contains(daemon.Colours, c) {
 				return fmt.Errorf("color: %q is not a colour Kule knows; pick one of %s, or none", args[1], strings.Join(daemon.Colours[1:], ", "))
 			}
-			return editTask(k, t, func(t *task.Task) { t.Colour = c })
+			return editTask(k, t, func(t *kernel.Task) { t.Colour = c })
 		}),
 	}
 }
 
 // editTask changes task.json under the task's lock.
-func editTask(k *kernel.Kernel, t *task.Task, fn func(*task.Task)) error {
-	l, err := task.LockFile(t.Paths.Lock)
+func editTask(k *kernel.Kernel, t *kernel.Task, fn func(*kernel.Task)) error {
+	l, err := kernel.LockFile(t.Paths.Lock)
 	if err != nil {
 		return err
 	}
 	defer l.Unlock()
-	fresh, err := k.Store.Load(t.ID)
+	fresh, err := k.Store().Load(t.ID)
 	if err != nil {
 		return err
 	}
 	fn(fresh)
-	return k.Store.Save(fresh)
+	return k.Store().Save(fresh)
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"github.com/kulehq/kule/kernel"
 	"io"
 	"net/http"
 	"net/http/cookiejar"
@@ -15,10 +16,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kulehq/kule/kernel/acp"
 	"github.com/kulehq/kule/kernel/daemon/client"
-	"github.com/kulehq/kule/kernel/group"
-	"github.com/kulehq/kule/kernel/task"
 )
 
 func TestNameAndColor(t *testing.T) {
@@ -209,7 +207,7 @@ func TestRunAskGoesToTheDaemon(t *testing.T) {
 	folder := t.TempDir()
 	appMust(t, os.WriteFile(filepath.Join(folder, "a.txt"), []byte("a\n"), 0o644))
 	id := strings.Fields(c.must("new", folder))[1]
-	tk := &task.Task{ID: id}
+	tk := &kernel.Task{ID: id}
 	if daemonPermissionAsk(c.home, tk, "peer") != nil {
 		t.Fatal("with no daemon, --ask went to a daemon")
 	}
@@ -226,11 +224,11 @@ func TestRunAskGoesToTheDaemon(t *testing.T) {
 	}
 	cl := client.New(c.home)
 	ctx := context.Background()
-	opts := []acp.PermissionOption{{OptionID: "yes", Kind: "allow_once"}, {OptionID: "no", Kind: "reject_once"}}
+	opts := []kernel.PermissionOption{{OptionID: "yes", Kind: "allow_once"}, {OptionID: "no", Kind: "reject_once"}}
 	for _, approve := range []bool{true, false} {
 		got := make(chan string, 1)
 		go func() {
-			id, _ := ask(ctx, acp.Question{Title: "Run make", Kind: "execute", Command: "make", Options: opts})
+			id, _ := ask(ctx, kernel.Question{Title: "Run make", Kind: "execute", Command: "make", Options: opts})
 			got <- id
 		}()
 		var q struct{ ID, Title string }
@@ -262,8 +260,8 @@ func TestCommitFollowsTheGroupsPolicy(t *testing.T) {
 	folder := t.TempDir()
 	appMust(t, os.WriteFile(filepath.Join(folder, "a.txt"), []byte("a\n"), 0o644))
 	id := strings.Fields(c.must("new", folder))[1]
-	name, pol := "Careful work", group.Careful
-	g, err := group.Open(c.home).Create(group.Edit{Name: &name, Policy: &pol})
+	name, pol := "Careful work", kernel.GroupCareful
+	g, err := kernel.OpenGroups(c.home).Create(kernel.GroupEdit{Name: &name, Policy: &pol})
 	appMust(t, err)
 	b, err := os.ReadFile(filepath.Join(c.home, "tasks", id, "task.json"))
 	appMust(t, err)

@@ -9,8 +9,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kulehq/kule/kernel"
-	"github.com/kulehq/kule/kernel/budget"
-	"github.com/kulehq/kule/kernel/task"
 )
 
 func budgetCommand() *cobra.Command {
@@ -24,17 +22,17 @@ works is stopped when it gets there; at 80% and at 100% you are told.
 Costs in another currency than the cap's are never converted: Kule says it
 cannot judge them and starts no run until the cap is in that currency.`,
 		Args: cobra.RangeArgs(1, 3),
-		RunE: withTask(func(k *kernel.Kernel, t *task.Task, cmd *cobra.Command, args []string) error {
+		RunE: withTask(func(k *kernel.Kernel, t *kernel.Task, cmd *cobra.Command, args []string) error {
 			if len(args) > 1 {
 				c, err := capArg(args[1:])
 				if err != nil {
 					return err
 				}
-				if err := budget.SetTaskCap(t.Paths.Dir, c); err != nil {
+				if err := kernel.SetTaskCap(t.Paths.Dir, c); err != nil {
 					return err
 				}
 			}
-			sum, err := budget.ForTask(k.Store.Root, t.Paths.Dir, time.Now())
+			sum, err := kernel.BudgetForTask(k.Store().Root, t.Paths.Dir, time.Now())
 			if err != nil {
 				return err
 			}
@@ -62,11 +60,11 @@ the tighter of this and its task's budget.`,
 				if err != nil {
 					return err
 				}
-				if err := budget.SetDailyCap(k.Store.Root, c); err != nil {
+				if err := kernel.SetDailyCap(k.Store().Root, c); err != nil {
 					return err
 				}
 			}
-			c, err := budget.DailyCap(k.Store.Root)
+			c, err := kernel.DailyCap(k.Store().Root)
 			if err != nil {
 				return err
 			}
@@ -75,7 +73,7 @@ the tighter of this and its task's budget.`,
 				fmt.Fprintln(w, "daily budget: none (kule daily-budget 20 sets one)")
 				return nil
 			}
-			recent, err := budget.RecentCharges(k.Store.Root, time.Now())
+			recent, err := kernel.RecentCharges(k.Store().Root, time.Now())
 			if err != nil {
 				return err
 			}
@@ -87,7 +85,7 @@ the tighter of this and its task's budget.`,
 					other[ch.Currency] = true
 				}
 			}
-			fmt.Fprintf(w, "daily budget: %s · all tasks in the last 24 hours: %s (%.0f%%)\n", c, budget.Money{Amount: spent, Currency: c.Currency}, 100*spent/c.Amount)
+			fmt.Fprintf(w, "daily budget: %s · all tasks in the last 24 hours: %s (%.0f%%)\n", c, kernel.Money{Amount: spent, Currency: c.Currency}, 100*spent/c.Amount)
 			for cur := range other {
 				fmt.Fprintf(w, "  agents also reported cost in %s: never converted, so the daily budget cannot be judged and no run starts\n", cur)
 			}
@@ -97,12 +95,12 @@ the tighter of this and its task's budget.`,
 }
 
 // capArg reads "5", "5 EUR", "5EUR" or "off" (nil).
-func capArg(args []string) (*budget.Money, error) {
+func capArg(args []string) (*kernel.Money, error) {
 	s := strings.Join(args, " ")
 	if strings.EqualFold(strings.TrimSpace(s), "off") {
 		return nil, nil
 	}
-	c, err := budget.ParseCap(s)
+	c, err := kernel.ParseCap(s)
 	if err != nil {
 		return nil, err
 	}
@@ -111,8 +109,8 @@ func capArg(args []string) (*budget.Money, error) {
 
 // statusBudget is kule status's part: the task's usage and budgets, or
 // nothing for a task never run with no caps.
-func statusBudget(w io.Writer, k *kernel.Kernel, t *task.Task) *budget.Summary {
-	sum, err := budget.ForTask(k.Store.Root, t.Paths.Dir, time.Now())
+func statusBudget(w io.Writer, k *kernel.Kernel, t *kernel.Task) *kernel.BudgetSummary {
+	sum, err := kernel.BudgetForTask(k.Store().Root, t.Paths.Dir, time.Now())
 	if err != nil {
 		fmt.Fprintf(w, "budget: cannot tell: %v\n", err)
 		return nil
@@ -124,8 +122,8 @@ func statusBudget(w io.Writer, k *kernel.Kernel, t *task.Task) *budget.Summary {
 }
 
 // addBudgetJSON adds the task's usage and budgets to kule status --json.
-func addBudgetJSON(m map[string]any, k *kernel.Kernel, t *task.Task) {
-	sum, err := budget.ForTask(k.Store.Root, t.Paths.Dir, time.Now())
+func addBudgetJSON(m map[string]any, k *kernel.Kernel, t *kernel.Task) {
+	sum, err := kernel.BudgetForTask(k.Store().Root, t.Paths.Dir, time.Now())
 	if err != nil {
 		m["usage_error"] = err.Error()
 		return
@@ -135,7 +133,7 @@ func addBudgetJSON(m map[string]any, k *kernel.Kernel, t *task.Task) {
 
 // printBudget prints a task's usage and where it stands against its caps
 // (kule budget, kule status).
-func printBudget(w io.Writer, id string, s *budget.Summary) {
+func printBudget(w io.Writer, id string, s *kernel.BudgetSummary) {
 	u := s.Usage
 	var costs []string
 	for _, m := range u.Cost {

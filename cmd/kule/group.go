@@ -12,12 +12,10 @@ import (
 
 	"github.com/kulehq/kule/kernel"
 	"github.com/kulehq/kule/kernel/daemon"
-	"github.com/kulehq/kule/kernel/group"
-	"github.com/kulehq/kule/kernel/task"
 )
 
 // groupCommand: kule group list | new | move, the groups of the app from a
-// terminal (kernel/group).
+// terminal (kernel/internal/group).
 func groupCommand() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "group",
@@ -40,11 +38,11 @@ func groupListCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			gs, err := group.Open(k.Store.Root).List()
+			gs, err := kernel.OpenGroups(k.Store().Root).List()
 			if err != nil {
 				return err
 			}
-			ts, err := k.Store.List()
+			ts, err := k.Store().List()
 			if err != nil {
 				return err
 			}
@@ -89,7 +87,7 @@ func groupNewCommand() *cobra.Command {
 				return err
 			}
 			name := strings.Join(args, " ")
-			e := group.Edit{Name: &name}
+			e := kernel.GroupEdit{Name: &name}
 			if colour != "" {
 				if !slices.Contains(daemon.Colours, colour) {
 					return fmt.Errorf("group: %q is not a colour Kule knows; pick one of %s", colour, strings.Join(daemon.Colours[1:], ", "))
@@ -105,12 +103,12 @@ func groupNewCommand() *cobra.Command {
 				own := string(b)
 				e.OwnPolicy = &own
 			case pol == "default":
-			case pol == group.Balance || pol == group.Careful:
+			case pol == kernel.GroupBalance || pol == kernel.GroupCareful:
 				e.Policy = &pol
 			default:
 				return fmt.Errorf("group: --policy %q: choose default, balanced or careful, or give --policy-file", pol)
 			}
-			g, err := group.Open(k.Store.Root).Create(e)
+			g, err := kernel.OpenGroups(k.Store().Root).Create(e)
 			if err != nil {
 				return err
 			}
@@ -130,8 +128,8 @@ func groupMoveCommand() *cobra.Command {
 		Use:   "move TASK GROUP|none",
 		Short: "Move a task into a group (asks first when that changes what its policy says of a pending change)",
 		Args:  cobra.ExactArgs(2),
-		RunE: withTask(func(k *kernel.Kernel, t *task.Task, cmd *cobra.Command, args []string) error {
-			to, err := findGroup(k.Store.Root, args[1])
+		RunE: withTask(func(k *kernel.Kernel, t *kernel.Task, cmd *cobra.Command, args []string) error {
+			to, err := findGroup(k.Store().Root, args[1])
 			if err != nil {
 				return err
 			}
@@ -148,7 +146,7 @@ func groupMoveCommand() *cobra.Command {
 					return fmt.Errorf("group: moving task %s changes what its policy says of pending changes:%s\nnothing was moved; run it again with --yes to move it", t.ID, b.String())
 				}
 			}
-			if err := editTask(k, t, func(t *task.Task) { t.Group = to }); err != nil {
+			if err := editTask(k, t, func(t *kernel.Task) { t.Group = to }); err != nil {
 				return err
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "task %s is in %s\n", t.ID, orNone(args[1]))
@@ -165,11 +163,11 @@ func findGroup(home, s string) (string, error) {
 	if s == "none" || s == "" {
 		return "", nil
 	}
-	gs, err := group.Open(home).List()
+	gs, err := kernel.OpenGroups(home).List()
 	if err != nil {
 		return "", err
 	}
-	var hits []group.Group
+	var hits []kernel.Group
 	for _, g := range gs {
 		if g.ID == s || g.Name == s || strings.HasPrefix(g.ID, s) {
 			hits = append(hits, g)
@@ -179,7 +177,7 @@ func findGroup(home, s string) (string, error) {
 	case 1:
 		return hits[0].ID, nil
 	case 0:
-		return "", fmt.Errorf("group %q: %w (kule group list shows them)", s, group.ErrNotFound)
+		return "", fmt.Errorf("group %q: %w (kule group list shows them)", s, kernel.ErrGroupNotFound)
 	}
 	return "", errors.New("group " + s + ": more than one group matches; give its id")
 }

@@ -10,9 +10,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kulehq/kule/kernel"
-	"github.com/kulehq/kule/kernel/homelayer"
-	"github.com/kulehq/kule/kernel/policy"
-	"github.com/kulehq/kule/kernel/task"
 )
 
 func homeCommand() *cobra.Command {
@@ -21,7 +18,7 @@ func homeCommand() *cobra.Command {
 		Use:   "home TASK [diff PATH | apply PATH | undo | discard --all]",
 		Short: "Review what the task's commands wrote in your home (caught, never applied by commit)",
 		Args:  cobra.RangeArgs(1, 3),
-		RunE: withTask(func(k *kernel.Kernel, t *task.Task, cmd *cobra.Command, args []string) error {
+		RunE: withTask(func(k *kernel.Kernel, t *kernel.Task, cmd *cobra.Command, args []string) error {
 			out := cmd.OutOrStdout()
 			layer := kernel.HomeLayer(t)
 			verb := ""
@@ -45,7 +42,7 @@ func homeCommand() *cobra.Command {
 			}
 			switch verb {
 			case "":
-				ch, err := homelayer.Changes(layer)
+				ch, err := kernel.HomeChanges(layer)
 				if err != nil {
 					return err
 				}
@@ -60,13 +57,13 @@ func homeCommand() *cobra.Command {
 				if err != nil {
 					return err
 				}
-				mine, theirs, err := homelayer.Diff(layer, p)
+				mine, theirs, err := kernel.HomeDiff(layer, p)
 				if err != nil {
 					return err
 				}
 				fmt.Fprintf(out, "--- ~/%s (yours)\n+++ ~/%s (task %s)\n", safeLine(p), safeLine(p), t.ID)
 				lineDiff(out, string(mine), string(theirs))
-				if homelayer.RunsAtStart(p) {
+				if kernel.RunsAtStart(p) {
 					fmt.Fprintln(out, "note: this file runs at every start of a shell or tool")
 				}
 				return nil
@@ -106,7 +103,7 @@ func homeCommand() *cobra.Command {
 
 // homeVerdicts are the policy's verdicts on applying ch, in its order (none
 // when ch is empty: the policy is not loaded for nothing).
-func homeVerdicts(k *kernel.Kernel, t *task.Task, ch []homelayer.Change) ([]policy.Verdict, error) {
+func homeVerdicts(k *kernel.Kernel, t *kernel.Task, ch []kernel.HomeChange) ([]kernel.Verdict, error) {
 	if len(ch) == 0 {
 		return nil, nil
 	}
@@ -117,7 +114,7 @@ func homeVerdicts(k *kernel.Kernel, t *task.Task, ch []homelayer.Change) ([]poli
 	return k.JudgeHome(t, paths)
 }
 
-func printHome(w io.Writer, ch []homelayer.Change, verdicts []policy.Verdict) {
+func printHome(w io.Writer, ch []kernel.HomeChange, verdicts []kernel.Verdict) {
 	if len(ch) == 0 {
 		return
 	}
@@ -128,7 +125,7 @@ func printHome(w io.Writer, ch []homelayer.Change, verdicts []policy.Verdict) {
 		if c.RunsAtStart {
 			line += "  (runs at every start)"
 		}
-		if i < len(verdicts) && verdicts[i].Outcome == policy.Deny {
+		if i < len(verdicts) && verdicts[i].Outcome == kernel.Deny {
 			line += "  · denied by the policy: " + safeLine(verdicts[i].Reason)
 		}
 		fmt.Fprintln(w, line)

@@ -9,8 +9,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kulehq/kule/kernel"
-	"github.com/kulehq/kule/kernel/config"
-	"github.com/kulehq/kule/kernel/limits"
 )
 
 func limitsCommand() *cobra.Command {
@@ -36,12 +34,12 @@ NVIDIA's devices out of the sandbox.`,
 			if err != nil {
 				return err
 			}
-			cfg, err := config.Load(k.Store.Root)
+			cfg, err := kernel.LoadSettings(k.Store().Root)
 			if err != nil {
 				return err
 			}
 			target := &cfg.Limits
-			var save func() error = func() error { return config.Save(k.Store.Root, cfg) }
+			var save func() error = func() error { return kernel.SaveSettings(k.Store().Root, cfg) }
 			where := "every task"
 			if len(args) == 1 {
 				t, err := k.Resolve(args[0])
@@ -49,7 +47,7 @@ NVIDIA's devices out of the sandbox.`,
 					return err
 				}
 				target, where = &t.Limits, "task "+t.ID
-				save = func() error { return k.Store.Save(t) }
+				save = func() error { return k.Store().Save(t) }
 			}
 			changed := false
 			f := cmd.Flags()
@@ -61,7 +59,7 @@ NVIDIA's devices out of the sandbox.`,
 					continue
 				}
 				v := map[string]string{"memory": memory, "disk": disk}[name]
-				n, err := limits.ParseBytes(v)
+				n, err := kernel.ParseBytes(v)
 				if err != nil {
 					return err
 				}
@@ -78,13 +76,13 @@ NVIDIA's devices out of the sandbox.`,
 			}
 			if f.Changed("pids") {
 				if pids < 0 {
-					return fmt.Errorf("limits: --pids %d is below zero (0 is the default of %d)", pids, limits.DefaultPids)
+					return fmt.Errorf("limits: --pids %d is below zero (0 is the default of %d)", pids, kernel.DefaultPids)
 				}
 				target.Pids, changed = pids, true
 			}
 			if f.Changed("gpu") {
-				if gpu != limits.GPUOn && gpu != limits.GPUOff {
-					return fmt.Errorf("%w, not %q", limits.ErrBadGPU, gpu)
+				if gpu != kernel.GPUOn && gpu != kernel.GPUOff {
+					return fmt.Errorf("%w, not %q", kernel.ErrBadGPU, gpu)
 				}
 				target.GPU, changed = gpu, true
 			}
@@ -110,7 +108,7 @@ NVIDIA's devices out of the sandbox.`,
 				t, _ := k.Resolve(args[0])
 				in := kernel.LimitsFor(t, cfg.Limits)
 				printLimits(w, "task "+t.ID+" with the home's (in force)", in, cfg.Sandbox.NoGPU)
-				used, err := limits.LoadTaskTime(limits.TaskTimeFile(t.Paths.Dir))
+				used, err := kernel.LoadTaskTime(kernel.TaskTimeFile(t.Paths.Dir))
 				switch {
 				case err != nil:
 					fmt.Fprintf(w, "task time: %v\n", err)
@@ -129,12 +127,12 @@ NVIDIA's devices out of the sandbox.`,
 	c.Flags().DurationVar(&runTime, "time", 0, "one run's wall time (e.g. 30m)")
 	c.Flags().DurationVar(&taskTime, "task-time", 0, "all of the task's runs together (e.g. 4h)")
 	c.Flags().DurationVar(&idle, "idle", 0, "stop a run with no activity for this long (e.g. 10m)")
-	c.Flags().IntVar(&pids, "pids", 0, fmt.Sprintf("processes and threads a run may hold at once (0: the default, %d)", limits.DefaultPids))
+	c.Flags().IntVar(&pids, "pids", 0, fmt.Sprintf("processes and threads a run may hold at once (0: the default, %d)", kernel.DefaultPids))
 	c.Flags().StringVar(&gpu, "gpu", "", "on or off: off leaves /dev/dri and NVIDIA's devices out of the sandbox")
 	return c
 }
 
-func printLimits(w io.Writer, where string, l limits.Limits, sandboxNoGPU bool) {
+func printLimits(w io.Writer, where string, l kernel.Limits, sandboxNoGPU bool) {
 	show := func(v bool, s string) string {
 		if !v {
 			return "none"
@@ -145,12 +143,12 @@ func printLimits(w io.Writer, where string, l limits.Limits, sandboxNoGPU bool) 
 	if l.NoGPU(sandboxNoGPU) {
 		gpu = "off"
 	}
-	pids := fmt.Sprintf("%d (default)", limits.DefaultPids)
+	pids := fmt.Sprintf("%d (default)", kernel.DefaultPids)
 	if l.Pids > 0 {
 		pids = strconv.Itoa(l.Pids)
 	}
 	fmt.Fprintf(w, "limits for %s: cpu %s · memory %s · disk %s · time %s · task-time %s · idle %s · pids %s · gpu %s\n", where,
-		show(l.CPU > 0, fmt.Sprintf("%g cores", l.CPU)), show(l.Memory > 0, limits.Bytes(l.Memory)),
-		show(l.Disk > 0, limits.Bytes(l.Disk)), show(l.Time > 0, l.Time.String()), show(l.TaskTime > 0, l.TaskTime.String()),
+		show(l.CPU > 0, fmt.Sprintf("%g cores", l.CPU)), show(l.Memory > 0, kernel.FormatBytes(l.Memory)),
+		show(l.Disk > 0, kernel.FormatBytes(l.Disk)), show(l.Time > 0, l.Time.String()), show(l.TaskTime > 0, l.TaskTime.String()),
 		show(l.Idle > 0, l.Idle.String()), pids, gpu)
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/kulehq/kule/kernel"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,11 +13,6 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
-
-	"github.com/kulehq/kule/kernel/budget"
-	"github.com/kulehq/kule/kernel/config"
-	"github.com/kulehq/kule/kernel/limits"
-	"github.com/kulehq/kule/kernel/task"
 )
 
 // newTaskCLI makes a folder and a task on it through the CLI in a child
@@ -39,9 +35,9 @@ func newTaskCLI(t *testing.T) (home, id string) {
 	return home, nt.ID
 }
 
-func loadTask(t *testing.T, home, id string) *task.Task {
+func loadTask(t *testing.T, home, id string) *kernel.Task {
 	t.Helper()
-	s, err := task.Open(home)
+	s, err := kernel.OpenTasks(home)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -59,11 +55,11 @@ func TestLimitsCommandSetsEveryField(t *testing.T) {
 	if !strings.Contains(out, want) {
 		t.Fatalf("kule limits printed\n%s\nwant %s", out, want)
 	}
-	cfg, err := config.Load(home)
+	cfg, err := kernel.LoadSettings(home)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg.Limits != (limits.Limits{CPU: 2, Memory: 4 << 30, Disk: 10 << 30, Time: 30 * time.Minute, TaskTime: 4 * time.Hour, Idle: 10 * time.Minute, GPU: "off", Pids: 2048}) {
+	if cfg.Limits != (kernel.Limits{CPU: 2, Memory: 4 << 30, Disk: 10 << 30, Time: 30 * time.Minute, TaskTime: 4 * time.Hour, Idle: 10 * time.Minute, GPU: "off", Pids: 2048}) {
 		t.Fatalf("config.toml holds %+v", cfg.Limits)
 	}
 	// The task's own fields win; the rest are the home's.
@@ -93,7 +89,7 @@ func TestTaskTimeStopsExecAcrossRuns(t *testing.T) {
 	if out, err := kuleCLI(t, "exec", id, "--", "true"); err != nil {
 		t.Fatalf("a first run: %v\n%s", err, out)
 	}
-	used, err := limits.LoadTaskTime(limits.TaskTimeFile(tk.Paths.Dir))
+	used, err := kernel.LoadTaskTime(kernel.TaskTimeFile(tk.Paths.Dir))
 	if err != nil || used <= 0 {
 		t.Fatalf("the first run's time was not kept with the task: %s %v", used, err)
 	}
@@ -200,7 +196,7 @@ func TestBudgetCommands(t *testing.T) {
 	if out := mustKule(t, "budget", id); !strings.Contains(out, "usage: none reported yet") || !strings.Contains(out, "budget: none") {
 		t.Fatalf("kule budget before any run:\n%s", out)
 	}
-	// What an agent reported in two runs, as kernel/acp writes it.
+	// What an agent reported in two runs, as kernel/internal/acp writes it.
 	now := time.Now().UTC()
 	lines := []string{
 		fmt.Sprintf(`{"time":%q,"source":"run_start"}`, now.Add(-2*time.Hour).Format(time.RFC3339)),
@@ -209,14 +205,14 @@ func TestBudgetCommands(t *testing.T) {
 		fmt.Sprintf(`{"time":%q,"source":"run_start"}`, now.Add(-time.Hour).Format(time.RFC3339)),
 		fmt.Sprintf(`{"time":%q,"session":"s","source":"usage_update","used":9000,"size":200000,"cost":{"amount":2.5,"currency":"USD"}}`, now.Add(-time.Hour).Format(time.RFC3339)),
 	}
-	writeFile(t, filepath.Join(tk.Paths.Dir, budget.UsageFile), strings.Join(lines, "\n")+"\n")
+	writeFile(t, filepath.Join(tk.Paths.Dir, kernel.UsageFile), strings.Join(lines, "\n")+"\n")
 	out := mustKule(t, "budget", id, "5")
 	for _, want := range []string{"usage: 12,345 tokens · cost $4.00 · 2 runs · context 9,000 of 200,000", "budget: $4.00 of $5.00 (80%)"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("kule budget %s 5 lacks %q:\n%s", id, want, out)
 		}
 	}
-	if c, _ := budget.TaskCap(tk.Paths.Dir); c == nil || *c != (budget.Money{Amount: 5, Currency: "USD"}) {
+	if c, _ := kernel.TaskCap(tk.Paths.Dir); c == nil || *c != (kernel.Money{Amount: 5, Currency: "USD"}) {
 		t.Fatalf("stored cap %v", c)
 	}
 	out = mustKule(t, "budget", id, "4")
@@ -228,7 +224,7 @@ func TestBudgetCommands(t *testing.T) {
 	}
 	out = mustKule(t, "status", id, "--json")
 	var st struct {
-		Usage budget.Summary `json:"usage"`
+		Usage kernel.BudgetSummary `json:"usage"`
 	}
 	if err := json.Unmarshal([]byte(out), &st); err != nil || st.Usage.Usage == nil || st.Usage.Usage.Tokens.Total != 12345 || st.Usage.Budget == nil || st.Usage.BudgetSpent.Amount != 4 {
 		t.Errorf("kule status --json usage: %v\n%s", err, out)
@@ -241,11 +237,11 @@ func TestBudgetCommands(t *testing.T) {
 			t.Errorf("kule budget %v was accepted:\n%s", bad, out)
 		}
 	}
-	if c, _ := budget.TaskCap(tk.Paths.Dir); c == nil || c.Currency != "EUR" {
+	if c, _ := kernel.TaskCap(tk.Paths.Dir); c == nil || c.Currency != "EUR" {
 		t.Fatalf("a refused amount changed the cap: %v", c)
 	}
 	mustKule(t, "budget", id, "off")
-	if c, _ := budget.TaskCap(tk.Paths.Dir); c != nil {
+	if c, _ := kernel.TaskCap(tk.Paths.Dir); c != nil {
 		t.Fatalf("off left %v", c)
 	}
 	if out := mustKule(t, "daily-budget", "20"); !strings.Contains(out, "daily budget: $20.00 · all tasks in the last 24 hours: $4.00 (20%)") {
@@ -266,7 +262,7 @@ func TestRunRefusedOnceTheBudgetIsSpent(t *testing.T) {
 	if out, err := kuleCLI(t, "agents", "approve", "touch"); err != nil {
 		t.Fatalf("approve: %v\n%s", err, out)
 	}
-	writeFile(t, filepath.Join(tk.Paths.Dir, budget.UsageFile),
+	writeFile(t, filepath.Join(tk.Paths.Dir, kernel.UsageFile),
 		fmt.Sprintf(`{"time":%q,"session":"s","source":"usage_update","cost":{"amount":3,"currency":"USD"}}`+"\n", time.Now().UTC().Format(time.RFC3339)))
 	mustKule(t, "budget", id, "3")
 	out, err := kuleCLI(t, "run", id, "--agent", "touch", "--no-sandbox", "hi")
@@ -281,7 +277,7 @@ func TestRunRefusedOnceTheBudgetIsSpent(t *testing.T) {
 // The step-arounds of a run's limits, through kule exec in the sandbox: a
 // fork bomb under --pids, memory held in a memfd never mapped, and disk
 // filled through the task's cache (where package managers write). Each is
-// stopped; kernel/limits' tests show each getting through with its count
+// stopped; kernel/internal/limits' tests show each getting through with its count
 // taken away.
 func TestLimitStepAroundsStopExec(t *testing.T) {
 	if _, err := exec.LookPath("python3"); err != nil {

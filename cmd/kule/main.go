@@ -4,10 +4,9 @@ package main
 
 import (
 	"fmt"
+	"github.com/kulehq/kule/kernel"
 	"os"
 	"runtime/pprof"
-
-	"github.com/kulehq/kule/kernel/sandbox"
 )
 
 func main() {
@@ -20,7 +19,7 @@ func main() {
 }
 
 func run(args []string) int {
-	sandbox.ServeHelper(args)                       // a person who typed kule __sandbox is told it is not theirs
+	kernel.ServeSandboxHelper(args)                 // a person who typed kule __sandbox is told it is not theirs
 	if p := os.Getenv("KULE_CPUPROFILE"); p != "" { // for finding what a slow command spends its time on
 		if f, err := os.Create(p); err == nil {
 			_ = pprof.StartCPUProfile(f)

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"github.com/kulehq/kule/kernel"
 	"io"
 	"os"
 	"strings"
@@ -10,10 +11,6 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/spf13/cobra"
 
-	"github.com/kulehq/kule/kernel/config"
-	"github.com/kulehq/kule/kernel/pluginhost"
-	"github.com/kulehq/kule/kernel/sandbox"
-	"github.com/kulehq/kule/kernel/task"
 	"github.com/kulehq/kule/plugins/builtin"
 	sdkplugin "github.com/kulehq/kule/sdk/plugin"
 )
@@ -22,8 +19,8 @@ import (
 // of its built-in plugins to a kernel that started it. It never returns
 // while the plugin serves; it is not a command a person runs.
 func servePlugin(args []string) int {
-	if len(args) == 2 && args[0] == pluginhost.ConfineArg {
-		return pluginhost.ConfineMain(args[1]) // inside the sandbox, before the plugin
+	if len(args) == 2 && args[0] == kernel.ConfineArg {
+		return kernel.ConfineMain(args[1]) // inside the sandbox, before the plugin
 	}
 	if len(args) != 1 {
 		fmt.Fprintln(os.Stderr, "kule __plugin: want one argument, <kind>/<name>")
@@ -49,11 +46,11 @@ func kernelLogger() hclog.Logger {
 }
 
 // builtinPlugins is plugins/builtin's table as the plugin host takes it.
-func builtinPlugins() []pluginhost.Builtin {
-	var bs []pluginhost.Builtin
+func builtinPlugins() []kernel.BuiltinPlugin {
+	var bs []kernel.BuiltinPlugin
 	for _, b := range builtin.Differs {
 		kind, name, _ := strings.Cut(b.Name, "/")
-		bs = append(bs, pluginhost.Builtin{Kind: kind, Name: name, Accepts: b.New().Accepts})
+		bs = append(bs, kernel.BuiltinPlugin{Kind: kind, Name: name, Accepts: b.New().Accepts})
 	}
 	return bs
 }
@@ -61,21 +58,21 @@ func builtinPlugins() []pluginhost.Builtin {
 // pluginSandbox is the sandbox every plugin starts in; with isolation
 // missing none starts, unless the person accepted weaker isolation (kule
 // isolation --accept-weaker on).
-func pluginSandbox(home string) *sandbox.Sandbox {
-	sb := &sandbox.Sandbox{}
-	if cfg, err := config.Load(home); err == nil {
+func pluginSandbox(home string) *kernel.Sandbox {
+	sb := &kernel.Sandbox{}
+	if cfg, err := kernel.LoadSettings(home); err == nil {
 		sb.AcceptWeaker = cfg.Sandbox.AcceptWeaker
 	}
 	return sb
 }
 
 // pluginHost is the plugin host on home with the built-in plugins.
-func pluginHost(home string) *pluginhost.Host {
-	return pluginhost.New(home, pluginhost.Options{Builtins: builtinPlugins(), Logger: kernelLogger(), Sandbox: pluginSandbox(home)})
+func pluginHost(home string) *kernel.PluginHost {
+	return kernel.NewPluginHost(home, kernel.PluginHostOptions{Builtins: builtinPlugins(), Logger: kernelLogger(), Sandbox: pluginSandbox(home)})
 }
 
-func openPluginHost() (*pluginhost.Host, error) {
-	home, err := task.DefaultRoot()
+func openPluginHost() (*kernel.PluginHost, error) {
+	home, err := kernel.DefaultHome()
 	if err != nil {
 		return nil, err
 	}
@@ -131,7 +128,7 @@ func pluginsListCommand() *cobra.Command {
 	}
 }
 
-func stateWords(st pluginhost.Status) string {
+func stateWords(st kernel.PluginStatus) string {
 	if st.Approved {
 		return "approved"
 	}
@@ -155,7 +152,7 @@ func pluginsShowCommand() *cobra.Command {
 				for _, b := range h.Builtins() {
 					if b.Name == name {
 						fmt.Fprintf(out, "%s: built-in %s, part of the kule binary (runs as `kule __plugin %s/%s`, trusted as kule itself)\n", name, b.Kind, b.Kind, name)
-						fmt.Fprintf(out, "sandbox:     %s\n", pluginhost.Profiles[b.Kind].Says)
+						fmt.Fprintf(out, "sandbox:     %s\n", kernel.PluginProfiles[b.Kind].Says)
 						return nil
 					}
 				}
@@ -167,7 +164,7 @@ func pluginsShowCommand() *cobra.Command {
 	}
 }
 
-func showStatus(out io.Writer, h *pluginhost.Host, st pluginhost.Status) {
+func showStatus(out io.Writer, h *kernel.PluginHost, st kernel.PluginStatus) {
 	m := st.Manifest
 	fmt.Fprintf(out, "name:        %s\nkind:        %s\nversion:     %s\n", m.Name, m.Kind, m.Version)
 	if m.Description != "" {
@@ -184,7 +181,7 @@ func showStatus(out io.Writer, h *pluginhost.Host, st pluginhost.Status) {
 		perms = strings.Join(m.Permissions, ", ")
 	}
 	fmt.Fprintf(out, "asks for:    %s\n", perms)
-	if p, ok := pluginhost.Profiles[m.Kind]; ok {
+	if p, ok := kernel.PluginProfiles[m.Kind]; ok {
 		fmt.Fprintf(out, "sandbox:     %s\n", p.Says)
 	}
 	if a := st.Approval; a != nil {

@@ -11,19 +11,15 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kulehq/kule/kernel"
-	"github.com/kulehq/kule/kernel/config"
-	"github.com/kulehq/kule/kernel/effects"
-	"github.com/kulehq/kule/kernel/policy"
-	"github.com/kulehq/kule/kernel/task"
 )
 
 // kuleHome is $KULE_HOME, created if missing.
 func kuleHome() (string, error) {
-	root, err := task.DefaultRoot()
+	root, err := kernel.DefaultHome()
 	if err != nil {
 		return "", err
 	}
-	s, err := task.Open(root)
+	s, err := kernel.OpenTasks(root)
 	if err != nil {
 		return "", err
 	}
@@ -50,7 +46,7 @@ func folderArg(f string) (string, error) {
 	return abs, nil
 }
 
-func printRuling(w io.Writer, r policy.Ruling) {
+func printRuling(w io.Writer, r kernel.Ruling) {
 	for _, l := range r.Summary() {
 		fmt.Fprintln(w, l)
 	}
@@ -67,11 +63,11 @@ each comes from. kule policy balanced|careful chooses the built-in policy
 (stored in config.toml). A policy of your own in $KULE_HOME/policy.cedar
 replaces the built-ins; Kule never writes that file.`,
 		Args:      cobra.MaximumNArgs(1),
-		ValidArgs: policy.Choices,
+		ValidArgs: kernel.PolicyChoices,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			out := cmd.OutOrStdout()
 			if schema {
-				fmt.Fprint(out, policy.Schema())
+				fmt.Fprint(out, kernel.PolicySchema())
 				return nil
 			}
 			home, err := kuleHome()
@@ -96,22 +92,22 @@ replaces the built-ins; Kule never writes that file.`,
 			if ch := eng.Choice(); ch != "" {
 				fmt.Fprintf(out, "policy: %s (built-in) · kule policy %s switches\n", ch, other(ch))
 			} else {
-				fmt.Fprintf(out, "policy: your own, %s (it replaces the built-ins)\n", policy.PersonPath(home))
+				fmt.Fprintf(out, "policy: your own, %s (it replaces the built-ins)\n", kernel.PersonPolicyPath(home))
 			}
 			fmt.Fprintf(out, "rules in force for %s, by id:\n", folder)
 			remembered, massDeletes := 0, false
 			for _, r := range eng.Rules() {
 				massDeletes = massDeletes || r.ID == "mass-deletes"
-				if r.Layer == policy.LayerRemembered {
+				if r.Layer == kernel.LayerRemembered {
 					remembered++
 					continue
 				}
 				word := "pass"
 				if r.Effect == "forbid" {
-					word = map[policy.Outcome]string{policy.Ask: "ask", policy.Deny: "deny"}[r.Verdict]
+					word = map[kernel.Outcome]string{kernel.Ask: "ask", kernel.Deny: "deny"}[r.Verdict]
 				}
 				where := string(r.Layer)
-				if r.Layer != policy.LayerBuiltin {
+				if r.Layer != kernel.LayerBuiltin {
 					where += fmt.Sprintf(", line %d", r.Line)
 				}
 				line := fmt.Sprintf("  %-4s  %-26s %s", word, r.ID, where)
@@ -133,27 +129,27 @@ replaces the built-ins; Kule never writes that file.`,
 }
 
 func other(choice string) string {
-	if choice == policy.Careful {
-		return policy.Balanced
+	if choice == kernel.PolicyCareful {
+		return kernel.PolicyBalanced
 	}
-	return policy.Careful
+	return kernel.PolicyCareful
 }
 
 func choosePolicy(out io.Writer, home, choice string) error {
-	if _, err := policy.BuiltinText(choice); err != nil {
+	if _, err := kernel.BuiltinPolicyText(choice); err != nil {
 		return err
 	}
-	cfg, err := config.Load(home)
+	cfg, err := kernel.LoadSettings(home)
 	if err != nil {
 		return err
 	}
 	cfg.Policy.Choice = choice
-	if err := config.Save(home, cfg); err != nil {
+	if err := kernel.SaveSettings(home, cfg); err != nil {
 		return err
 	}
 	fmt.Fprintf(out, "policy: %s from now on\n", choice)
-	if _, err := os.Lstat(policy.PersonPath(home)); err == nil {
-		fmt.Fprintf(out, "note: %s replaces the built-ins; it still holds until you move it away\n", policy.PersonPath(home))
+	if _, err := os.Lstat(kernel.PersonPolicyPath(home)); err == nil {
+		fmt.Fprintf(out, "note: %s replaces the built-ins; it still holds until you move it away\n", kernel.PersonPolicyPath(home))
 	}
 	return nil
 }
@@ -168,7 +164,7 @@ func rulesCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			rs, err := policy.ReadRemembered(home)
+			rs, err := kernel.ReadRemembered(home)
 			if err != nil {
 				return err
 			}
@@ -203,7 +199,7 @@ func rulesAllowCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			past, err := policy.WouldLet(home, folder, args[0])
+			past, err := kernel.WouldLet(home, folder, args[0])
 			if err != nil {
 				return err
 			}
@@ -224,7 +220,7 @@ func rulesAllowCommand() *cobra.Command {
 				fmt.Fprintf(out, "nothing was kept; kule rules allow %s --yes keeps it\n", args[0])
 				return nil
 			}
-			r, err := policy.AllowHost(home, folder, args[0])
+			r, err := kernel.AllowHost(home, folder, args[0])
 			if err != nil {
 				return err
 			}
@@ -251,7 +247,7 @@ func rulesForgetCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			gone, err := policy.Forget(home, n)
+			gone, err := kernel.Forget(home, n)
 			if err != nil {
 				return err
 			}
@@ -262,13 +258,13 @@ func rulesForgetCommand() *cobra.Command {
 }
 
 // printHeld says what the policy kept in the copy at a commit.
-func printHeld(w io.Writer, t *task.Task, j *kernel.Judgement, applied []effects.Effect) {
+func printHeld(w io.Writer, t *kernel.Task, j *kernel.Judgement, applied []kernel.Effect) {
 	if j == nil {
 		return
 	}
 	waiting, denied := j.Held(applied)
 	gitWaiting, gitDenied := j.GitHeld()
-	list := func(vs []policy.Verdict, git []kernel.GitItem) {
+	list := func(vs []kernel.Verdict, git []kernel.GitItem) {
 		n := 0
 		for _, v := range vs {
 			if v.Request.Effect < 0 {
@@ -302,13 +298,13 @@ func printHeld(w io.Writer, t *task.Task, j *kernel.Judgement, applied []effects
 }
 
 // printRemembered says what --remember kept.
-func printRemembered(w io.Writer, t *task.Task, r *kernel.Remembered) {
+func printRemembered(w io.Writer, t *kernel.Task, r *kernel.Remembered) {
 	fmt.Fprintf(w, "remembered %s for %s (kule rules lists them)\n", plural(r.Added, "approval"), t.Folder)
 	if r.Skipped > 0 {
 		fmt.Fprintf(w, "not remembered: %s (mass deletes, history rewrites, links and .kule/ always ask)\n", plural(r.Skipped, "approval"))
 	}
 	for _, s := range r.NotKept {
-		fmt.Fprintf(w, "not remembered: %s (its name cannot be written as a rule)\n", effects.Quote(s))
+		fmt.Fprintf(w, "not remembered: %s (its name cannot be written as a rule)\n", kernel.QuotePath(s))
 	}
 }
 

@@ -5,8 +5,6 @@ import (
 	"io"
 
 	"github.com/kulehq/kule/kernel"
-	"github.com/kulehq/kule/kernel/sandboxlog"
-	"github.com/kulehq/kule/kernel/task"
 )
 
 // statusRefusals is how many of the sandbox's last refusals kule status
@@ -15,29 +13,29 @@ const statusRefusals = 5
 
 // printRefusals prints the last refusals of the task's sandbox, as kule
 // status shows them beneath the changes.
-func printRefusals(w io.Writer, t *task.Task) {
+func printRefusals(w io.Writer, t *kernel.Task) {
 	recs, damaged, err := kernel.SandboxLog(t)
 	if err != nil {
 		fmt.Fprintf(w, "sandbox: %v\n", err)
 		return
 	}
 	if n := len(recs) - statusRefusals; n > 0 {
-		fmt.Fprintf(w, "sandbox: %d earlier refusals in %s\n", n, sandboxlog.Path(t.Paths.Dir))
+		fmt.Fprintf(w, "sandbox: %d earlier refusals in %s\n", n, kernel.SandboxLogPath(t.Paths.Dir))
 		recs = recs[n:]
 	}
 	for _, r := range recs {
-		fmt.Fprintln(w, safeLine(sandboxlog.Line(r)))
+		fmt.Fprintln(w, safeLine(kernel.RefusalLine(r)))
 	}
 	if len(damaged) > 0 {
-		fmt.Fprintf(w, "sandbox: %d lines of %s could not be read (first: %v)\n", len(damaged), sandboxlog.Path(t.Paths.Dir), damaged[0])
+		fmt.Fprintf(w, "sandbox: %d lines of %s could not be read (first: %v)\n", len(damaged), kernel.SandboxLogPath(t.Paths.Dir), damaged[0])
 	}
 }
 
 // refusalsJSON is the sandbox's records for kule status --json.
-func refusalsJSON(t *task.Task) []sandboxlog.Record {
+func refusalsJSON(t *kernel.Task) []kernel.SandboxRecord {
 	recs, _, _ := kernel.SandboxLog(t)
 	if recs == nil {
-		recs = []sandboxlog.Record{}
+		recs = []kernel.SandboxRecord{}
 	}
 	return recs
 }

@@ -5,7 +5,6 @@ import (
 	"io"
 
 	"github.com/kulehq/kule/kernel"
-	"github.com/kulehq/kule/kernel/review"
 )
 
 // namesView is what kule status adds to a task's changes (kernel.ReviewNames
@@ -14,7 +13,7 @@ type namesView = kernel.Names
 
 // printNames prints the entities that changed inside one file, under its
 // effect line; a file the differ could not read says why.
-func printNames(w io.Writer, f review.File) {
+func printNames(w io.Writer, f kernel.ReviewFile) {
 	if f.Note != "" {
 		fmt.Fprintf(w, "      (changed as a whole: %s)\n", safeLine(f.Note))
 	}

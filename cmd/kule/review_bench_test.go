@@ -13,7 +13,6 @@ import (
 	"github.com/kulehq/kule/kernel"
 	"github.com/kulehq/kule/kernel/daemon"
 	"github.com/kulehq/kule/kernel/daemon/client"
-	"github.com/kulehq/kule/kernel/pluginhost"
 )
 
 // BenchmarkReviewRefresh measures a Review refresh as the app asks for it
@@ -34,9 +33,9 @@ func BenchmarkReviewRefresh(b *testing.B) {
 			b.Fatal(err)
 		}
 		if r.Hosts != nil {
-			r.Hosts = daemon.NewSharedHost(k.Store.Root, func() *pluginhost.Host { return pluginHost(k.Store.Root) })
+			r.Hosts = daemon.NewSharedHost(k.Store().Root, func() *kernel.PluginHost { return pluginHost(k.Store().Root) })
 		} else {
-			r.Open = func() *pluginhost.Host { return pluginHost(k.Store.Root) }
+			r.Open = func() *kernel.PluginHost { return pluginHost(k.Store().Root) }
 		}
 		d, err := daemon.Start(daemon.Config{Kernel: k, Idle: -1, Reviewer: r, Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
 		if err != nil {
@@ -46,13 +45,13 @@ func BenchmarkReviewRefresh(b *testing.B) {
 		defer cancel()
 		go d.Serve(ctx)
 		defer d.Shutdown()
-		rep, err := k.NewTask(folder)
+		rep, err := k.NewTask(context.Background(), folder)
 		if err != nil {
 			b.Fatal(err)
 		}
 		os.WriteFile(filepath.Join(rep.Task.Paths.Copy, "main.go"), []byte("package main\n\nfunc a() { println() }\n\nfunc c() {}\n"), 0o644)
 		os.WriteFile(filepath.Join(rep.Task.Paths.Copy, "README.md"), []byte("# T\n\n## Use\n\ny\n"), 0o644)
-		c := client.New(k.Store.Root)
+		c := client.New(k.Store().Root)
 		for deadline := time.Now().Add(30 * time.Second); !c.Running(ctx); {
 			if time.Now().After(deadline) {
 				b.Fatal("waited 30 s for the daemon to answer on its socket")

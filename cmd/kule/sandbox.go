@@ -9,11 +9,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kulehq/kule/kernel"
-	"github.com/kulehq/kule/kernel/config"
-	"github.com/kulehq/kule/kernel/reveal"
-	"github.com/kulehq/kule/kernel/runner"
-	"github.com/kulehq/kule/kernel/sandbox"
-	"github.com/kulehq/kule/kernel/task"
 )
 
 // sandboxFlags are kule exec's isolation flags.
@@ -43,8 +38,8 @@ func (f *sandboxFlags) options() kernel.SandboxOptions {
 
 // runnerFor picks how exec runs a command in t and fills spec with the
 // isolation flags (kernel.SandboxRunner).
-func (f *sandboxFlags) runnerFor(t *task.Task, spec *runner.Spec) (runner.Runner, error) {
-	root, err := task.DefaultRoot()
+func (f *sandboxFlags) runnerFor(t *kernel.Task, spec *kernel.Spec) (kernel.Runner, error) {
+	root, err := kernel.DefaultHome()
 	if err != nil {
 		return nil, err
 	}
@@ -58,14 +53,14 @@ func isolationCommand() *cobra.Command {
 		Short: "Show how commands are isolated here; accept weaker isolation where a part is missing",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			root, err := task.DefaultRoot()
+			root, err := kernel.DefaultHome()
 			if err != nil {
 				return err
 			}
 			if err := os.MkdirAll(root, 0o700); err != nil {
 				return err
 			}
-			cfg, err := config.Load(root)
+			cfg, err := kernel.LoadSettings(root)
 			if err != nil {
 				return err
 			}
@@ -79,11 +74,11 @@ func isolationCommand() *cobra.Command {
 				default:
 					return fmt.Errorf("isolation: --accept-weaker takes on or off, not %q", weaker)
 				}
-				if err := config.Save(root, cfg); err != nil {
+				if err := kernel.SaveSettings(root, cfg); err != nil {
 					return err
 				}
 			}
-			a := sandbox.Probe()
+			a := kernel.ProbeSandbox()
 			fmt.Fprintf(out, "user namespaces: %s\n", yesNo(a.UserNS, a.UserNSWhy))
 			fmt.Fprintf(out, "landlock:        %s\n", landlockWords(a.LandlockABI))
 			fmt.Fprintf(out, "accept weaker:   %v\n", onOff(cfg.Sandbox.AcceptWeaker))
@@ -155,7 +150,7 @@ Only you open one: kule reveal add ../shared.`,
 			for _, p := range open {
 				fmt.Fprintf(out, "  %s\n", p)
 			}
-			sugg, errs := reveal.Suggest(f)
+			sugg, errs := kernel.SuggestReveal(f)
 			var shown int
 			for _, s := range sugg {
 				if contains(open, s.Path) {
@@ -208,7 +203,7 @@ Only you open one: kule reveal add ../shared.`,
 						return fmt.Errorf("reveal: %s is not revealed for %s (kule reveal lists what is)", args[0], f)
 					}
 				}
-				if err := config.Save(root, cfg); err != nil {
+				if err := kernel.SaveSettings(root, cfg); err != nil {
 					return err
 				}
 				verb := "revealed (read-only) to"
@@ -225,7 +220,7 @@ Only you open one: kule reveal add ../shared.`,
 	return c
 }
 
-func revealSetup(folder string) (root, f string, cfg *config.Config, err error) {
+func revealSetup(folder string) (root, f string, cfg *kernel.Settings, err error) {
 	if folder == "" {
 		if folder, err = os.Getwd(); err != nil {
 			return
@@ -237,13 +232,13 @@ func revealSetup(folder string) (root, f string, cfg *config.Config, err error) 
 	if real, e := filepath.EvalSymlinks(f); e == nil {
 		f = real
 	}
-	if root, err = task.DefaultRoot(); err != nil {
+	if root, err = kernel.DefaultHome(); err != nil {
 		return
 	}
 	if err = os.MkdirAll(root, 0o700); err != nil {
 		return
 	}
-	cfg, err = config.Load(root)
+	cfg, err = kernel.LoadSettings(root)
 	return
 }
 

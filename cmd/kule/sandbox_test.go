@@ -2,12 +2,11 @@ package main
 
 import (
 	"bytes"
+	"github.com/kulehq/kule/kernel"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-
-	"github.com/kulehq/kule/kernel/config"
 )
 
 func runIn(t *testing.T, args ...string) (string, error) {
@@ -38,7 +37,7 @@ func TestRevealAndIsolationCommands(t *testing.T) {
 	if out, err := runIn(t, "reveal", "--folder", proj, "add", "../shared"); err != nil {
 		t.Fatalf("reveal add: %v\n%s", err, out)
 	}
-	cfg, err := config.Load(home)
+	cfg, err := kernel.LoadSettings(home)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,7 +61,7 @@ func TestRevealAndIsolationCommands(t *testing.T) {
 		if err != nil || !strings.Contains(out, "accept weaker:   "+v) {
 			t.Fatalf("isolation --accept-weaker %s: %v\n%s", v, err, out)
 		}
-		cfg, _ := config.Load(home)
+		cfg, _ := kernel.LoadSettings(home)
 		if cfg.Sandbox.AcceptWeaker != (v == "on") {
 			t.Fatalf("stored accept_weaker = %v after %s", cfg.Sandbox.AcceptWeaker, v)
 		}

@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"github.com/kulehq/kule/kernel"
 	"io"
 	"os"
 	"strings"
@@ -10,17 +11,14 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/sys/unix"
 	"golang.org/x/term"
-
-	"github.com/kulehq/kule/kernel/secrets"
-	"github.com/kulehq/kule/kernel/task"
 )
 
-func openSecrets() (*secrets.Store, error) {
-	root, err := task.DefaultRoot()
+func openSecrets() (*kernel.SecretStore, error) {
+	root, err := kernel.DefaultHome()
 	if err != nil {
 		return nil, err
 	}
-	return secrets.Open(root)
+	return kernel.OpenSecrets(root)
 }
 
 func secretsCommand() *cobra.Command {
@@ -73,10 +71,10 @@ func secretsAddCommand() *cobra.Command {
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(hosts) == 0 {
-				return fmt.Errorf("%w; name each host the secret may be sent to", secrets.ErrNoHost)
+				return fmt.Errorf("%w; name each host the secret may be sent to", kernel.ErrNoSecretHost)
 			}
 			for _, h := range hosts {
-				if _, err := secrets.CheckHost(h); err != nil {
+				if _, err := kernel.CheckSecretHost(h); err != nil {
 					return err
 				}
 			}

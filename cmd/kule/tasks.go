@@ -17,26 +17,18 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kulehq/kule/kernel"
-	"github.com/kulehq/kule/kernel/config"
-	"github.com/kulehq/kule/kernel/effects"
-	"github.com/kulehq/kule/kernel/history"
-	"github.com/kulehq/kule/kernel/policy"
-	"github.com/kulehq/kule/kernel/relpath"
-	"github.com/kulehq/kule/kernel/sandbox"
-	"github.com/kulehq/kule/kernel/task"
-	"github.com/kulehq/kule/kernel/walk"
 )
 
 // openKernel opens $KULE_HOME.
 func openKernel() (*kernel.Kernel, error) {
-	root, err := task.DefaultRoot()
+	root, err := kernel.DefaultHome()
 	if err != nil {
 		return nil, err
 	}
 	return kernel.New(kernel.Config{Home: root, Plugins: builtinPlugins(), Logger: kernelLogger(), PluginSandbox: pluginSandbox(root), Agents: builtinAgents()})
 }
 
-func withTask(fn func(k *kernel.Kernel, t *task.Task, cmd *cobra.Command, args []string) error) func(*cobra.Command, []string) error {
+func withTask(fn func(k *kernel.Kernel, t *kernel.Task, cmd *cobra.Command, args []string) error) func(*cobra.Command, []string) error {
 	return func(cmd *cobra.Command, args []string) error {
 		k, err := openKernel()
 		if err != nil {
@@ -68,7 +60,7 @@ func newCommand() *cobra.Command {
 				return err
 			}
 			start := time.Now()
-			rep, err := k.NewTask(args[0])
+			rep, err := k.NewTask(cmd.Context(), args[0])
 			if err != nil {
 				return err
 			}
@@ -96,7 +88,7 @@ func backendWords(b string) string {
 	return "plain copy: this file system has no reflinks"
 }
 
-func printProblems(w io.Writer, ps []walk.Problem) {
+func printProblems(w io.Writer, ps []kernel.Problem) {
 	if len(ps) == 0 {
 		return
 	}
@@ -120,7 +112,7 @@ func execCommand() *cobra.Command {
 subdirectory when you are inside the folder), passes its exit code through,
 and lists what it changed. Nothing reaches the folder until kule commit.`,
 		Args: cobra.MinimumNArgs(2),
-		RunE: withTask(func(k *kernel.Kernel, t *task.Task, cmd *cobra.Command, args []string) error {
+		RunE: withTask(func(k *kernel.Kernel, t *kernel.Task, cmd *cobra.Command, args []string) error {
 			// An exec's heap (the proxy's policy and CA, then the effect
 			// scan) sits at the first collection's goal: a collection
 			// there is a pause the sandbox's fork waits for.
@@ -134,7 +126,7 @@ and lists what it changed. Nothing reaches the folder until kule commit.`,
 			}
 			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
-			cfg, err := config.Load(k.Store.Root)
+			cfg, err := kernel.LoadSettings(k.Store().Root)
 			if err != nil {
 				return err
 			}
@@ -150,15 +142,14 @@ and lists what it changed. Nothing reaches the folder until kule commit.`,
 			if err != nil {
 				return err
 			}
-			k.Runner = r
-			k.Net = daemonNetHooks(ctx, k.Store.Root, strings.Join(argv, " "))
+			k = k.With(kernel.RunHooks{Runner: r, Net: daemonNetHooks(ctx, k.Store().Root, strings.Join(argv, " "))})
 			code, st, err := k.Exec(ctx, t, opt)
 			if st != nil {
 				// No names and no policy marks: an exec stays quick, and
 				// kule status has both.
 				printStatus(cmd.ErrOrStderr(), st, false, nil, nil)
 			}
-			if errors.Is(err, sandbox.ErrCommandNotFound) || errors.Is(err, sandbox.ErrCommandCannotRun) {
+			if errors.Is(err, kernel.ErrCommandNotFound) || errors.Is(err, kernel.ErrCommandCannotRun) {
 				// The command's own error, with a shell's exit code.
 				fmt.Fprintln(cmd.ErrOrStderr(), "kule: "+safeText(err.Error()))
 				return exitCode(code)
@@ -199,14 +190,14 @@ func statusCommand() *cobra.Command {
 		Use:   "status TASK",
 		Short: "List the task's uncommitted changes",
 		Args:  cobra.ExactArgs(1),
-		RunE: withTask(func(k *kernel.Kernel, t *task.Task, cmd *cobra.Command, args []string) error {
+		RunE: withTask(func(k *kernel.Kernel, t *kernel.Task, cmd *cobra.Command, args []string) error {
 			// A status holds ~40 MB of manifest and walk for 100,000 files
 			// for a fraction of a second: fewer collections, each a pause
 			// that waits for busy walkers on a loaded machine.
 			defer debug.SetGCPercent(debug.SetGCPercent(400))
 			naming := k.OpenNames(cmd.Context(), t) // a differ may start while the copy is walked
 			defer naming.Close()
-			st, err := k.Status(t)
+			st, err := k.Status(cmd.Context(), t)
 			if err != nil {
 				return err
 			}
@@ -228,7 +219,7 @@ func statusCommand() *cobra.Command {
 				m["env_tracked"] = orEmpty(t.EnvTracked)
 				return printJSON(cmd.OutOrStdout(), m)
 			}
-			var home []policy.Verdict
+			var home []kernel.Verdict
 			if perr == nil { // else it is said below, once
 				home, _ = homeVerdicts(k, t, st.Home)
 			}
@@ -253,12 +244,12 @@ func statusCommand() *cobra.Command {
 // printStatus prints a task's changes; names, when given, adds the names
 // that changed inside each file, where the task meets others, and notices;
 // home, the policy's verdicts on the changes in the task's home.
-func printStatus(w io.Writer, st *kernel.Status, header bool, names *namesView, home []policy.Verdict) {
+func printStatus(w io.Writer, st *kernel.Status, header bool, names *namesView, home []kernel.Verdict) {
 	if header {
 		fmt.Fprintf(w, "task %s · %s\n", st.Task.ID, st.Task.Folder)
 	}
 	pending := st.Pending(false)
-	fmt.Fprintln(w, effects.Summary(pending))
+	fmt.Fprintln(w, kernel.EffectSummary(pending))
 	byPath := names.ByPath()
 	for _, e := range pending {
 		fmt.Fprintln(w, "  "+effectLine(e))
@@ -283,7 +274,7 @@ func printStatus(w io.Writer, st *kernel.Status, header bool, names *namesView, 
 	printMeets(w, names)
 }
 
-func effectLine(e effects.Effect) string {
+func effectLine(e kernel.Effect) string {
 	s := e.String()
 	if e.Dir && e.Files > 0 {
 		word := "files"
@@ -296,41 +287,41 @@ func effectLine(e effects.Effect) string {
 }
 
 type effectView struct {
-	Kind    effects.Kind  `json:"kind"`
-	Path    relpath.Path  `json:"path"`
-	From    *relpath.Path `json:"from,omitempty"`
-	Type    string        `json:"type"`
-	OldType string        `json:"old_type,omitempty"`
-	Mode    string        `json:"mode,omitempty"`
-	OldMode string        `json:"old_mode,omitempty"`
-	Size    int64         `json:"size"`
-	Target  *relpath.Path `json:"target,omitempty"`
-	Dir     bool          `json:"dir,omitempty"`
-	Files   int           `json:"files,omitempty"`
-	Ignored bool          `json:"ignored,omitempty"`
+	Kind    kernel.EffectKind `json:"kind"`
+	Path    kernel.RelPath    `json:"path"`
+	From    *kernel.RelPath   `json:"from,omitempty"`
+	Type    string            `json:"type"`
+	OldType string            `json:"old_type,omitempty"`
+	Mode    string            `json:"mode,omitempty"`
+	OldMode string            `json:"old_mode,omitempty"`
+	Size    int64             `json:"size"`
+	Target  *kernel.RelPath   `json:"target,omitempty"`
+	Dir     bool              `json:"dir,omitempty"`
+	Files   int               `json:"files,omitempty"`
+	Ignored bool              `json:"ignored,omitempty"`
 }
 
-func viewOf(e effects.Effect) effectView {
-	v := effectView{Kind: e.Kind, Path: relpath.Path(e.Path), Size: e.Size, Dir: e.Dir, Files: e.Files, Ignored: e.Ignored}
+func viewOf(e kernel.Effect) effectView {
+	v := effectView{Kind: e.Kind, Path: kernel.RelPath(e.Path), Size: e.Size, Dir: e.Dir, Files: e.Files, Ignored: e.Ignored}
 	v.Type = e.NewType.String()
-	if e.Kind == effects.Delete {
+	if e.Kind == kernel.KindDelete {
 		v.Type = e.OldType.String()
 	}
 	if e.From != "" {
-		f := relpath.Path(e.From)
+		f := kernel.RelPath(e.From)
 		v.From = &f
 	}
-	if e.Kind == effects.Type {
+	if e.Kind == kernel.KindType {
 		v.OldType = e.OldType.String()
 	}
-	if e.Kind != effects.Delete && e.NewType != effects.TypeLink {
+	if e.Kind != kernel.KindDelete && e.NewType != kernel.TypeLink {
 		v.Mode = fmt.Sprintf("%04o", e.NewMode.Perm())
 	}
-	if e.Kind == effects.Mode {
+	if e.Kind == kernel.KindMode {
 		v.OldMode = fmt.Sprintf("%04o", e.OldMode.Perm())
 	}
 	if e.Target != "" {
-		tg := relpath.Path(e.Target)
+		tg := kernel.RelPath(e.Target)
 		v.Target = &tg
 	}
 	return v
@@ -341,7 +332,7 @@ func statusJSON(st *kernel.Status) any {
 	for _, e := range st.Effects {
 		views = append(views, viewOf(e))
 	}
-	c := effects.Count(st.Pending(false))
+	c := kernel.CountEffects(st.Pending(false))
 	return map[string]any{
 		"task":     st.Task.ID,
 		"folder":   st.Task.Folder,
@@ -353,10 +344,10 @@ func statusJSON(st *kernel.Status) any {
 	}
 }
 
-func problemsJSON(ps []walk.Problem) []map[string]any {
+func problemsJSON(ps []kernel.Problem) []map[string]any {
 	out := []map[string]any{}
 	for _, p := range ps {
-		m := map[string]any{"path": relpath.Path(p.Path), "kind": p.Kind}
+		m := map[string]any{"path": kernel.RelPath(p.Path), "kind": p.Kind}
 		if p.Err != nil {
 			m["error"] = p.Err.Error()
 		}
@@ -371,7 +362,7 @@ func commitCommand() *cobra.Command {
 		Use:   "commit TASK",
 		Short: "Apply the task's changes to the folder, keeping a checkpoint for undo",
 		Args:  cobra.ExactArgs(1),
-		RunE: withTask(func(k *kernel.Kernel, t *task.Task, cmd *cobra.Command, args []string) error {
+		RunE: withTask(func(k *kernel.Kernel, t *kernel.Task, cmd *cobra.Command, args []string) error {
 			if remember && !approve {
 				return fmt.Errorf("commit: --remember keeps approvals, so it needs --approve; nothing was applied")
 			}
@@ -382,7 +373,7 @@ func commitCommand() *cobra.Command {
 				// The commit's own history entry says what was approved, and by whom.
 				opts.Approval = &kernel.Approval{By: "cli", All: true}
 			}
-			rep, err := k.Commit(t, opts)
+			rep, err := k.Commit(cmd.Context(), t, opts)
 			if err != nil {
 				return err
 			}
@@ -412,7 +403,7 @@ func commitCommand() *cobra.Command {
 			} else if len(rep.Applied) == 0 && len(rep.Git) == 0 {
 				fmt.Fprintln(out, "nothing was applied")
 			} else {
-				fmt.Fprintf(out, "committed to %s — %s\n", t.Folder, effects.Summary(rep.Applied))
+				fmt.Fprintf(out, "committed to %s — %s\n", t.Folder, kernel.EffectSummary(rep.Applied))
 				for _, e := range rep.Applied {
 					fmt.Fprintln(out, "  "+effectLine(e))
 				}
@@ -456,7 +447,7 @@ func commitCommand() *cobra.Command {
 	return c
 }
 
-func verdictsOf(j *kernel.Judgement) []policy.Verdict {
+func verdictsOf(j *kernel.Judgement) []kernel.Verdict {
 	if j == nil {
 		return nil
 	}
@@ -468,8 +459,8 @@ func rollbackCommand() *cobra.Command {
 		Use:   "rollback TASK",
 		Short: "Throw away the task's uncommitted changes: the copy matches the folder again",
 		Args:  cobra.ExactArgs(1),
-		RunE: withTask(func(k *kernel.Kernel, t *task.Task, cmd *cobra.Command, args []string) error {
-			rep, err := k.Rollback(t)
+		RunE: withTask(func(k *kernel.Kernel, t *kernel.Task, cmd *cobra.Command, args []string) error {
+			rep, err := k.Rollback(cmd.Context(), t)
 			if err != nil {
 				return err
 			}
@@ -487,8 +478,8 @@ func undoCommand() *cobra.Command {
 		Use:   "undo TASK",
 		Short: "Revert the task's newest commit from its checkpoint (repeat to walk back)",
 		Args:  cobra.ExactArgs(1),
-		RunE: withTask(func(k *kernel.Kernel, t *task.Task, cmd *cobra.Command, args []string) error {
-			rep, err := k.Undo(t)
+		RunE: withTask(func(k *kernel.Kernel, t *kernel.Task, cmd *cobra.Command, args []string) error {
+			rep, err := k.Undo(cmd.Context(), t)
 			if err != nil {
 				return err
 			}
@@ -515,7 +506,7 @@ in a copy by hand since then show at its next status, or with --fresh.`,
 			if err != nil {
 				return err
 			}
-			list, err := k.Summaries(fresh)
+			list, err := k.Summaries(cmd.Context(), fresh)
 			if err != nil {
 				return err
 			}
@@ -536,7 +527,7 @@ in a copy by hand since then show at its next status, or with --fresh.`,
 				row["meets"] = r.Meets
 				rows = append(rows, row)
 			}
-			broken, err := k.Store.Broken()
+			broken, err := k.Store().Broken()
 			if err != nil {
 				return err
 			}
@@ -615,8 +606,8 @@ shown by kule list) is removed the same way, by its id.`,
 				return err
 			}
 			t, err := k.Resolve(args[0])
-			if err != nil && !errors.Is(err, task.ErrBadID) && !errors.Is(err, task.ErrAmbiguous) {
-				b, berr := k.Store.ResolveBroken(args[0])
+			if err != nil && !errors.Is(err, kernel.ErrBadID) && !errors.Is(err, kernel.ErrAmbiguous) {
+				b, berr := k.Store().ResolveBroken(args[0])
 				if berr != nil {
 					return err
 				}
@@ -629,11 +620,11 @@ shown by kule list) is removed the same way, by its id.`,
 			if err != nil {
 				return err
 			}
-			st, err := k.Status(t)
+			st, err := k.Status(cmd.Context(), t)
 			if err == nil && len(st.Effects) > 0 && !yes {
 				return fmt.Errorf("delete: task %s has %d uncommitted changes; commit them, or run kule delete %s --yes to throw them away (the folder is untouched either way)", t.ID, len(st.Effects), t.ID)
 			}
-			if err := k.Delete(t); err != nil {
+			if err := k.Delete(cmd.Context(), t); err != nil {
 				return err
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "deleted task %s · %s is untouched\n", t.ID, t.Folder)
@@ -650,7 +641,7 @@ func historyCommand() *cobra.Command {
 		Use:   "history TASK",
 		Short: "Show the task's signed history of commits and undos",
 		Args:  cobra.ExactArgs(1),
-		RunE: withTask(func(k *kernel.Kernel, t *task.Task, cmd *cobra.Command, args []string) error {
+		RunE: withTask(func(k *kernel.Kernel, t *kernel.Task, cmd *cobra.Command, args []string) error {
 			out := cmd.OutOrStdout()
 			log, err := k.HistoryLog(t)
 			if err != nil {
@@ -667,7 +658,7 @@ func historyCommand() *cobra.Command {
 			}
 			if asJSON {
 				if entries == nil {
-					entries = []history.Entry{}
+					entries = []kernel.HistoryEntry{}
 				}
 				return printJSON(out, entries)
 			}

@@ -2,14 +2,13 @@ package main
 
 import (
 	"context"
+	"github.com/kulehq/kule/kernel"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"unicode/utf8"
-
-	"github.com/kulehq/kule/kernel/acp"
 )
 
 // terminalControl finds the first byte of out a terminal would act on: ESC,
@@ -105,12 +104,12 @@ func TestTaskTextNeverReachesTheTerminalRaw(t *testing.T) {
 // with the guard off the same events print their escapes raw.
 func TestAgentOutputIsTerminalSafe(t *testing.T) {
 	const evil = "\x1b]52;c;Y3VybA==\a\x1b[2A\u009b2K"
-	step := &acp.Step{N: 1, Kind: "edit", Title: "Write " + evil, Status: "completed", Command: "rm -rf " + evil, Paths: []string{"a" + evil}}
-	events := []acp.Event{
-		{Type: acp.EventText, Text: "hello " + evil + "\nsecond line\n"},
-		{Type: acp.EventStepStart, Step: step},
-		{Type: acp.EventStepEnd, Step: step},
-		{Type: acp.EventNotice, Text: "notice " + evil},
+	step := &kernel.Step{N: 1, Kind: "edit", Title: "Write " + evil, Status: "completed", Command: "rm -rf " + evil, Paths: []string{"a" + evil}}
+	events := []kernel.Event{
+		{Type: kernel.EventText, Text: "hello " + evil + "\nsecond line\n"},
+		{Type: kernel.EventStepStart, Step: step},
+		{Type: kernel.EventStepEnd, Step: step},
+		{Type: kernel.EventNotice, Text: "notice " + evil},
 	}
 	print := func() string {
 		var b strings.Builder
@@ -119,7 +118,7 @@ func TestAgentOutputIsTerminalSafe(t *testing.T) {
 			p.event(e)
 		}
 		ask := terminalAsk(p, strings.NewReader("\n"), &b)
-		_, _ = ask(context.Background(), acp.Question{Title: "May I " + evil, Command: "curl " + evil, Paths: []string{"x" + evil}, Options: []acp.PermissionOption{{OptionID: "1", Name: "Allow " + evil, Kind: "allow_once"}}})
+		_, _ = ask(context.Background(), kernel.Question{Title: "May I " + evil, Command: "curl " + evil, Paths: []string{"x" + evil}, Options: []kernel.PermissionOption{{OptionID: "1", Name: "Allow " + evil, Kind: "allow_once"}}})
 		return b.String()
 	}
 	rawOutput = true

@@ -11,7 +11,7 @@
 # (no proxy either: --no-sandbox alone still starts the proxy, so taking it
 # as the baseline of --no-network would subtract the proxy's start). Put kule-sandbox beside kule (`make
 # build` does) or kule re-executes itself as the helper. The Go benchmark
-# `go test -run XXX -bench BenchmarkSetup ./kernel/sandbox` measures the
+# `go test -run XXX -bench BenchmarkSetup ./kernel/internal/sandbox` measures the
 # runner alone (no scan, no task lock, no kule start).
 #
 # KULE_BEFORE=path/to/another/kule measures a second build in the same loop

@@ -28,14 +28,14 @@ import (
 	"sync"
 
 	"github.com/kulehq/kule/kernel"
-	"github.com/kulehq/kule/kernel/acp"
-	"github.com/kulehq/kule/kernel/agents"
-	"github.com/kulehq/kule/kernel/budget"
-	"github.com/kulehq/kule/kernel/effects"
+	"github.com/kulehq/kule/kernel/internal/acp"
+	"github.com/kulehq/kule/kernel/internal/agents"
+	"github.com/kulehq/kule/kernel/internal/budget"
+	"github.com/kulehq/kule/kernel/internal/effects"
 	"github.com/kulehq/kule/kernel/internal/proxy"
-	"github.com/kulehq/kule/kernel/runner"
-	"github.com/kulehq/kule/kernel/secrets"
-	"github.com/kulehq/kule/kernel/task"
+	"github.com/kulehq/kule/kernel/internal/runner"
+	"github.com/kulehq/kule/kernel/internal/secrets"
+	"github.com/kulehq/kule/kernel/internal/task"
 )
 
 // Errors a caller can test for.
@@ -153,7 +153,7 @@ func Start(ctx context.Context, k *kernel.Kernel, t *task.Task, o Options) (_ *R
 	if errw == nil {
 		errw = io.Discard
 	}
-	p, err := profileFor(k.Store.Root, t, o)
+	p, err := profileFor(k.Store().Root, t, o)
 	if err != nil {
 		return nil, err
 	}
@@ -167,7 +167,7 @@ func Start(ctx context.Context, k *kernel.Kernel, t *task.Task, o Options) (_ *R
 			r.cleanup()
 		}
 	}()
-	if err := r.holdTask(); err != nil {
+	if err := r.holdTask(ctx); err != nil {
 		return nil, err
 	}
 	ownHome := ""
@@ -192,13 +192,13 @@ func Start(ctx context.Context, k *kernel.Kernel, t *task.Task, o Options) (_ *R
 	for _, n := range append(openNotes, notes...) {
 		fmt.Fprintln(errw, "note:", n)
 	}
-	ao, err := r.acpOptions(run)
+	ao, err := r.acpOptions(ctx, run)
 	if err != nil {
 		return nil, err
 	}
 	spec.Args = argv
 	spec.Env = env
-	spec.Task = runner.Task{ID: t.ID, Dir: t.Paths.Dir, Copy: t.Paths.Copy, Folder: t.Folder, Tmp: t.Paths.Tmp, Home: t.Paths.Home, KuleDir: k.Store.Root}
+	spec.Task = runner.Task{ID: t.ID, Dir: t.Paths.Dir, Copy: t.Paths.Copy, Folder: t.Folder, Tmp: t.Paths.Tmp, Home: t.Paths.Home, KuleDir: k.Store().Root}
 	spec.Dir = t.Paths.Copy
 	spec.ProxyAddr = r.px.Addr()
 	// The turn's cancel exists before the agent does: a budget may cancel
@@ -282,8 +282,8 @@ func installAgent(ctx context.Context, p agents.Profile, root string, errw io.Wr
 
 // holdTask reads the task and takes its lock for the whole run: no commit
 // applies a copy the agent is writing. cleanup releases it.
-func (r *Run) holdTask() error {
-	if _, err := r.k.Status(r.Task); err != nil {
+func (r *Run) holdTask(ctx context.Context) error {
+	if _, err := r.k.Status(ctx, r.Task); err != nil {
 		return err
 	}
 	lock, err := task.LockFile(r.Task.Paths.Lock)
@@ -311,7 +311,7 @@ func (r *Run) sandboxFor(open agents.Openings) (*runner.Spec, runner.Runner, err
 			sbo.Run = "agent " + r.Profile.Name
 		}
 		var err error
-		if run, err = kernel.SandboxRunner(r.k.Store.Root, r.Task, spec, sbo); err != nil {
+		if run, err = kernel.SandboxRunner(r.k.Store().Root, r.Task, spec, sbo); err != nil {
 			return nil, nil, err
 		}
 	}
@@ -328,7 +328,7 @@ func (r *Run) startProxy(ctx context.Context, open agents.Openings, direct bool,
 	for name := range p.Keys {
 		keyNames = append(keyNames, name)
 	}
-	kept, err := placeholders(r.k.Store.Root, p.Name, keyNames)
+	kept, err := placeholders(r.k.Store().Root, p.Name, keyNames)
 	if err != nil {
 		return err
 	}
@@ -384,7 +384,7 @@ func (r *Run) agentEnv(spec *runner.Spec, ownHome string, direct bool, keyValue 
 // acpOptions opens the run's files in the task (steps, usage and the
 // agent's log, closed by cleanup) and returns the ACP client's options for
 // run; the caller sets Spec once it is complete.
-func (r *Run) acpOptions(run runner.Runner) (acp.Options, error) {
+func (r *Run) acpOptions(ctx context.Context, run runner.Runner) (acp.Options, error) {
 	t, k := r.Task, r.k
 	stepsF, err := r.appendFile(acp.StepsFile)
 	if err != nil {
@@ -407,7 +407,7 @@ func (r *Run) acpOptions(run runner.Runner) (acp.Options, error) {
 		Runner: run,
 		Copy:   t.Paths.Copy,
 		Effects: func() ([]effects.Effect, error) {
-			st, err := k.Status(t)
+			st, err := k.Status(context.WithoutCancel(ctx), t) // asked for during the turn, whatever ends it
 			if err != nil {
 				return nil, err
 			}
@@ -485,7 +485,7 @@ func (r *Run) turn(ctx context.Context) {
 	r.res.StopErr = r.c.Stop()
 	r.res.StopReason = res.StopReason
 	r.res.LimitErr = r.stopLimits()
-	r.res.Status, r.res.StatusErr = r.k.Status(r.Task)
+	r.res.Status, r.res.StatusErr = r.k.Status(context.WithoutCancel(ctx), r.Task) // the turn's end is reported however it ended
 	r.cleanup()
 	if r.res.LimitErr != nil {
 		// Stopped by a limit or the budget: the run fails with why.
@@ -550,7 +550,7 @@ func (r *Run) ownHome(packagesRoot string) (string, error) {
 	if err := os.MkdirAll(root, 0o700); err != nil {
 		return "", fmt.Errorf("run: %w", err)
 	}
-	old := filepath.Join(r.k.Store.Root, "agent-homes", r.Profile.Name)
+	old := filepath.Join(r.k.Store().Root, "agent-homes", r.Profile.Name)
 	if _, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) {
 		if _, err := os.Stat(old); err == nil {
 			if err := os.Rename(old, dir); err != nil {
@@ -588,7 +588,7 @@ func (r *Run) notice(s string) { r.event(acp.Event{Type: acp.EventNotice, Text: 
 // keyLookup finds the value of a profile's key: in Kule's secrets store
 // (`kule secrets add`) first, then in the person's environment.
 func (r *Run) keyLookup() func(string) string {
-	store, _ := secrets.Open(r.k.Store.Root)
+	store, _ := secrets.Open(r.k.Store().Root)
 	return func(name string) string {
 		if store != nil {
 			if sec, err := store.Get(name); err == nil && sec.Value != "" {

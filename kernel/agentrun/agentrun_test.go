@@ -15,13 +15,13 @@ import (
 	"time"
 
 	"github.com/kulehq/kule/kernel"
-	"github.com/kulehq/kule/kernel/acp"
 	"github.com/kulehq/kule/kernel/agentrun"
-	"github.com/kulehq/kule/kernel/agents"
+	"github.com/kulehq/kule/kernel/internal/acp"
+	"github.com/kulehq/kule/kernel/internal/agents"
 	"github.com/kulehq/kule/kernel/internal/proxy"
-	"github.com/kulehq/kule/kernel/runner"
-	"github.com/kulehq/kule/kernel/sandbox"
-	"github.com/kulehq/kule/kernel/task"
+	"github.com/kulehq/kule/kernel/internal/runner"
+	"github.com/kulehq/kule/kernel/internal/sandbox"
+	"github.com/kulehq/kule/kernel/internal/task"
 )
 
 func TestMain(m *testing.M) {
@@ -105,7 +105,7 @@ func newFixture(t *testing.T, script string) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rep, err := k.NewTask(f.folder)
+	rep, err := k.NewTask(context.Background(), f.folder)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -113,7 +113,7 @@ func newFixture(t *testing.T, script string) *fixture {
 	profile := "[[agent]]\nname = \"peer\"\ncommand = [" + quote(peerBinary(t)) + ", \"-test.run=^$\"]\n" +
 		"env = { KULE_AGENTRUN_PEER = " + quote(script) + " }\n" +
 		"keys = { TEST_KEY = [\"model.test\"] }\n"
-	if err := os.WriteFile(agents.PersonalPath(k.Store.Root), []byte(profile), 0o600); err != nil {
+	if err := os.WriteFile(agents.PersonalPath(k.Store().Root), []byte(profile), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	f.set = f.load(t)
@@ -122,7 +122,7 @@ func newFixture(t *testing.T, script string) *fixture {
 
 func (f *fixture) load(t *testing.T) *agents.Set {
 	t.Helper()
-	set, err := agents.Load(fstest.MapFS{}, f.k.Store.Root)
+	set, err := agents.Load(fstest.MapFS{}, f.k.Store().Root)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -138,7 +138,7 @@ func (f *fixture) approve(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := agents.Approve(f.k.Store.Root, p, f.set.Profiles); err != nil {
+	if err := agents.Approve(f.k.Store().Root, p, f.set.Profiles); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -155,7 +155,7 @@ func (f *fixture) options(prompt string) agentrun.Options {
 			return os.Getenv(k)
 		},
 		Home:         f.home,
-		PackagesRoot: filepath.Join(f.k.Store.Root, "packages"),
+		PackagesRoot: filepath.Join(f.k.Store().Root, "packages"),
 	}
 }
 
@@ -209,7 +209,7 @@ func (f *fixture) checkTurn(t *testing.T, res agentrun.Result) (seen string) {
 		!strings.Contains(quoteAny(steps[1]["effects"]), `"path":"seen.txt"`) {
 		t.Errorf("steps.jsonl: %v", steps)
 	}
-	var usage []map[string]any // less the line each run starts with (kernel/budget)
+	var usage []map[string]any // less the line each run starts with (kernel/internal/budget)
 	for _, u := range readLines(t, filepath.Join(f.t.Paths.Dir, acp.UsageFile)) {
 		if u["source"] != "run_start" {
 			usage = append(usage, u)
@@ -235,7 +235,7 @@ func (f *fixture) checkTurn(t *testing.T, res agentrun.Result) (seen string) {
 		t.Error("the agent's file reached the folder before a commit")
 	}
 	// The run let go of the task: a commit applies what the agent wrote.
-	if _, err := f.k.Commit(f.t, kernel.CommitOptions{}); err != nil {
+	if _, err := f.k.Commit(context.Background(), f.t, kernel.CommitOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	if b, err := os.ReadFile(filepath.Join(f.folder, "hello.txt")); err != nil || string(b) != "hello\n" {
@@ -322,7 +322,7 @@ func TestRunStopEndsTheAgent(t *testing.T) {
 	<-r.Done()
 	// Stopped mid-turn: it ends cancelled (the agent answered the cancel)
 	// or failed, never hanging; the task is free again.
-	if _, err := f.k.Commit(f.t, kernel.CommitOptions{}); err != nil {
+	if _, err := f.k.Commit(context.Background(), f.t, kernel.CommitOptions{}); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -332,7 +332,7 @@ func TestRunStopEndsTheAgent(t *testing.T) {
 func TestRunThatCannotStartLeavesTheTaskFree(t *testing.T) {
 	f := newFixture(t, "write")
 	profile := "[[agent]]\nname = \"peer\"\ncommand = [\"/nonexistent/agent\"]\n"
-	os.WriteFile(agents.PersonalPath(f.k.Store.Root), []byte(profile), 0o600)
+	os.WriteFile(agents.PersonalPath(f.k.Store().Root), []byte(profile), 0o600)
 	f.set = f.load(t)
 	f.approve(t)
 	o := f.options("hi")
@@ -344,7 +344,7 @@ func TestRunThatCannotStartLeavesTheTaskFree(t *testing.T) {
 		t.Errorf("no agent named: %v", err)
 	}
 	done := make(chan error, 1)
-	go func() { _, err := f.k.Commit(f.t, kernel.CommitOptions{}); done <- err }()
+	go func() { _, err := f.k.Commit(context.Background(), f.t, kernel.CommitOptions{}); done <- err }()
 	select {
 	case err := <-done:
 		if err != nil {
@@ -389,7 +389,7 @@ func TestRunNetworkIsJudgedByThePolicy(t *testing.T) {
 			f := newFixture(t, "net")
 			profile := "[[agent]]\nname = \"peer\"\ncommand = [" + quote(peerBinary(t)) + ", \"-test.run=^$\"]\n" +
 				"env = { KULE_AGENTRUN_PEER = \"net\" }\nhosts = [\"model.test\"]\n"
-			os.WriteFile(agents.PersonalPath(f.k.Store.Root), []byte(profile), 0o600)
+			os.WriteFile(agents.PersonalPath(f.k.Store().Root), []byte(profile), 0o600)
 			f.set = f.load(t)
 			f.approve(t)
 			o := f.options("go")
@@ -467,7 +467,7 @@ func TestTryListsTheHostsItWanted(t *testing.T) {
 	} else {
 		needSandbox(t)
 	}
-	before, _ := f.k.Store.List()
+	before, _ := f.k.Store().List()
 	rep, err := agentrun.Try(context.Background(), f.k, o)
 	if err != nil {
 		t.Fatal(err)
@@ -483,7 +483,7 @@ func TestTryListsTheHostsItWanted(t *testing.T) {
 			t.Errorf("host %+v passed or by another rule", h)
 		}
 	}
-	if after, _ := f.k.Store.List(); len(after) != len(before) {
+	if after, _ := f.k.Store().List(); len(after) != len(before) {
 		t.Errorf("the trial's task was left behind: %d tasks, were %d", len(after), len(before))
 	}
 	if _, err := os.Stat(filepath.Join(f.home, ".peer")); err == nil {

@@ -32,11 +32,11 @@ import (
 
 	"github.com/kulehq/kule/internal/npmtest"
 	"github.com/kulehq/kule/kernel"
-	"github.com/kulehq/kule/kernel/acp"
 	"github.com/kulehq/kule/kernel/agentrun"
-	"github.com/kulehq/kule/kernel/agents"
+	"github.com/kulehq/kule/kernel/internal/acp"
+	"github.com/kulehq/kule/kernel/internal/agents"
 	"github.com/kulehq/kule/kernel/internal/proxy"
-	"github.com/kulehq/kule/kernel/task"
+	"github.com/kulehq/kule/kernel/internal/task"
 )
 
 // e2e is one real agent under test.
@@ -101,14 +101,14 @@ func newE2E(t *testing.T, v vendor) *e2e {
 	if e.k, err = kernel.New(kernel.Config{Home: filepath.Join(dir, "kule")}); err != nil {
 		t.Fatal(err)
 	}
-	rep, err := e.k.NewTask(e.folder)
+	rep, err := e.k.NewTask(context.Background(), e.folder)
 	if err != nil {
 		t.Fatal(err)
 	}
 	e.task = rep.Task
 	// The built-in profiles as kule ships them (read from the tree, not
 	// imported: the kernel never imports plugins).
-	if e.set, err = agents.Load(os.DirFS("../../plugins/agent"), e.k.Store.Root); err != nil {
+	if e.set, err = agents.Load(os.DirFS("../../plugins/agent"), e.k.Store().Root); err != nil {
 		t.Fatal(err)
 	}
 	p, err := e.set.Get(v.profile)
@@ -246,7 +246,7 @@ func (e *e2e) copyFile(name string) string {
 
 // statusHas says whether `kule status` (the kernel's status) lists want.
 func (e *e2e) statusHas(want string) bool {
-	st, err := e.k.Status(e.task)
+	st, err := e.k.Status(context.Background(), e.task)
 	if err != nil {
 		e.t.Fatal(err)
 	}

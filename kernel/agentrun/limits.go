@@ -7,15 +7,15 @@ import (
 	"time"
 
 	"github.com/kulehq/kule/kernel"
-	"github.com/kulehq/kule/kernel/acp"
-	"github.com/kulehq/kule/kernel/budget"
-	"github.com/kulehq/kule/kernel/config"
-	"github.com/kulehq/kule/kernel/limits"
-	"github.com/kulehq/kule/kernel/runner"
+	"github.com/kulehq/kule/kernel/internal/acp"
+	"github.com/kulehq/kule/kernel/internal/budget"
+	"github.com/kulehq/kule/kernel/internal/config"
+	"github.com/kulehq/kule/kernel/internal/limits"
+	"github.com/kulehq/kule/kernel/internal/runner"
 )
 
-// The hooks where a run's limits and budgets are applied (kernel/limits,
-// kernel/budget): startLimits refuses a run whose budget or task time is
+// The hooks where a run's limits and budgets are applied (kernel/internal/limits,
+// kernel/internal/budget): startLimits refuses a run whose budget or task time is
 // spent and starts the limits supervisor on the agent's process tree (and
 // every terminal it opens) and the budget watcher; onUsage gives the
 // watcher each usage line; event keeps the idle clock; stopLimits says
@@ -37,7 +37,7 @@ type limitsWatch struct {
 // error means the run must not start (nothing of the agent runs yet).
 func (r *Run) startLimits(ctx context.Context, spec *runner.Spec) error {
 	t, k := r.Task, r.k
-	cfg, err := config.Load(k.Store.Root)
+	cfg, err := config.Load(k.Store().Root)
 	if err != nil {
 		return err
 	}
@@ -45,7 +45,7 @@ func (r *Run) startLimits(ctx context.Context, spec *runner.Spec) error {
 	if r.o.Pids > 0 {
 		lim.Pids = r.o.Pids
 	}
-	st, err := budget.Stand(k.Store.Root, t.Paths.Dir, time.Now())
+	st, err := budget.Stand(k.Store().Root, t.Paths.Dir, time.Now())
 	if err != nil {
 		return fmt.Errorf("run: %w (nothing was started)", err)
 	}
@@ -55,7 +55,7 @@ func (r *Run) startLimits(ctx context.Context, spec *runner.Spec) error {
 	if lim.Disk > 0 && t.DiskBase == 0 {
 		// Measured once, at the first run with a disk limit (as kule exec).
 		t.DiskBase = limits.DiskUsage(kernel.DiskPaths(t)...)
-		if err := k.Store.Save(t); err != nil {
+		if err := k.Store().Save(t); err != nil {
 			return fmt.Errorf("run: %w", err)
 		}
 	}

@@ -12,12 +12,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kulehq/kule/kernel/acp"
 	"github.com/kulehq/kule/kernel/agentrun"
-	"github.com/kulehq/kule/kernel/budget"
-	"github.com/kulehq/kule/kernel/config"
-	"github.com/kulehq/kule/kernel/limits"
-	"github.com/kulehq/kule/kernel/runner"
+	"github.com/kulehq/kule/kernel/internal/acp"
+	"github.com/kulehq/kule/kernel/internal/budget"
+	"github.com/kulehq/kule/kernel/internal/config"
+	"github.com/kulehq/kule/kernel/internal/limits"
+	"github.com/kulehq/kule/kernel/internal/runner"
 )
 
 func (f *fixture) notices() []string {
@@ -67,7 +67,7 @@ func TestRunIsStoppedAtItsBudgetAndTheNextIsRefused(t *testing.T) {
 	}
 	// The agent reported $2.50 (or a step more, reported before the
 	// cancel reached it): the task's usage says so.
-	sum, err := budget.ForTask(f.k.Store.Root, f.t.Paths.Dir, time.Now())
+	sum, err := budget.ForTask(f.k.Store().Root, f.t.Paths.Dir, time.Now())
 	if err != nil || sum.BudgetSpent.Amount < 2.5 || sum.Usage.Runs != 1 {
 		t.Fatalf("after the run: %+v %v", sum, err)
 	}
@@ -92,13 +92,13 @@ func TestRunIsStoppedAtItsBudgetAndTheNextIsRefused(t *testing.T) {
 func TestRunIsHeldToTheDailyBudget(t *testing.T) {
 	f := newFixture(t, "spend")
 	f.approve(t)
-	other, err := f.k.NewTask(f.folder)
+	other, err := f.k.NewTask(context.Background(), f.folder)
 	if err != nil {
 		t.Fatal(err)
 	}
 	writeUsage(t, other.Task.Paths.Dir, `{"time":"`+time.Now().UTC().Add(-time.Hour).Format(time.RFC3339)+`","source":"usage_update","cost":{"amount":9,"currency":"USD"}}`)
 	budget.SetTaskCap(f.t.Paths.Dir, &budget.Money{Amount: 100, Currency: "USD"})
-	budget.SetDailyCap(f.k.Store.Root, &budget.Money{Amount: 10, Currency: "USD"})
+	budget.SetDailyCap(f.k.Store().Root, &budget.Money{Amount: 10, Currency: "USD"})
 	o := f.options("spend")
 	o.Runner = runner.Direct{}
 	r, err := agentrun.Start(context.Background(), f.k, f.t, o)
@@ -151,12 +151,12 @@ func TestIdleAgentIsStopped(t *testing.T) {
 
 func setLimits(t *testing.T, f *fixture, l limits.Limits) {
 	t.Helper()
-	cfg, err := config.Load(f.k.Store.Root)
+	cfg, err := config.Load(f.k.Store().Root)
 	if err != nil {
 		t.Fatal(err)
 	}
 	cfg.Limits = l
-	if err := config.Save(f.k.Store.Root, cfg); err != nil {
+	if err := config.Save(f.k.Store().Root, cfg); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -10,7 +10,7 @@ import (
 
 	"github.com/kulehq/kule/kernel/internal/atomicfile"
 	"github.com/kulehq/kule/kernel/internal/proxy"
-	"github.com/kulehq/kule/kernel/task"
+	"github.com/kulehq/kule/kernel/internal/task"
 )
 
 // PlaceholdersFile, in Kule's home, keeps each agent's key placeholders.

@@ -6,9 +6,9 @@ import (
 	"io"
 	"strings"
 
-	"github.com/kulehq/kule/kernel/agents"
-	"github.com/kulehq/kule/kernel/sandboxlog"
-	"github.com/kulehq/kule/kernel/task"
+	"github.com/kulehq/kule/kernel/internal/agents"
+	"github.com/kulehq/kule/kernel/internal/sandboxlog"
+	"github.com/kulehq/kule/kernel/internal/task"
 )
 
 // recordOpening keeps, in the task's sandbox.jsonl, a profile refused for

@@ -10,7 +10,7 @@ import (
 
 	"github.com/kulehq/kule/kernel"
 	"github.com/kulehq/kule/kernel/agentrun"
-	"github.com/kulehq/kule/kernel/agents"
+	"github.com/kulehq/kule/kernel/internal/agents"
 )
 
 // A profile refused for what it would open (here ~/.ssh read-only) does not
@@ -19,10 +19,10 @@ func TestProfileOpeningRefusedLandsInTheSandboxLog(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, "")
 	profile := "[[agent]]\nname = \"nosy\"\ncommand = [\"true\"]\nread_only = [\".ssh\"]\n"
-	if err := os.WriteFile(agents.PersonalPath(f.k.Store.Root), []byte(profile), 0o600); err != nil {
+	if err := os.WriteFile(agents.PersonalPath(f.k.Store().Root), []byte(profile), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	set, err := agents.Load(fstest.MapFS{}, f.k.Store.Root)
+	set, err := agents.Load(fstest.MapFS{}, f.k.Store().Root)
 	if err != nil {
 		t.Fatal(err)
 	}

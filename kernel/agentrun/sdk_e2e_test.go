@@ -8,9 +8,9 @@ import (
 	"testing"
 
 	"github.com/kulehq/kule/internal/npmtest"
-	"github.com/kulehq/kule/kernel/acp"
 	"github.com/kulehq/kule/kernel/agentrun"
-	"github.com/kulehq/kule/kernel/agents"
+	"github.com/kulehq/kule/kernel/internal/acp"
+	"github.com/kulehq/kule/kernel/internal/agents"
 )
 
 // Agents built on the ACP TypeScript SDK (@agentclientprotocol/sdk, pinned),
@@ -32,7 +32,7 @@ func sdkFixture(t *testing.T, script string) *fixture {
 		agent = filepath.Join(dir, "node_modules", sdkPackage, "dist", "examples", "agent.js")
 	case "writer":
 		// Beside node_modules, so that its import of the SDK resolves.
-		b, err := os.ReadFile("../acp/testdata/sdk/writer-agent.mjs")
+		b, err := os.ReadFile("../internal/acp/testdata/sdk/writer-agent.mjs")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -43,7 +43,7 @@ func sdkFixture(t *testing.T, script string) *fixture {
 	}
 	f := newFixture(t, "")
 	profile := "[[agent]]\nname = \"peer\"\ncommand = [\"node\", " + quote(agent) + "]\n"
-	if err := os.WriteFile(agents.PersonalPath(f.k.Store.Root), []byte(profile), 0o600); err != nil {
+	if err := os.WriteFile(agents.PersonalPath(f.k.Store().Root), []byte(profile), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	f.set = f.load(t)

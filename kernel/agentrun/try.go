@@ -12,7 +12,7 @@ import (
 	"strconv"
 
 	"github.com/kulehq/kule/kernel"
-	"github.com/kulehq/kule/kernel/agents"
+	"github.com/kulehq/kule/kernel/internal/agents"
 	"github.com/kulehq/kule/kernel/internal/proxy"
 )
 
@@ -70,12 +70,12 @@ func Try(ctx context.Context, k *kernel.Kernel, o Options) (*TryReport, error) {
 		return nil, fmt.Errorf("try: %w", err)
 	}
 	defer os.RemoveAll(folder)
-	nr, err := k.NewTask(folder)
+	nr, err := k.NewTask(ctx, folder)
 	if err != nil {
 		return nil, fmt.Errorf("try: %w", err)
 	}
 	t := nr.Task
-	defer k.Delete(t)
+	defer k.Delete(context.WithoutCancel(ctx), t) // removed however the trial ends
 	r, err := Start(ctx, k, t, o)
 	if err != nil {
 		return nil, err

@@ -8,13 +8,14 @@ import (
 	"strings"
 	"time"
 
-	"github.com/kulehq/kule/kernel/acp"
+	"github.com/kulehq/kule/kernel"
 	"github.com/kulehq/kule/kernel/agentrun"
-	"github.com/kulehq/kule/kernel/budget"
-	"github.com/kulehq/kule/kernel/effects"
-	"github.com/kulehq/kule/kernel/limits"
-	"github.com/kulehq/kule/kernel/sandboxlog"
-	"github.com/kulehq/kule/kernel/task"
+	"github.com/kulehq/kule/kernel/internal/acp"
+	"github.com/kulehq/kule/kernel/internal/budget"
+	"github.com/kulehq/kule/kernel/internal/effects"
+	"github.com/kulehq/kule/kernel/internal/limits"
+	"github.com/kulehq/kule/kernel/internal/sandboxlog"
+	"github.com/kulehq/kule/kernel/internal/task"
 )
 
 // AgentRequest is a prompt typed in the app's command line for an agent.
@@ -100,10 +101,10 @@ func (d *Daemon) RunAgent(ctx context.Context, t *task.Task, in AgentRequest) (*
 		turn.Seconds = time.Since(start).Seconds()
 		d.Bus.Publish("run", t.ID, map[string]any{"state": "end", "agent": turn.Agent, "stop_reason": turn.StopReason, "error": turn.Error, "summary": turn.Summary, "code": exitOf(turn), "limit": turn.Limit})
 	}
-	kk := *d.k // this run's hooks only: connections the policy asks about wait for a person
-	kk.Net = d.netHooks(in.Agent)
+	// This run's hooks only: connections the policy asks about wait for a person.
+	kk := d.k.With(kernel.RunHooks{Net: d.netHooks(in.Agent)})
 	logged := sandboxlog.Size(t.Paths.Dir)
-	run, err := agentrun.Start(rctx, &kk, t, o)
+	run, err := agentrun.Start(rctx, kk, t, o)
 	d.publishRefusals(t, logged) // a refused opening, or weaker isolation accepted
 	if err != nil {
 		turn.Error = err.Error()

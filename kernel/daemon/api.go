@@ -14,12 +14,12 @@ import (
 	"time"
 
 	"github.com/kulehq/kule/kernel"
-	"github.com/kulehq/kule/kernel/budget"
-	"github.com/kulehq/kule/kernel/effects"
-	"github.com/kulehq/kule/kernel/group"
-	"github.com/kulehq/kule/kernel/history"
-	"github.com/kulehq/kule/kernel/policy"
-	"github.com/kulehq/kule/kernel/task"
+	"github.com/kulehq/kule/kernel/internal/budget"
+	"github.com/kulehq/kule/kernel/internal/effects"
+	"github.com/kulehq/kule/kernel/internal/group"
+	"github.com/kulehq/kule/kernel/internal/history"
+	"github.com/kulehq/kule/kernel/internal/policy"
+	"github.com/kulehq/kule/kernel/internal/task"
 )
 
 // apiError is the body of every refusal: what happened, and what to do.
@@ -171,7 +171,7 @@ func (d *Daemon) viewWith(ctx context.Context, t *task.Task, st *kernel.Status) 
 			v.Waiting++
 		}
 	}
-	if sum, err := budget.ForTask(d.k.Store.Root, t.Paths.Dir, time.Now()); err != nil {
+	if sum, err := budget.ForTask(d.k.Store().Root, t.Paths.Dir, time.Now()); err != nil {
 		v.UsageError = err.Error()
 	} else {
 		v.Usage = sum
@@ -181,7 +181,7 @@ func (d *Daemon) viewWith(ctx context.Context, t *task.Task, st *kernel.Status) 
 	}
 	if st == nil {
 		var err error
-		if st, err = d.k.Status(t); err != nil {
+		if st, err = d.k.Status(ctx, t); err != nil {
 			v.Error = err.Error()
 			return v
 		}
@@ -204,7 +204,7 @@ func (d *Daemon) viewWith(ctx context.Context, t *task.Task, st *kernel.Status) 
 }
 
 func (d *Daemon) listTasks(w http.ResponseWriter, r *http.Request) {
-	ts, err := d.k.Store.List()
+	ts, err := d.k.Store().List()
 	if err != nil {
 		fail(w, err)
 		return
@@ -234,13 +234,13 @@ func (d *Daemon) newTask(w http.ResponseWriter, r *http.Request) {
 		fail(w, err)
 		return
 	}
-	rep, err := d.k.NewTask(expandHome(in.Folder))
+	rep, err := d.k.NewTask(context.WithoutCancel(r.Context()), expandHome(in.Folder))
 	if err != nil {
 		fail(w, err)
 		return
 	}
 	t := rep.Task
-	if ts, err := d.k.Store.List(); err == nil && len(ts) > 0 {
+	if ts, err := d.k.Store().List(); err == nil && len(ts) > 0 {
 		t.Order = ts[len(ts)-1].Order
 		if ts[len(ts)-1].ID != t.ID {
 			t.Order++
@@ -249,7 +249,7 @@ func (d *Daemon) newTask(w http.ResponseWriter, r *http.Request) {
 	if in.Name != "" {
 		t.Name = cleanName(in.Name)
 	}
-	if err := d.k.Store.Save(t); err != nil {
+	if err := d.k.Store().Save(t); err != nil {
 		fail(w, err)
 		return
 	}
@@ -332,7 +332,7 @@ func gitViews(st *kernel.Status, j *kernel.Judgement) []GitView {
 }
 
 func (d *Daemon) changes(ctx context.Context, t *task.Task) (*kernel.Status, []ChangeView, []GitView, error) {
-	st, err := d.k.Status(t)
+	st, err := d.k.Status(ctx, t)
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -429,7 +429,7 @@ func (d *Daemon) patchTask(w http.ResponseWriter, r *http.Request, t *task.Task)
 			return
 		}
 		defer l.Unlock()
-		t, err = d.k.Store.Load(t.ID)
+		t, err = d.k.Store().Load(t.ID)
 		if err != nil {
 			fail(w, err)
 			return
@@ -440,7 +440,7 @@ func (d *Daemon) patchTask(w http.ResponseWriter, r *http.Request, t *task.Task)
 		if in.Colour != nil {
 			t.Colour = *in.Colour
 		}
-		if err := d.k.Store.Save(t); err != nil {
+		if err := d.k.Store().Save(t); err != nil {
 			fail(w, err)
 			return
 		}
@@ -492,7 +492,7 @@ func (d *Daemon) moveTask(w http.ResponseWriter, r *http.Request, t *task.Task) 
 		fail(w, err)
 		return
 	}
-	if err := Reorder(d.k.Store, t.ID, in.By); err != nil {
+	if err := Reorder(d.k.Store(), t.ID, in.By); err != nil {
 		fail(w, err)
 		return
 	}
@@ -506,12 +506,12 @@ func (d *Daemon) deleteTask(w http.ResponseWriter, r *http.Request, t *task.Task
 		return
 	}
 	if r.URL.Query().Get("yes") != "1" {
-		if st, err := d.k.Status(t); err == nil && len(st.Effects) > 0 {
+		if st, err := d.k.Status(r.Context(), t); err == nil && len(st.Effects) > 0 {
 			fail(w, fmt.Errorf("delete %s: %w (%d); commit them, or confirm to throw them away (the folder is untouched either way)", t.ID, errHasChanges, len(st.Effects)))
 			return
 		}
 	}
-	if err := d.k.Delete(t); err != nil {
+	if err := d.k.Delete(context.WithoutCancel(r.Context()), t); err != nil {
 		fail(w, err)
 		return
 	}
@@ -544,7 +544,7 @@ func (d *Daemon) commitTask(w http.ResponseWriter, r *http.Request, t *task.Task
 		fail(w, fmt.Errorf("commit %s: %w; commit when it ends", t.ID, errBusy))
 		return
 	}
-	st, err := d.k.Status(t)
+	st, err := d.k.Status(r.Context(), t)
 	if err != nil {
 		fail(w, err)
 		return
@@ -587,7 +587,7 @@ func (d *Daemon) commitTask(w http.ResponseWriter, r *http.Request, t *task.Task
 		return true
 	}
 	afterJudging(t)
-	rep, err := d.k.Commit(t, opts)
+	rep, err := d.k.Commit(context.WithoutCancel(r.Context()), t, opts)
 	if err != nil {
 		fail(w, err)
 		return
@@ -616,7 +616,7 @@ func (d *Daemon) rollbackTask(w http.ResponseWriter, r *http.Request, t *task.Ta
 		fail(w, fmt.Errorf("rollback %s: %w", t.ID, errBusy))
 		return
 	}
-	rep, err := d.k.Rollback(t)
+	rep, err := d.k.Rollback(context.WithoutCancel(r.Context()), t)
 	if err != nil {
 		fail(w, err)
 		return
@@ -626,7 +626,7 @@ func (d *Daemon) rollbackTask(w http.ResponseWriter, r *http.Request, t *task.Ta
 }
 
 func (d *Daemon) undoTask(w http.ResponseWriter, r *http.Request, t *task.Task) {
-	rep, err := d.k.Undo(t)
+	rep, err := d.k.Undo(context.WithoutCancel(r.Context()), t)
 	if err != nil {
 		fail(w, err)
 		return

@@ -20,7 +20,7 @@ func BenchmarkStatusThroughDaemon(b *testing.B) {
 	for i := range 500 {
 		os.WriteFile(filepath.Join(folder, fmt.Sprintf("f%03d.txt", i)), []byte("x\n"), 0o644)
 	}
-	rep, err := d.k.NewTask(folder)
+	rep, err := d.k.NewTask(context.Background(), folder)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -35,12 +35,12 @@ func BenchmarkStatusThroughDaemon(b *testing.B) {
 		return time.Since(start) / time.Duration(max(b.N, 1))
 	}
 	for range 20 { // warm both paths' caches
-		d.k.Status(rep.Task)
+		d.k.Status(context.Background(), rep.Task)
 		c.Do(ctx, "GET", "/api/tasks/"+rep.Task.ID, nil, nil)
 	}
 	b.ResetTimer()
 	direct := measure(func() {
-		if _, err := d.k.Status(rep.Task); err != nil {
+		if _, err := d.k.Status(context.Background(), rep.Task); err != nil {
 			b.Fatal(err)
 		}
 	})
@@ -80,7 +80,7 @@ func BenchmarkTaskListJudged(b *testing.B) {
 	for range 10 {
 		folder := b.TempDir()
 		os.WriteFile(filepath.Join(folder, "a.txt"), []byte("a\n"), 0o644)
-		rep, err := d.k.NewTask(folder)
+		rep, err := d.k.NewTask(context.Background(), folder)
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -14,8 +14,8 @@ import (
 	"testing"
 
 	"github.com/kulehq/kule/kernel"
-	"github.com/kulehq/kule/kernel/runner"
-	"github.com/kulehq/kule/kernel/task"
+	"github.com/kulehq/kule/kernel/internal/runner"
+	"github.com/kulehq/kule/kernel/internal/task"
 )
 
 // bodyRoute is one API route that decodes a JSON body.

@@ -31,9 +31,9 @@ import (
 
 	"github.com/kulehq/kule/kernel"
 	"github.com/kulehq/kule/kernel/agentrun"
-	"github.com/kulehq/kule/kernel/agents"
-	"github.com/kulehq/kule/kernel/runner"
-	"github.com/kulehq/kule/kernel/task"
+	"github.com/kulehq/kule/kernel/internal/agents"
+	"github.com/kulehq/kule/kernel/internal/runner"
+	"github.com/kulehq/kule/kernel/internal/task"
 )
 
 // DefaultIdle is how long the daemon waits with nothing to do before exiting.
@@ -51,7 +51,7 @@ type Config struct {
 	// kernel's Runner.
 	RunnerFor func(t *task.Task, spec *runner.Spec) (runner.Runner, error)
 	// Agents says which agents can start here and what the others need
-	// (kernel/agents' Check); nil lists none.
+	// (kernel/internal/agents' Check); nil lists none.
 	Agents func() ([]AgentView, error)
 	// AgentSet reads the agent profiles a prompt from the app may run (nil:
 	// the app runs no agents); AgentOptions may change a run's options
@@ -115,7 +115,7 @@ func Start(cfg Config) (*Daemon, error) {
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.NewTextHandler(os.Stderr, nil))
 	}
-	home := cfg.Kernel.Store.Root
+	home := cfg.Kernel.Store().Root
 	d := &Daemon{cfg: cfg, k: cfg.Kernel, home: home, Bus: NewBus(), log: cfg.Log, done: make(chan struct{})}
 	lf, err := os.OpenFile(LockPath(home), os.O_RDWR|os.O_CREATE|unix.O_CLOEXEC, 0o600)
 	if err != nil {

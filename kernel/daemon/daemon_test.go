@@ -22,9 +22,9 @@ import (
 
 	"github.com/kulehq/kule/kernel"
 	"github.com/kulehq/kule/kernel/daemon/client"
-	"github.com/kulehq/kule/kernel/policy"
-	"github.com/kulehq/kule/kernel/runner"
-	"github.com/kulehq/kule/kernel/task"
+	"github.com/kulehq/kule/kernel/internal/policy"
+	"github.com/kulehq/kule/kernel/internal/runner"
+	"github.com/kulehq/kule/kernel/internal/task"
 )
 
 // TestMain doubles as the helper processes: a daemon to kill, and a client
@@ -182,7 +182,7 @@ func TestIdleDaemonExits(t *testing.T) {
 		d.Shutdown()
 		t.Fatal("an idle daemon did not exit")
 	}
-	if _, err := os.Stat(SocketPath(k.Store.Root)); !errors.Is(err, os.ErrNotExist) {
+	if _, err := os.Stat(SocketPath(k.Store().Root)); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("socket left behind after idle exit: %v", err)
 	}
 	// Its lock is free: a new daemon starts.
@@ -529,15 +529,15 @@ func TestReorderKeepsOrderInTaskJSON(t *testing.T) {
 	k := newKernel(t)
 	var ids []string
 	for range 3 {
-		rep, err := k.NewTask(sampleFolder(t))
+		rep, err := k.NewTask(context.Background(), sampleFolder(t))
 		must(t, err)
 		ids = append(ids, rep.Task.ID)
 		time.Sleep(2 * time.Millisecond) // distinct creation times
 	}
-	must(t, Reorder(k.Store, ids[2], -1))
-	must(t, Reorder(k.Store, ids[2], -5)) // clamps at the top
-	must(t, Reorder(k.Store, ids[0], 1))
-	ts, err := k.Store.List()
+	must(t, Reorder(k.Store(), ids[2], -1))
+	must(t, Reorder(k.Store(), ids[2], -5)) // clamps at the top
+	must(t, Reorder(k.Store(), ids[0], 1))
+	ts, err := k.Store().List()
 	must(t, err)
 	var got []string
 	for _, t := range ts {
@@ -547,7 +547,7 @@ func TestReorderKeepsOrderInTaskJSON(t *testing.T) {
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Fatalf("order %v, want %v", got, want)
 	}
-	b, err := os.ReadFile(filepath.Join(k.Store.TasksDir(), ids[0], "task.json"))
+	b, err := os.ReadFile(filepath.Join(k.Store().TasksDir(), ids[0], "task.json"))
 	must(t, err)
 	var tj struct{ Order int }
 	must(t, json.Unmarshal(b, &tj))
@@ -591,7 +591,7 @@ func TestRunnerForRefusalRunsNothing(t *testing.T) {
 	t.Parallel()
 	refuse := errors.New("sandbox: no user namespaces here")
 	d := startDaemon(t, Config{RunnerFor: func(*task.Task, *runner.Spec) (runner.Runner, error) { return nil, refuse }})
-	rep, err := d.k.NewTask(sampleFolder(t))
+	rep, err := d.k.NewTask(context.Background(), sampleFolder(t))
 	must(t, err)
 	_, err = d.Exec(context.Background(), rep.Task, []string{"/bin/sh", "-c", "echo x > made.txt"}, "echo")
 	if !errors.Is(err, refuse) {

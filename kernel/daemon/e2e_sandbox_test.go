@@ -22,7 +22,7 @@ func TestAppTimelineShowsASandboxRefusal(t *testing.T) {
 	k := newKernel(t)
 	runnerFor, ssh := revealingSSH(t, k)
 	d := startDaemon(t, Config{Kernel: k, RunnerFor: runnerFor})
-	rep, err := k.NewTask(sampleFolder(t))
+	rep, err := k.NewTask(context.Background(), sampleFolder(t))
 	must(t, err)
 
 	step(t, ctx, shot, "open the app on the task's Timeline",
@@ -69,7 +69,7 @@ func TestAppTimelineShowsASandboxRefusal(t *testing.T) {
 func TestAppTimelineMarksUncommittedSteps(t *testing.T) {
 	ctx, shot := browser(t)
 	d := startDaemon(t, Config{})
-	rep, err := d.k.NewTask(sampleFolder(t))
+	rep, err := d.k.NewTask(context.Background(), sampleFolder(t))
 	must(t, err)
 	c := client.New(d.home)
 	if _, err := d.Exec(context.Background(), rep.Task, []string{"sh", "-c", "echo one > one.txt"}, "make one"); err != nil {
@@ -111,7 +111,7 @@ func TestLiveDrawsARunOnceWhenOpenedAfterIt(t *testing.T) {
 	ctx, shot := browser(t)
 	k := newKernel(t)
 	d := startDaemon(t, Config{Kernel: k})
-	rep, err := k.NewTask(sampleFolder(t))
+	rep, err := k.NewTask(context.Background(), sampleFolder(t))
 	must(t, err)
 	step(t, ctx, shot, "open the app; no task is open",
 		chromedp.Navigate(d.URL()),

@@ -1,14 +1,15 @@
 package daemon
 
 import (
+	"context"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/chromedp/chromedp"
 
-	"github.com/kulehq/kule/kernel/budget"
-	"github.com/kulehq/kule/kernel/limits"
+	"github.com/kulehq/kule/kernel/internal/budget"
+	"github.com/kulehq/kule/kernel/internal/limits"
 )
 
 // TestAppUsageBudgetAndLimitStop drives the app in Chromium: the task's
@@ -20,15 +21,15 @@ import (
 func TestAppUsageBudgetAndLimitStop(t *testing.T) {
 	ctx, shot := browser(t)
 	d := startDaemon(t, Config{MeterEvery: 200 * time.Millisecond})
-	rep, err := d.k.NewTask(sampleFolder(t))
+	rep, err := d.k.NewTask(context.Background(), sampleFolder(t))
 	must(t, err)
 	tk := rep.Task
 	tk.Name = "Spend"
 	tk.Limits = limits.Limits{Idle: 2 * time.Second, Memory: 1 << 30}
-	must(t, d.k.Store.Save(tk))
+	must(t, d.k.Store().Save(tk))
 	writeUsage(t, tk, 0.85, "USD", 1200)
 	must(t, budget.SetTaskCap(tk.Paths.Dir, &budget.Money{Amount: 1, Currency: "USD"}))
-	must(t, budget.SetDailyCap(d.k.Store.Root, &budget.Money{Amount: 20, Currency: "USD"}))
+	must(t, budget.SetDailyCap(d.k.Store().Root, &budget.Money{Amount: 20, Currency: "USD"}))
 	row := `#task-list li[data-id="` + tk.ID + `"]`
 	meterLevel := func(label string) string {
 		return value(t, ctx, shot, "read the "+label+" meter", chromedp.Evaluate[string](`(document.querySelector('#t-usage .meter[aria-label="`+label+`"]') || {dataset: {}}).dataset.level || 'none'`))

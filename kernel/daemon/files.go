@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"image"
@@ -21,11 +22,11 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/kulehq/kule/kernel/effects"
 	"github.com/kulehq/kule/kernel/internal/clone"
+	"github.com/kulehq/kule/kernel/internal/effects"
 	"github.com/kulehq/kule/kernel/internal/manifest"
-	"github.com/kulehq/kule/kernel/relpath"
-	"github.com/kulehq/kule/kernel/task"
+	"github.com/kulehq/kule/kernel/internal/relpath"
+	"github.com/kulehq/kule/kernel/internal/task"
 )
 
 // Picture limits: larger files or images are not shown.
@@ -117,7 +118,7 @@ func (d *Daemon) ListDir(t *task.Task, rel string) ([]FileEntry, error) {
 		return nil, err
 	}
 	changed := map[string]string{}
-	if st, err := d.k.Status(t); err == nil {
+	if st, err := d.k.Status(context.Background(), t); err == nil {
 		for _, e := range st.Effects {
 			changed[e.Path] = string(e.Kind)
 			for p := path.Dir(e.Path); p != "." && p != "/"; p = path.Dir(p) {

@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"hash/crc32"
 	"image"
@@ -94,7 +95,7 @@ func FuzzSniffImage(f *testing.F) {
 func TestFilesNeverFollowALinkOrLeaveTheCopy(t *testing.T) {
 	t.Parallel()
 	d := startDaemon(t, Config{})
-	rep, err := d.k.NewTask(sampleFolder(t))
+	rep, err := d.k.NewTask(context.Background(), sampleFolder(t))
 	must(t, err)
 	tk := rep.Task
 	outside := t.TempDir()

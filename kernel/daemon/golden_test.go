@@ -18,8 +18,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/kulehq/kule/kernel"
-	"github.com/kulehq/kule/kernel/runner"
-	"github.com/kulehq/kule/kernel/task"
+	"github.com/kulehq/kule/kernel/internal/runner"
+	"github.com/kulehq/kule/kernel/internal/task"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files under testdata/golden with what the API answers now")

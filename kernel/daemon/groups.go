@@ -11,13 +11,13 @@ import (
 
 	"github.com/kulehq/kule/kernel"
 	"github.com/kulehq/kule/kernel/agentrun"
-	"github.com/kulehq/kule/kernel/agents"
-	"github.com/kulehq/kule/kernel/config"
-	"github.com/kulehq/kule/kernel/group"
-	"github.com/kulehq/kule/kernel/policy"
-	"github.com/kulehq/kule/kernel/sandbox"
-	"github.com/kulehq/kule/kernel/secrets"
-	"github.com/kulehq/kule/kernel/task"
+	"github.com/kulehq/kule/kernel/internal/agents"
+	"github.com/kulehq/kule/kernel/internal/config"
+	"github.com/kulehq/kule/kernel/internal/group"
+	"github.com/kulehq/kule/kernel/internal/policy"
+	"github.com/kulehq/kule/kernel/internal/sandbox"
+	"github.com/kulehq/kule/kernel/internal/secrets"
+	"github.com/kulehq/kule/kernel/internal/task"
 )
 
 // errVerdictsChange refuses a move between groups that would change a
@@ -39,7 +39,7 @@ func (d *Daemon) listGroups(w http.ResponseWriter, r *http.Request) {
 		fail(w, err)
 		return
 	}
-	ts, _ := d.k.Store.List()
+	ts, _ := d.k.Store().List()
 	out := []GroupView{}
 	for _, g := range gs {
 		v := GroupView{Group: g}
@@ -106,7 +106,7 @@ func (d *Daemon) patchGroup(w http.ResponseWriter, r *http.Request) {
 
 func (d *Daemon) deleteGroup(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
-	if err := d.groups().Delete(id, d.k.Store); err != nil {
+	if err := d.groups().Delete(id, d.k.Store()); err != nil {
 		fail(w, err)
 		return
 	}
@@ -129,7 +129,7 @@ func (d *Daemon) verdictChanges(_ context.Context, t *task.Task, to string) ([]V
 // group and in group to, and lists the paths whose verdict differs: what
 // moving it would change.
 func VerdictChanges(k *kernel.Kernel, t *task.Task, to string) ([]VerdictChange, error) {
-	st, err := k.Status(t)
+	st, err := k.Status(context.Background(), t)
 	if err != nil {
 		return nil, err
 	}
@@ -201,10 +201,10 @@ func (d *Daemon) setGroup(w http.ResponseWriter, r *http.Request, t *task.Task) 
 		fail(w, err)
 		return
 	}
-	fresh, err := d.k.Store.Load(t.ID)
+	fresh, err := d.k.Store().Load(t.ID)
 	if err == nil {
 		fresh.Group = in.Group
-		err = d.k.Store.Save(fresh)
+		err = d.k.Store().Save(fresh)
 	}
 	l.Unlock()
 	if err != nil {
@@ -227,7 +227,7 @@ type AgentView struct {
 }
 
 // AgentViews says of each agent in set whether it can start here and what
-// the others need (kernel/agents' Check).
+// the others need (kernel/internal/agents' Check).
 func AgentViews(set *agents.Set, o agents.CheckOptions) []AgentView {
 	out := []AgentView{}
 	for _, s := range agents.Check(set, o) {

@@ -5,11 +5,11 @@ import (
 	"sync"
 
 	"github.com/kulehq/kule/kernel"
-	"github.com/kulehq/kule/kernel/task"
+	"github.com/kulehq/kule/kernel/internal/task"
 )
 
 // Reviewer names what changed inside a changed file (functions, sections,
-// keys): kernel/review's differs. A path missing from the answer has no names.
+// keys): kernel/internal/review's differs. A path missing from the answer has no names.
 type Reviewer interface {
 	Entities(ctx context.Context, t *task.Task, st *kernel.Status) (map[string][]string, error)
 }

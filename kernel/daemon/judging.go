@@ -6,9 +6,9 @@ import (
 	"strings"
 
 	"github.com/kulehq/kule/kernel"
-	"github.com/kulehq/kule/kernel/effects"
-	"github.com/kulehq/kule/kernel/policy"
-	"github.com/kulehq/kule/kernel/task"
+	"github.com/kulehq/kule/kernel/internal/effects"
+	"github.com/kulehq/kule/kernel/internal/policy"
+	"github.com/kulehq/kule/kernel/internal/task"
 )
 
 // The daemon judges nothing itself: what Review shows is the kernel's

@@ -1,10 +1,11 @@
 package daemon
 
 import (
+	"context"
 	"slices"
 	"sync"
 
-	"github.com/kulehq/kule/kernel/task"
+	"github.com/kulehq/kule/kernel/internal/task"
 )
 
 // meets remembers which pairs of tasks on one folder change the same paths,
@@ -18,7 +19,7 @@ type meets struct {
 // folder and publishes a "meet" event for each pair that starts to meet.
 // It compares paths, not entities: two tasks meet when they change one file.
 func (d *Daemon) checkMeets(t *task.Task) {
-	ts, err := d.k.Store.List()
+	ts, err := d.k.Store().List()
 	if err != nil {
 		return
 	}
@@ -56,7 +57,7 @@ func (d *Daemon) checkMeets(t *task.Task) {
 }
 
 func (d *Daemon) pendingPaths(t *task.Task) (map[string]bool, error) {
-	st, err := d.k.Status(t)
+	st, err := d.k.Status(context.Background(), t)
 	if err != nil {
 		return nil, err
 	}

@@ -5,8 +5,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/kulehq/kule/kernel/budget"
-	"github.com/kulehq/kule/kernel/limits"
+	"github.com/kulehq/kule/kernel/internal/budget"
+	"github.com/kulehq/kule/kernel/internal/limits"
 )
 
 // What a running run takes against its limits, for the Live tab's meters:

@@ -11,14 +11,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kulehq/kule/kernel/acp"
-	"github.com/kulehq/kule/kernel/budget"
 	"github.com/kulehq/kule/kernel/daemon/client"
-	"github.com/kulehq/kule/kernel/limits"
-	"github.com/kulehq/kule/kernel/task"
+	"github.com/kulehq/kule/kernel/internal/acp"
+	"github.com/kulehq/kule/kernel/internal/budget"
+	"github.com/kulehq/kule/kernel/internal/limits"
+	"github.com/kulehq/kule/kernel/internal/task"
 )
 
-// writeUsage writes a task's usage.jsonl as kernel/acp records it: a run's
+// writeUsage writes a task's usage.jsonl as kernel/internal/acp records it: a run's
 // start, a usage_update with the session's cost, and a turn's tokens.
 func writeUsage(t *testing.T, tk *task.Task, cost float64, cur string, tokens int) {
 	t.Helper()
@@ -85,12 +85,12 @@ func (r *recorder) of(typ string) []map[string]any {
 func TestTaskJSONCarriesUsageAndBudgets(t *testing.T) {
 	t.Parallel()
 	d := startDaemon(t, Config{})
-	rep, err := d.k.NewTask(sampleFolder(t))
+	rep, err := d.k.NewTask(context.Background(), sampleFolder(t))
 	must(t, err)
 	tk := rep.Task
 	writeUsage(t, tk, 0.85, "USD", 1200)
 	must(t, budget.SetTaskCap(tk.Paths.Dir, &budget.Money{Amount: 1, Currency: "USD"}))
-	must(t, budget.SetDailyCap(d.k.Store.Root, &budget.Money{Amount: 20, Currency: "USD"}))
+	must(t, budget.SetDailyCap(d.k.Store().Root, &budget.Money{Amount: 20, Currency: "USD"}))
 
 	c := client.New(d.home)
 	get := func() map[string]any {
@@ -156,11 +156,11 @@ func TestTaskJSONCarriesUsageAndBudgets(t *testing.T) {
 func TestExecStoppedByIdleLimit(t *testing.T) {
 	t.Parallel()
 	d := startDaemon(t, Config{MeterEvery: 50 * time.Millisecond})
-	rep, err := d.k.NewTask(sampleFolder(t))
+	rep, err := d.k.NewTask(context.Background(), sampleFolder(t))
 	must(t, err)
 	tk := rep.Task
 	tk.Limits = limits.Limits{Idle: time.Second, Memory: 1 << 30}
-	must(t, d.k.Store.Save(tk))
+	must(t, d.k.Store().Save(tk))
 	rec := record(t, d)
 
 	st, err := d.Exec(context.Background(), tk, []string{"/bin/sh", "-c", "sleep 60"}, "sleep 60")
@@ -212,11 +212,11 @@ func TestAgentStoppedByTimeLimit(t *testing.T) {
 	cfg := Config{Kernel: newKernel(t), MeterEvery: 50 * time.Millisecond}
 	withPeerScript(t, &cfg, "hang", "")
 	d := startDaemon(t, cfg)
-	rep, err := d.k.NewTask(sampleFolder(t))
+	rep, err := d.k.NewTask(context.Background(), sampleFolder(t))
 	must(t, err)
 	tk := rep.Task
 	tk.Limits = limits.Limits{Time: time.Second}
-	must(t, d.k.Store.Save(tk))
+	must(t, d.k.Store().Save(tk))
 	rec := record(t, d)
 
 	turn, err := d.RunAgent(context.Background(), tk, AgentRequest{Agent: "peer", Prompt: "think hard"})
@@ -254,7 +254,7 @@ func TestAgentBudgetNotices(t *testing.T) {
 	cfg := Config{Kernel: newKernel(t)}
 	withPeerScript(t, &cfg, "spend", "")
 	d := startDaemon(t, cfg)
-	rep, err := d.k.NewTask(sampleFolder(t))
+	rep, err := d.k.NewTask(context.Background(), sampleFolder(t))
 	must(t, err)
 	tk := rep.Task
 	must(t, budget.SetTaskCap(tk.Paths.Dir, &budget.Money{Amount: 0.3, Currency: "USD"}))
@@ -293,9 +293,9 @@ func TestAgentBudgetNotices(t *testing.T) {
 func TestExecWithDamagedConfigEndsItsRun(t *testing.T) {
 	t.Parallel()
 	d := startDaemon(t, Config{})
-	rep, err := d.k.NewTask(sampleFolder(t))
+	rep, err := d.k.NewTask(context.Background(), sampleFolder(t))
 	must(t, err)
-	must(t, os.WriteFile(filepath.Join(d.k.Store.Root, "config.toml"), []byte("[limits\n"), 0o600))
+	must(t, os.WriteFile(filepath.Join(d.k.Store().Root, "config.toml"), []byte("[limits\n"), 0o600))
 	rec := record(t, d)
 	if _, err := d.Exec(context.Background(), rep.Task, []string{"/bin/sh", "-c", "echo x > made.txt"}, "echo"); err == nil || !strings.Contains(err.Error(), "nothing ran") {
 		t.Fatalf("exec with a damaged config: %v", err)

@@ -7,7 +7,7 @@ import (
 	"sync"
 	"syscall"
 
-	"github.com/kulehq/kule/kernel/pluginhost"
+	"github.com/kulehq/kule/kernel/internal/pluginhost"
 )
 
 // SharedHost keeps one plugin host for the daemon's life, so that a Review

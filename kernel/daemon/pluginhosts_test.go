@@ -5,7 +5,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/kulehq/kule/kernel/pluginhost"
+	"github.com/kulehq/kule/kernel/internal/pluginhost"
 )
 
 // One host serves every review until the plugins change; a host in use is

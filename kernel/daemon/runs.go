@@ -18,11 +18,11 @@ import (
 	"unicode/utf8"
 
 	"github.com/kulehq/kule/kernel"
-	"github.com/kulehq/kule/kernel/config"
-	"github.com/kulehq/kule/kernel/effects"
-	"github.com/kulehq/kule/kernel/limits"
-	"github.com/kulehq/kule/kernel/sandboxlog"
-	"github.com/kulehq/kule/kernel/task"
+	"github.com/kulehq/kule/kernel/internal/config"
+	"github.com/kulehq/kule/kernel/internal/effects"
+	"github.com/kulehq/kule/kernel/internal/limits"
+	"github.com/kulehq/kule/kernel/internal/sandboxlog"
+	"github.com/kulehq/kule/kernel/internal/task"
 )
 
 // runs tracks the commands running in tasks: one at a time per task.
@@ -189,9 +189,7 @@ func (d *Daemon) Exec(ctx context.Context, t *task.Task, argv []string, label st
 	}
 	opt.Spec.Stdout, opt.Spec.Stderr = out, out
 	opt.Spec.Stdin = strings.NewReader("")
-	kk := *d.k // this run's runner and hooks only; the shared kernel is not changed
-	kk.Net = d.netHooks(label)
-	k := &kk
+	hooks := kernel.RunHooks{Net: d.netHooks(label)} // this run's runner and hooks only
 	if d.cfg.RunnerFor != nil {
 		r, err := d.cfg.RunnerFor(t, &opt.Spec)
 		if err != nil {
@@ -199,8 +197,9 @@ func (d *Daemon) Exec(ctx context.Context, t *task.Task, argv []string, label st
 			d.Bus.Publish("run", t.ID, map[string]any{"state": "end", "command": label, "code": -1, "error": err.Error()})
 			return nil, fmt.Errorf("exec %s: %w (nothing ran)", t.ID, err)
 		}
-		kk.Runner = r
+		hooks.Runner = r
 	}
+	k := d.k.With(hooks)
 	logged := sandboxlog.Size(t.Paths.Dir)
 	code, st, err := k.Exec(rctx, t, opt)
 	d.publishRefusals(t, logged)

@@ -3,8 +3,8 @@ package daemon
 import (
 	"net/http"
 
-	"github.com/kulehq/kule/kernel/sandboxlog"
-	"github.com/kulehq/kule/kernel/task"
+	"github.com/kulehq/kule/kernel/internal/sandboxlog"
+	"github.com/kulehq/kule/kernel/internal/task"
 )
 
 // SandboxView is GET /api/tasks/{id}/sandbox: what the sandbox refused or

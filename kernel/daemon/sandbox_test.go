@@ -10,9 +10,9 @@ import (
 
 	"github.com/kulehq/kule/kernel"
 	"github.com/kulehq/kule/kernel/daemon/client"
-	"github.com/kulehq/kule/kernel/runner"
-	"github.com/kulehq/kule/kernel/sandboxlog"
-	"github.com/kulehq/kule/kernel/task"
+	"github.com/kulehq/kule/kernel/internal/runner"
+	"github.com/kulehq/kule/kernel/internal/sandboxlog"
+	"github.com/kulehq/kule/kernel/internal/task"
 )
 
 // revealingSSH is a RunnerFor that runs the app's commands in the real
@@ -26,7 +26,7 @@ func revealingSSH(t *testing.T, k *kernel.Kernel) (func(*task.Task, *runner.Spec
 	must(t, os.MkdirAll(ssh, 0o700))
 	must(t, os.WriteFile(filepath.Join(ssh, "id_ed25519"), []byte("KEY"), 0o600))
 	return func(tk *task.Task, spec *runner.Spec) (runner.Runner, error) {
-		return kernel.SandboxRunner(k.Store.Root, tk, spec, kernel.SandboxOptions{Reveal: []string{ssh}, Warn: &strings.Builder{}})
+		return kernel.SandboxRunner(k.Store().Root, tk, spec, kernel.SandboxOptions{Reveal: []string{ssh}, Warn: &strings.Builder{}})
 	}, ssh
 }
 
@@ -37,7 +37,7 @@ func TestSandboxRefusalReachesTheAPIAndTheStream(t *testing.T) {
 	k := newKernel(t)
 	runnerFor, ssh := revealingSSH(t, k)
 	d := startDaemon(t, Config{Kernel: k, RunnerFor: runnerFor})
-	rep, err := k.NewTask(sampleFolder(t))
+	rep, err := k.NewTask(context.Background(), sampleFolder(t))
 	must(t, err)
 	ch, stop := d.Bus.Subscribe()
 	defer stop()

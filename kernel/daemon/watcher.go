@@ -47,13 +47,13 @@ func stamp(p string) string {
 }
 
 func (w *watcher) scan(tell bool) {
-	ids, err := w.d.k.Store.IDs()
+	ids, err := w.d.k.Store().IDs()
 	if err != nil {
 		return
 	}
 	now := map[string]string{}
 	for _, id := range ids {
-		dir := filepath.Join(w.d.k.Store.TasksDir(), id)
+		dir := filepath.Join(w.d.k.Store().TasksDir(), id)
 		now[id] = stamp(filepath.Join(dir, "task.json")) + "|" + stamp(filepath.Join(dir, "history.jsonl")) + "|" + stamp(filepath.Join(dir, "sandbox.jsonl"))
 	}
 	if tell {

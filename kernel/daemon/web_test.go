@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/kulehq/kule/kernel/policy"
+	"github.com/kulehq/kule/kernel/internal/policy"
 )
 
 func TestParseShortcuts(t *testing.T) {

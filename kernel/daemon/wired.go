@@ -6,10 +6,10 @@ import (
 	"strings"
 
 	"github.com/kulehq/kule/kernel"
-	"github.com/kulehq/kule/kernel/pluginhost"
-	"github.com/kulehq/kule/kernel/policy"
-	"github.com/kulehq/kule/kernel/review"
-	"github.com/kulehq/kule/kernel/task"
+	"github.com/kulehq/kule/kernel/internal/pluginhost"
+	"github.com/kulehq/kule/kernel/internal/policy"
+	"github.com/kulehq/kule/kernel/internal/review"
+	"github.com/kulehq/kule/kernel/internal/task"
 )
 
 // The hooks wired to the real kernel: the differs through the plugin host,
@@ -84,7 +84,7 @@ func (r *CedarRules) Remember(q Question) error {
 	if err != nil {
 		return err
 	}
-	_, err = policy.AllowHost(r.K.Store.Root, t.Folder, q.Subject)
+	_, err = policy.AllowHost(r.K.Store().Root, t.Folder, q.Subject)
 	return err
 }
 
@@ -101,7 +101,7 @@ func (r *CedarRules) Allows(q Question) bool {
 	if err != nil {
 		return false
 	}
-	rs, err := policy.ReadRemembered(r.K.Store.Root)
+	rs, err := policy.ReadRemembered(r.K.Store().Root)
 	if err != nil {
 		return false
 	}

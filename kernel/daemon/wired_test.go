@@ -14,9 +14,9 @@ import (
 	"time"
 
 	"github.com/kulehq/kule/kernel/daemon/client"
-	"github.com/kulehq/kule/kernel/group"
-	"github.com/kulehq/kule/kernel/policy"
-	"github.com/kulehq/kule/kernel/task"
+	"github.com/kulehq/kule/kernel/internal/group"
+	"github.com/kulehq/kule/kernel/internal/policy"
+	"github.com/kulehq/kule/kernel/internal/task"
 )
 
 // loopbackServer answers every request with its body; the policy asks a
@@ -81,7 +81,7 @@ func TestConnectionWaitsForAPerson(t *testing.T) {
 		}()
 		return out
 	}
-	gotFile := func() string { return readFile(filepath.Join(d.k.Store.TasksDir(), id, "copy", "got.txt")) }
+	gotFile := func() string { return readFile(filepath.Join(d.k.Store().TasksDir(), id, "copy", "got.txt")) }
 
 	// Approved: held, then made.
 	done := run()
@@ -125,7 +125,7 @@ func TestConnectionWaitsForAPerson(t *testing.T) {
 		t.Fatalf("remembered rules = %+v, want one for %s", rs, hp)
 	}
 	before := len(d.Q.List())
-	must(t, os.Remove(filepath.Join(d.k.Store.TasksDir(), id, "copy", "got.txt")))
+	must(t, os.Remove(filepath.Join(d.k.Store().TasksDir(), id, "copy", "got.txt")))
 	s = <-run()
 	if got := gotFile(); got != "hello from the server" || len(d.Q.List()) != before {
 		t.Fatalf("after remember: got.txt %q, questions %d → %d, output %q", got, before, len(d.Q.List()), s.Output)
@@ -141,7 +141,7 @@ func TestUnansweredConnectionIsRefusedWhenTheWaitRunsOut(t *testing.T) {
 	k := newKernel(t)
 	d := startDaemon(t, Config{Kernel: k})
 	d.Q.testWait = 300 * time.Millisecond
-	rep, err := d.k.NewTask(sampleFolder(t))
+	rep, err := d.k.NewTask(context.Background(), sampleFolder(t))
 	must(t, err)
 	s, err := d.Exec(context.Background(), rep.Task, []string{"sh", "-c", "curl -s --max-time 60 http://" + hp + "/; echo code $?"}, "curl")
 	must(t, err)
@@ -195,7 +195,7 @@ permit (principal, action, resource);
 	if err == nil || !strings.Contains(err.Error(), "changes what its policy says") {
 		t.Fatalf("a move that changes a verdict was not asked about: %v", err)
 	}
-	tk, err := d.k.Store.Load(id)
+	tk, err := d.k.Store().Load(id)
 	must(t, err)
 	if tk.Group != plain.ID {
 		t.Fatalf("the refused move moved the task to %q", tk.Group)
@@ -208,7 +208,7 @@ permit (principal, action, resource);
 	}
 	// Deleting the group leaves the task in none.
 	must(t, c.Do(ctx, "DELETE", "/api/groups/"+g.ID, nil, nil))
-	tk, err = d.k.Store.Load(id)
+	tk, err = d.k.Store().Load(id)
 	must(t, err)
 	if tk.Group != "" {
 		t.Fatalf("after deleting its group the task is in %q", tk.Group)
@@ -261,9 +261,9 @@ func TestTwoTasksStartToMeet(t *testing.T) {
 	t.Parallel()
 	d := startDaemon(t, Config{})
 	folder := sampleFolder(t)
-	a, err := d.k.NewTask(folder)
+	a, err := d.k.NewTask(context.Background(), folder)
 	must(t, err)
-	b, err := d.k.NewTask(folder)
+	b, err := d.k.NewTask(context.Background(), folder)
 	must(t, err)
 	ch, stop := d.Bus.Subscribe()
 	defer stop()

@@ -1,6 +1,6 @@
 // Package agent holds the agent profiles that ship with Kule (Claude Code,
 // Codex, Gemini CLI) as TOML files, and a copy of the ACP agent registry.
-// kernel/agents reads them; nothing here runs.
+// kernel/internal/agents reads them; nothing here runs.
 package agent
 
 import "embed"

@@ -35,10 +35,10 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/kulehq/kule/kernel/effects"
 	"github.com/kulehq/kule/kernel/internal/atomicfile"
 	"github.com/kulehq/kule/kernel/internal/crashpoint"
-	"github.com/kulehq/kule/kernel/relpath"
+	"github.com/kulehq/kule/kernel/internal/effects"
+	"github.com/kulehq/kule/kernel/internal/relpath"
 )
 
 // Errors a caller can test for.

@@ -11,8 +11,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/kulehq/kule/kernel/effects"
-	"github.com/kulehq/kule/kernel/relpath"
+	"github.com/kulehq/kule/kernel/internal/effects"
+	"github.com/kulehq/kule/kernel/internal/relpath"
 )
 
 func opener(files map[string]string) Opener {

@@ -13,8 +13,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/kulehq/kule/kernel/effects"
 	"github.com/kulehq/kule/kernel/internal/crashpoint"
+	"github.com/kulehq/kule/kernel/internal/effects"
 )
 
 // what lists root as "path kind detail" lines: a file's content and mode, a

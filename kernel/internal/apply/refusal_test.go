@@ -8,8 +8,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/kulehq/kule/kernel/effects"
 	"github.com/kulehq/kule/kernel/internal/crashpoint"
+	"github.com/kulehq/kule/kernel/internal/effects"
 )
 
 // leftovers lists every .kule- name under the roots.

@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kulehq/kule/kernel/effects"
-	"github.com/kulehq/kule/kernel/walk"
+	"github.com/kulehq/kule/kernel/internal/effects"
+	"github.com/kulehq/kule/kernel/internal/walk"
 )
 
 func writeFile(t *testing.T, path string, data []byte, mode os.FileMode) {

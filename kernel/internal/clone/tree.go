@@ -14,11 +14,11 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/kulehq/kule/kernel/effects"
 	"github.com/kulehq/kule/kernel/internal/beneath"
+	"github.com/kulehq/kule/kernel/internal/effects"
 	"github.com/kulehq/kule/kernel/internal/manifest"
-	"github.com/kulehq/kule/kernel/relpath"
-	"github.com/kulehq/kule/kernel/walk"
+	"github.com/kulehq/kule/kernel/internal/relpath"
+	"github.com/kulehq/kule/kernel/internal/walk"
 )
 
 // Backend names.

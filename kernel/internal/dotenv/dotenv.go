@@ -32,7 +32,7 @@ import (
 	"strings"
 
 	"github.com/kulehq/kule/kernel/internal/atomicfile"
-	"github.com/kulehq/kule/kernel/secrets"
+	"github.com/kulehq/kule/kernel/internal/secrets"
 )
 
 // Errors a caller can test for.

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/kulehq/kule/kernel/secrets"
+	"github.com/kulehq/kule/kernel/internal/secrets"
 )
 
 func TestIsDotenv(t *testing.T) {

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/kulehq/kule/kernel/effects"
+	"github.com/kulehq/kule/kernel/internal/effects"
 )
 
 // Lines renders the effects as `kule status` prints them under the file

@@ -1,8 +1,8 @@
 // Package lockfile keeps $KULE_HOME/kule.lock: everything a person approved
 // to run, plugins and agent profiles alike, each pinned by its exact version
 // and by hashes that name their scheme ("sha256:<hex>"), as Terraform's
-// provider lock file does. It is the one approval store: kernel/pluginhost
-// and kernel/agents read and change their own section through Update.
+// provider lock file does. It is the one approval store: kernel/internal/pluginhost
+// and kernel/internal/agents read and change their own section through Update.
 //
 // The file is TOML:
 //

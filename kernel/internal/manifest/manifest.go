@@ -17,10 +17,10 @@ import (
 	"sort"
 	"unsafe"
 
-	"github.com/kulehq/kule/kernel/effects"
 	"github.com/kulehq/kule/kernel/internal/atomicfile"
 	"github.com/kulehq/kule/kernel/internal/bigalloc"
-	"github.com/kulehq/kule/kernel/walk"
+	"github.com/kulehq/kule/kernel/internal/effects"
+	"github.com/kulehq/kule/kernel/internal/walk"
 )
 
 // Errors a caller can test for.

@@ -7,8 +7,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/kulehq/kule/kernel/effects"
-	"github.com/kulehq/kule/kernel/walk"
+	"github.com/kulehq/kule/kernel/internal/effects"
+	"github.com/kulehq/kule/kernel/internal/walk"
 )
 
 func sample() *Manifest {

@@ -4,10 +4,10 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/kulehq/kule/kernel/effects"
 	"github.com/kulehq/kule/kernel/internal/clone"
+	"github.com/kulehq/kule/kernel/internal/effects"
 	"github.com/kulehq/kule/kernel/internal/manifest"
-	"github.com/kulehq/kule/kernel/walk"
+	"github.com/kulehq/kule/kernel/internal/walk"
 )
 
 // At compares root with the manifest m at the given paths only, against the

@@ -9,7 +9,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/kulehq/kule/kernel/internal/ignore"
-	"github.com/kulehq/kule/kernel/walk"
+	"github.com/kulehq/kule/kernel/internal/walk"
 )
 
 // of is the path rel inside the real folder.

@@ -6,6 +6,7 @@
 package scan
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"slices"
@@ -13,12 +14,12 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/kulehq/kule/kernel/effects"
 	"github.com/kulehq/kule/kernel/internal/clone"
+	"github.com/kulehq/kule/kernel/internal/effects"
 	"github.com/kulehq/kule/kernel/internal/ignore"
 	"github.com/kulehq/kule/kernel/internal/manifest"
-	"github.com/kulehq/kule/kernel/relpath"
-	"github.com/kulehq/kule/kernel/walk"
+	"github.com/kulehq/kule/kernel/internal/relpath"
+	"github.com/kulehq/kule/kernel/internal/walk"
 )
 
 // Result is what a scan found.
@@ -43,15 +44,17 @@ type Options struct {
 	Ignore *ignore.Matcher // marks effects the folder's .gitignore excludes
 }
 
-// Scan compares copyDir with the manifest m of its base.
-func Scan(copyDir string, m *manifest.Manifest, base clone.Base, opt Options) (*Result, error) {
-	return Start(copyDir).Compare(m, base, opt)
+// Scan compares copyDir with the manifest m of its base. ctx ends it early;
+// the error is then ctx's.
+func Scan(ctx context.Context, copyDir string, m *manifest.Manifest, base clone.Base, opt Options) (*Result, error) {
+	return Start(ctx, copyDir).Compare(m, base, opt)
 }
 
 // Walking is a walk of a copy under way, to be compared with the base's
 // manifest once that is loaded: the walk (system calls) and the manifest's
 // decoding (memory) then overlap instead of following each other.
 type Walking struct {
+	ctx     context.Context
 	copyDir string
 	done    chan struct{}
 	w       *walk.Result
@@ -59,13 +62,20 @@ type Walking struct {
 	err     error
 }
 
-// Start begins walking copyDir in the background.
-func Start(copyDir string) *Walking {
-	wk := &Walking{copyDir: copyDir, done: make(chan struct{})}
+// Start begins walking copyDir in the background. Once ctx is done the
+// walk passes over everything left, and Compare returns ctx's error.
+func Start(ctx context.Context, copyDir string) *Walking {
+	wk := &Walking{ctx: ctx, copyDir: copyDir, done: make(chan struct{})}
+	stop := ctx.Done() // nil for a context that never ends
 	go func() {
 		defer close(wk.done)
 		var mu sync.Mutex
 		wk.w, wk.err = walk.Walk(copyDir, walk.Options{Skip: func(rel string, _ effects.EntryType) bool {
+			select {
+			case <-stop:
+				return true // ended: descend no further
+			default:
+			}
 			if relpath.Base(rel) != ".git" {
 				return false
 			}
@@ -92,15 +102,21 @@ func (wk *Walking) Compare(m *manifest.Manifest, base clone.Base, opt Options) (
 	if wk.err != nil {
 		return nil, wk.err
 	}
+	if err := wk.ctx.Err(); err != nil {
+		return nil, err // the walk passed over what was left: not a true list
+	}
 	w, copyDir, gitDirs := wk.w, wk.copyDir, wk.gitDirs
 	slices.Sort(gitDirs)
 	s := &scanner{copyDir: copyDir, base: base, res: &Result{Problems: w.Problems, GitDirs: gitDirs}}
 	old := m.Entries
 	i, j := 0, 0
-	for i < len(old) || j < len(w.Items) {
+	for n := 0; i < len(old) || j < len(w.Items); n++ {
 		if i < len(old) && IsGitPath(old[i].Path) {
 			i++ // judged by meaning, never file by file
 			continue
+		}
+		if n%1024 == 0 && wk.ctx.Err() != nil {
+			return nil, wk.ctx.Err() // content is read below: stop between files
 		}
 		switch {
 		case j == len(w.Items) || (i < len(old) && old[i].Path < w.Items[j].Path):

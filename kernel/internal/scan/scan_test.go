@@ -1,6 +1,7 @@
 package scan
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -9,11 +10,11 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/kulehq/kule/kernel/effects"
 	"github.com/kulehq/kule/kernel/internal/clone"
+	"github.com/kulehq/kule/kernel/internal/effects"
 	"github.com/kulehq/kule/kernel/internal/ignore"
 	"github.com/kulehq/kule/kernel/internal/manifest"
-	"github.com/kulehq/kule/kernel/walk"
+	"github.com/kulehq/kule/kernel/internal/walk"
 )
 
 // fixture is a folder cloned into a task's copy and base, as kule new
@@ -80,7 +81,7 @@ func (f *fixture) in(rel string) string { return filepath.Join(f.copy, rel) }
 
 func (f *fixture) scan(t *testing.T, opt Options) *Result {
 	t.Helper()
-	res, err := Scan(f.copy, f.m, f.base, opt)
+	res, err := Scan(context.Background(), f.copy, f.m, f.base, opt)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -348,7 +349,7 @@ func TestScanFailsWithoutTheCopy(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, tree{"a": "a"})
 	must(t, os.RemoveAll(f.copy))
-	if _, err := Scan(f.copy, f.m, f.base, Options{}); err == nil {
+	if _, err := Scan(context.Background(), f.copy, f.m, f.base, Options{}); err == nil {
 		t.Fatal("Scan of a missing copy succeeded")
 	}
 }
@@ -358,7 +359,7 @@ func TestScanFailsWithoutTheCopy(t *testing.T) {
 func TestStartThenWait(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, tree{"a": "a"})
-	wk := Start(f.copy)
+	wk := Start(context.Background(), f.copy)
 	wk.Wait()
 	res, err := wk.Compare(f.m, f.base, Options{})
 	if err != nil || len(res.Effects) != 0 {

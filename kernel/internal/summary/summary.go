@@ -25,10 +25,10 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/kulehq/kule/kernel/effects"
 	"github.com/kulehq/kule/kernel/internal/atomicfile"
-	"github.com/kulehq/kule/kernel/review"
-	"github.com/kulehq/kule/kernel/task"
+	"github.com/kulehq/kule/kernel/internal/effects"
+	"github.com/kulehq/kule/kernel/internal/review"
+	"github.com/kulehq/kule/kernel/internal/task"
 )
 
 // Format is the version of the stored shape; another version is not read.

@@ -7,9 +7,9 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/kulehq/kule/kernel/effects"
-	"github.com/kulehq/kule/kernel/review"
-	"github.com/kulehq/kule/kernel/task"
+	"github.com/kulehq/kule/kernel/internal/effects"
+	"github.com/kulehq/kule/kernel/internal/review"
+	"github.com/kulehq/kule/kernel/internal/task"
 )
 
 func testTask(t *testing.T) *task.Task {

@@ -22,7 +22,7 @@ func TestMerge(t *testing.T) { difftest.Merge(t, golang.New(), "testdata", ".go"
 
 func TestAccepts(t *testing.T) {
 	t.Parallel()
-	for path, want := range map[string]bool{"kernel/task/task.go": true, "x_test.go": true, "go.mod": false, "go.sum": false, "a.rs": false} {
+	for path, want := range map[string]bool{"kernel/internal/task/task.go": true, "x_test.go": true, "go.mod": false, "go.sum": false, "a.rs": false} {
 		if got := golang.New().Accepts(path); got != want {
 			t.Errorf("Accepts(%q) = %v, want %v", path, got, want)
 		}

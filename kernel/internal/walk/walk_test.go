@@ -1,0 +1,109 @@
+package walk
+
+import (
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/kulehq/kule/kernel/internal/effects"
+)
+
+// The parallel walk lists exactly what filepath.WalkDir lists, never going
+// through a link, with any number of workers.
+func TestWalkMatchesWalkDir(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	for i := range 200 {
+		p := filepath.Join(root, fmt.Sprintf("d%d/e%d/f%d", i%7, i%3, i))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte("x"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Symlink("/", filepath.Join(root, "d0", "to-root")); err != nil {
+		t.Fatal(err)
+	}
+	want := walkDirPaths(root)
+	for _, workers := range []int{1, 2, 8} {
+		r, err := Walk(root, Options{Workers: workers})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, it := range r.Items {
+			if it.Path == "d0/to-root" && it.Type != effects.TypeLink {
+				t.Errorf("the link was listed as %v", it.Type)
+			}
+		}
+		if d := cmp.Diff(want, pathsOf(r.Items)); d != "" {
+			t.Fatalf("workers=%d (-WalkDir +Walk):\n%s", workers, d)
+		}
+	}
+}
+
+func TestWalkRefusesALinkOrAFileAsRoot(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	f := filepath.Join(dir, "file")
+	_ = os.WriteFile(f, nil, 0o644)
+	l := filepath.Join(dir, "link")
+	_ = os.Symlink(dir, l)
+	for _, p := range []string{f, l} {
+		if _, err := Walk(p, Options{}); err == nil {
+			t.Errorf("Walk(%s) accepted a root that is not a directory", p)
+		}
+	}
+}
+
+// Items come in plain byte order of their whole paths, the manifest's
+// order, even where a directory's subtree and its siblings interleave
+// ("a", "a-b", "a/x", "a0").
+func TestWalkSortsByWholePath(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	for _, p := range []string{"a/x", "a/y/z", "a-b/c", "a0", "a.b", "b/a/b", "b/a-b", "b/a0/q", "-", "a/-"} {
+		if err := os.MkdirAll(filepath.Join(root, filepath.Dir(p)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(root, p), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := walkDirPaths(root)
+	sort.Strings(want)
+	for _, workers := range []int{1, 2, 8} {
+		r, err := Walk(root, Options{Workers: workers})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d := cmp.Diff(want, pathsOf(r.Items)); d != "" {
+			t.Fatalf("workers=%d (-sorted +Walk):\n%s", workers, d)
+		}
+	}
+}
+
+// walkDirPaths is what filepath.WalkDir lists under root, slash-separated.
+func walkDirPaths(root string) []string {
+	var out []string
+	_ = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if rel, _ := filepath.Rel(root, p); rel != "." {
+			out = append(out, filepath.ToSlash(rel))
+		}
+		return err
+	})
+	return out
+}
+
+func pathsOf(items []Item) []string {
+	out := make([]string, 0, len(items))
+	for _, it := range items {
+		out = append(out, it.Path)
+	}
+	return out
+}
