@@ -193,9 +193,9 @@ func (d *Daemon) viewWith(ctx context.Context, t *task.Task, st *kernel.Status) 
 	} else {
 		for _, r := range rs {
 			switch r.Verdict {
-			case verdictAsk:
+			case policy.Ask:
 				v.Asks++
-			case verdictDeny:
+			case policy.Deny:
 				v.Denied++
 			}
 		}
@@ -323,7 +323,7 @@ func gitViews(st *kernel.Status, j *kernel.Judgement) []GitView {
 		for _, l := range e.Lines() {
 			gv := GitView{Line: l}
 			if v, ok := byLine[l]; ok {
-				gv.Verdict, gv.Rule, gv.Reason = verdictWord(v.Outcome), strings.Join(v.Rules, ", "), v.Reason
+				gv.Verdict, gv.Rule, gv.Reason = word(v.Outcome), strings.Join(v.Rules, ", "), v.Reason
 			}
 			out = append(out, gv)
 		}
@@ -353,9 +353,9 @@ func (d *Daemon) changes(ctx context.Context, t *task.Task) (*kernel.Status, []C
 		if e.Kind == effects.Delete {
 			typ = e.OldType.String()
 		}
-		cv := ChangeView{Kind: e.Kind, Path: e.Path, From: e.From, Type: typ, Size: e.Size, Dir: e.Dir, Files: e.Files, Line: e.String(), Ignored: e.Ignored, Verdict: verdictDeny}
+		cv := ChangeView{Kind: e.Kind, Path: e.Path, From: e.From, Type: typ, Size: e.Size, Dir: e.Dir, Files: e.Files, Line: e.String(), Ignored: e.Ignored, Verdict: word(policy.Deny)}
 		if r, ok := rulings[e.Path]; ok {
-			cv.Verdict, cv.Rule, cv.Reason = r.Verdict, r.Rule, r.Reason
+			cv.Verdict, cv.Rule, cv.Reason = word(r.Verdict), r.Rule, r.Reason
 		}
 		cv.Names = names[e.Path]
 		cv.Image = !e.Dir && typ == "file" && imageExt(e.Path)
@@ -551,7 +551,7 @@ func (d *Daemon) commitTask(w http.ResponseWriter, r *http.Request, t *task.Task
 	}
 	pending := st.Pending(false)
 	_, rulings, err := d.judge(t, pending)
-	if err != nil {
+	if err != nil && commitsJudged {
 		fail(w, fmt.Errorf("commit %s: %w — nothing was applied; fix the file it names (kule policy shows what is in force) and commit again", t.ID, err))
 		return
 	}
@@ -561,7 +561,7 @@ func (d *Daemon) commitTask(w http.ResponseWriter, r *http.Request, t *task.Task
 	var approved []string
 	for _, e := range pending {
 		judged[e.Path] = true
-		if rulings[e.Path].Verdict == verdictAsk && !slices.Contains(in.Exclude, e.Path) && !slices.Contains(approved, e.Path) &&
+		if rulings[e.Path].Verdict == policy.Ask && !slices.Contains(in.Exclude, e.Path) && !slices.Contains(approved, e.Path) &&
 			(in.ApproveAll || slices.Contains(in.Approve, e.Path) || slices.Contains(in.Remember, e.Path)) {
 			approved = append(approved, e.Path)
 		}
@@ -570,7 +570,7 @@ func (d *Daemon) commitTask(w http.ResponseWriter, r *http.Request, t *task.Task
 	// applies: a deny never goes in, nor anything the policy did not see,
 	// and of what asks only the approved paths (Approval). Select keeps out
 	// what the person held back and what appeared after they were shown.
-	opts := kernel.CommitOptions{Policy: true, Approve: len(approved) > 0}
+	opts := kernel.CommitOptions{Policy: commitsJudged, Approve: len(approved) > 0}
 	if approvalLimits {
 		opts.Approval = &kernel.Approval{By: "app", Paths: approved}
 	}
@@ -579,9 +579,9 @@ func (d *Daemon) commitTask(w http.ResponseWriter, r *http.Request, t *task.Task
 			return false
 		}
 		switch rulings[e.Path].Verdict {
-		case verdictDeny:
+		case policy.Deny:
 			return false
-		case verdictAsk:
+		case policy.Ask:
 			return slices.Contains(approved, e.Path)
 		}
 		return true

@@ -455,27 +455,39 @@ func TestCommitFollowsVerdicts(t *testing.T) {
 
 // TestAppCommitRefusesWithoutAPolicy: a policy that cannot be read is no
 // policy: the app shows no verdict as passing and its commit applies
-// nothing, saying what to fix.
+// nothing, saying what to fix. With the commit's judging taken away
+// (commitsJudged off), the same commit let the change through: the guard is
+// what keeps the folder safe, not the test's setup.
 func TestAppCommitRefusesWithoutAPolicy(t *testing.T) {
-	t.Parallel()
-	d := startDaemon(t, Config{})
-	ctx := context.Background()
-	c := client.New(d.home)
-	folder := sampleFolder(t)
-	var made struct{ Task TaskView }
-	must(t, c.Do(ctx, "POST", "/api/tasks", map[string]string{"folder": folder}, &made))
-	var step Step
-	must(t, c.Do(ctx, "POST", "/api/tasks/"+made.Task.ID+"/exec", ExecRequest{Command: "echo more >> README.md"}, &step))
-	must(t, os.WriteFile(policy.PersonPath(d.home), []byte("permit (principal, action, resource) when { nonsense };\n"), 0o600))
-	err := c.Do(ctx, "POST", "/api/tasks/"+made.Task.ID+"/commit", CommitRequest{ApproveAll: true}, nil)
-	if err == nil || !strings.Contains(err.Error(), "nothing was applied") || !strings.Contains(err.Error(), "policy") {
-		t.Fatalf("a commit with an unreadable policy: %v, want a refusal naming the policy", err)
-	}
-	if b, _ := os.ReadFile(filepath.Join(folder, "README.md")); strings.Contains(string(b), "more") {
-		t.Fatal("a commit with an unreadable policy changed the folder")
-	}
-	if err := c.Do(ctx, "GET", "/api/tasks/"+made.Task.ID, nil, nil); err == nil || !strings.Contains(err.Error(), "nothing can be committed") {
-		t.Fatalf("Review with an unreadable policy: %v, want the policy's error", err)
+	for _, guarded := range []bool{false, true} {
+		commitsJudged = guarded
+		d := startDaemon(t, Config{})
+		ctx := context.Background()
+		c := client.New(d.home)
+		folder := sampleFolder(t)
+		var made struct{ Task TaskView }
+		must(t, c.Do(ctx, "POST", "/api/tasks", map[string]string{"folder": folder}, &made))
+		var step Step
+		must(t, c.Do(ctx, "POST", "/api/tasks/"+made.Task.ID+"/exec", ExecRequest{Command: "echo more >> README.md"}, &step))
+		must(t, os.WriteFile(policy.PersonPath(d.home), []byte("permit (principal, action, resource) when { nonsense };\n"), 0o600))
+		err := c.Do(ctx, "POST", "/api/tasks/"+made.Task.ID+"/commit", CommitRequest{ApproveAll: true}, nil)
+		commitsJudged = true
+		b, _ := os.ReadFile(filepath.Join(folder, "README.md"))
+		if !guarded {
+			if err != nil || !strings.Contains(string(b), "more") {
+				t.Fatalf("without the commit's judging the change should go in (the attack): %v, README.md %q", err, b)
+			}
+			continue
+		}
+		if err == nil || !strings.Contains(err.Error(), "nothing was applied") || !strings.Contains(err.Error(), "policy") {
+			t.Fatalf("a commit with an unreadable policy: %v, want a refusal naming the policy", err)
+		}
+		if strings.Contains(string(b), "more") {
+			t.Fatal("a commit with an unreadable policy changed the folder")
+		}
+		if err := c.Do(ctx, "GET", "/api/tasks/"+made.Task.ID, nil, nil); err == nil || !strings.Contains(err.Error(), "nothing can be committed") {
+			t.Fatalf("Review with an unreadable policy: %v, want the policy's error", err)
+		}
 	}
 }
 

@@ -151,7 +151,7 @@ func VerdictChanges(k *kernel.Kernel, t *task.Task, to string) ([]VerdictChange,
 	var out []VerdictChange
 	for _, e := range p {
 		if a, b := before[e.Path].Verdict, after[e.Path].Verdict; a != b {
-			out = append(out, VerdictChange{Path: e.Path, From: a, To: b})
+			out = append(out, VerdictChange{Path: e.Path, From: word(a), To: word(b)})
 		}
 	}
 	return out, nil

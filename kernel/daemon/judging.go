@@ -17,19 +17,19 @@ import (
 // locks and applies only what that ruling lets through. A policy that cannot
 // be read refuses: nothing is shown as passing and nothing is applied.
 
-// The verdict words of the app's JSON (ChangeView.Verdict).
-const (
-	verdictPass = "pass" // goes in with a plain commit
-	verdictAsk  = "ask"  // waits for a person: "Approve and commit" takes it in
-	verdictDeny = "deny" // never committed; stays in the copy
-)
-
 // pathRuling is the worst verdict of the requests about one path, with the
-// rules that gave it.
+// rules that gave it. The verdict is the policy's own Outcome; the app's JSON
+// carries its word (Outcome.MarshalText: pass, ask or deny).
 type pathRuling struct {
-	Verdict string
+	Verdict policy.Outcome
 	Rule    string
 	Reason  string
+}
+
+// word is an outcome as the app's JSON spells it.
+func word(o policy.Outcome) string {
+	b, _ := o.MarshalText() // never fails: every outcome has a word
+	return string(b)
 }
 
 // judge rules on es with the policy in force for t.
@@ -41,9 +41,10 @@ func (d *Daemon) judge(t *task.Task, es []effects.Effect) (*kernel.Judgement, ma
 	return j, rulingsOf(j), nil
 }
 
-// rulingsOf gives each judged path its worst verdict. A path the policy
-// made no request about is never let through by the kernel: it shows as
-// denied, so the app never offers it as passing.
+// rulingsOf gives each judged path its worst verdict (outcomes are ordered
+// by severity). A path the policy made no request about is never let
+// through by the kernel: it shows as denied, so the app never offers it as
+// passing.
 func rulingsOf(j *kernel.Judgement) map[string]pathRuling {
 	out := map[string]pathRuling{}
 	for _, v := range j.Ruling.Verdicts {
@@ -52,39 +53,24 @@ func rulingsOf(j *kernel.Judgement) map[string]pathRuling {
 			continue
 		}
 		path := j.Pending[i].Path
-		nv := verdictWord(v.Outcome)
-		if old, ok := out[path]; ok && rank(old.Verdict) >= rank(nv) {
+		if old, ok := out[path]; ok && old.Verdict >= v.Outcome {
 			continue
 		}
-		out[path] = pathRuling{Verdict: nv, Rule: strings.Join(v.Rules, ", "), Reason: v.Reason}
+		out[path] = pathRuling{Verdict: v.Outcome, Rule: strings.Join(v.Rules, ", "), Reason: v.Reason}
 	}
 	for _, e := range j.Pending {
 		if _, ok := out[e.Path]; !ok {
-			out[e.Path] = pathRuling{Verdict: verdictDeny, Reason: "the policy made no ruling on it, so it is never committed"}
+			out[e.Path] = pathRuling{Verdict: policy.Deny, Reason: "the policy made no ruling on it, so it is never committed"}
 		}
 	}
 	return out
 }
 
-func verdictWord(o policy.Outcome) string {
-	switch o {
-	case policy.Pass:
-		return verdictPass
-	case policy.Ask:
-		return verdictAsk
-	}
-	return verdictDeny
-}
-
-func rank(v string) int {
-	switch v {
-	case verdictAsk:
-		return 1
-	case verdictDeny:
-		return 2
-	}
-	return 0
-}
+// commitsJudged makes a commit from the app fail closed: a policy that
+// cannot be read refuses the commit, and the kernel's Commit judges under
+// its locks (CommitOptions.Policy). Tests turn it off to show what it
+// guards: then a commit with no policy in force let every change through.
+var commitsJudged = true
 
 // approvalLimits hands the kernel the paths a person approved, so that under
 // its locks only those of what asks go in. Tests turn it off to show what it

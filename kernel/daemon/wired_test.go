@@ -203,7 +203,7 @@ permit (principal, action, resource);
 	must(t, c.Do(ctx, "POST", "/api/tasks/"+id+"/group", map[string]any{"group": g.ID, "confirm": true}, nil))
 	var st struct{ Changes []ChangeView }
 	must(t, c.Do(ctx, "GET", "/api/tasks/"+id, nil, &st))
-	if len(st.Changes) != 1 || st.Changes[0].Verdict != verdictAsk || st.Changes[0].Rule != "markdown-waits" {
+	if len(st.Changes) != 1 || st.Changes[0].Verdict != "ask" || st.Changes[0].Rule != "markdown-waits" {
 		t.Fatalf("in the group, README.md = %+v, want ask by markdown-waits", st.Changes)
 	}
 	// Deleting the group leaves the task in none.
@@ -238,7 +238,7 @@ func TestApproveAndRememberFromReview(t *testing.T) {
 		}
 		return ""
 	}
-	if v := verdict(); v != verdictAsk {
+	if v := verdict(); v != "ask" {
 		t.Fatalf("a new go.mod is %q, want ask", v)
 	}
 	var res struct {
@@ -250,7 +250,7 @@ func TestApproveAndRememberFromReview(t *testing.T) {
 		t.Fatalf("approve and remember: %+v", res)
 	}
 	must(t, c.Do(ctx, "POST", "/api/tasks/"+id+"/exec", ExecRequest{Command: "printf 'module y\\n' > go.mod"}, &s))
-	if v := verdict(); v != verdictPass {
+	if v := verdict(); v != "pass" {
 		t.Fatalf("after remembering, a change to go.mod is %q, want pass", v)
 	}
 }
