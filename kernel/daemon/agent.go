@@ -8,13 +8,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/kulehq/kule/kernel/acp"
 	"github.com/kulehq/kule/kernel/agentrun"
-	"github.com/kulehq/kule/kernel/budget"
-	"github.com/kulehq/kule/kernel/effects"
-	"github.com/kulehq/kule/kernel/limits"
-	"github.com/kulehq/kule/kernel/sandboxlog"
-	"github.com/kulehq/kule/kernel/task"
+
+	"github.com/kulehq/kule/kernel"
 )
 
 // AgentRequest is a prompt typed in the app's command line for an agent.
@@ -35,7 +31,7 @@ type AgentTurn struct {
 	Limit      string   `json:"limit,omitempty"` // the limit that stopped it (memory, disk, time, idle, task-time, budget)
 }
 
-func (d *Daemon) agentTask(w http.ResponseWriter, r *http.Request, t *task.Task) {
+func (d *Daemon) agentTask(w http.ResponseWriter, r *http.Request, t *kernel.Task) {
 	var in AgentRequest
 	if err := readBody(r, &in); err != nil {
 		fail(w, err)
@@ -59,7 +55,7 @@ func (d *Daemon) agentTask(w http.ResponseWriter, r *http.Request, t *task.Task)
 // runs out: the agent is told no and goes on without it). It returns when
 // the turn has ended. The turn outlives the request that started it only
 // until the daemon stops.
-func (d *Daemon) RunAgent(ctx context.Context, t *task.Task, in AgentRequest) (*AgentTurn, error) {
+func (d *Daemon) RunAgent(ctx context.Context, t *kernel.Task, in AgentRequest) (*AgentTurn, error) {
 	if d.cfg.AgentSet == nil {
 		return nil, fmt.Errorf("agent: %w: this daemon runs no agents", errBadRequest)
 	}
@@ -80,14 +76,14 @@ func (d *Daemon) RunAgent(ctx context.Context, t *task.Task, in AgentRequest) (*
 	o := agentrun.Options{
 		Agents: set, Agent: in.Agent, Prompt: in.Prompt, Fresh: in.Fresh,
 		Ask:     d.permissionAsk(t, in.Agent),
-		OnEvent: func(e acp.Event) { d.publishAgent(t.ID, e) },
+		OnEvent: func(e kernel.AgentEvent) { d.publishAgent(t.ID, e) },
 		Stderr:  notes,
 	}
 	if d.cfg.AgentOptions != nil {
 		d.cfg.AgentOptions(&o)
 	}
 	onBudget := o.OnBudget
-	o.OnBudget = func(n budget.Notice) {
+	o.OnBudget = func(n kernel.BudgetNotice) {
 		// At 80% and 100% of a cap: Live shows it, and the app tells the
 		// person when the window is behind.
 		d.Bus.Publish("budget", t.ID, n)
@@ -102,12 +98,12 @@ func (d *Daemon) RunAgent(ctx context.Context, t *task.Task, in AgentRequest) (*
 	}
 	kk := *d.k // this run's hooks only: connections the policy asks about wait for a person
 	kk.Net = d.netHooks(in.Agent)
-	logged := sandboxlog.Size(t.Paths.Dir)
+	logged := d.k.SandboxLogSize(t)
 	run, err := agentrun.Start(rctx, &kk, t, o)
 	d.publishRefusals(t, logged) // a refused opening, or weaker isolation accepted
 	if err != nil {
 		turn.Error = err.Error()
-		turn.Limit = stopLimit(limits.ReasonNone, err) // a spent budget or task time starts no run
+		turn.Limit = stopLimit(kernel.LimitReasonNone, err) // a spent budget or task time starts no run
 		end()
 		return turn, err
 	}
@@ -115,11 +111,11 @@ func (d *Daemon) RunAgent(ctx context.Context, t *task.Task, in AgentRequest) (*
 	stop := context.AfterFunc(rctx, run.Cancel) // Stop in the app cancels the turn
 	defer stop()
 	lim, _ := run.Limits()
-	m := d.startMeter(t.ID, lim, func() limits.Usage { _, u := run.Limits(); return u })
+	m := d.startMeter(t.ID, lim, func() kernel.LimitUsage { _, u := run.Limits(); return u })
 	res, werr := run.Wait()
 	turn.StopReason, turn.Network = res.StopReason, res.Network
 	if res.Status != nil {
-		turn.Summary = effects.Summary(res.Status.Pending(false))
+		turn.Summary = kernel.EffectsSummary(res.Status.Pending(false))
 	}
 	for _, e := range []error{werr, res.LimitErr, res.StopErr} {
 		if e != nil && turn.Error == "" {
@@ -130,7 +126,7 @@ func (d *Daemon) RunAgent(ctx context.Context, t *task.Task, in AgentRequest) (*
 		turn.Limit = stopLimit(run.Stopped(), res.LimitErr)
 		if turn.Limit != "budget" { // the budget's watcher said it already
 			// Why the run stopped is the turn's last word in Live.
-			d.publishAgent(t.ID, acp.Event{Type: acp.EventNotice, Text: "kule: " + res.LimitErr.Error()})
+			d.publishAgent(t.ID, kernel.AgentEvent{Type: kernel.AgentEventNotice, Text: "kule: " + res.LimitErr.Error()})
 		}
 	}
 	m.End(turn.Limit)
@@ -147,12 +143,12 @@ func exitOf(t *AgentTurn) int {
 }
 
 // publishAgent puts one ACP event on the stream as the Live tab reads it.
-func (d *Daemon) publishAgent(taskID string, e acp.Event) {
+func (d *Daemon) publishAgent(taskID string, e kernel.AgentEvent) {
 	ev := map[string]any{"type": string(e.Type)}
 	switch e.Type {
-	case acp.EventText, acp.EventThought, acp.EventNotice:
+	case kernel.AgentEventText, kernel.AgentEventThought, kernel.AgentEventNotice:
 		ev["text"] = e.Text
-	case acp.EventStepStart, acp.EventStepUpdate, acp.EventStepEnd:
+	case kernel.AgentEventStepStart, kernel.AgentEventStepUpdate, kernel.AgentEventStepEnd:
 		if s := e.Step; s != nil {
 			step := map[string]any{"n": s.N, "id": s.ID, "title": s.Title, "kind": s.Kind, "status": s.Status, "command": s.Command, "paths": s.Paths}
 			var lines []string
@@ -170,9 +166,9 @@ func (d *Daemon) publishAgent(taskID string, e acp.Event) {
 			}
 			ev["step"] = step
 		}
-	case acp.EventPlan:
+	case kernel.AgentEventPlan:
 		ev["raw"] = e.Raw
-	case acp.EventUsage:
+	case kernel.AgentEventUsage:
 		if e.Usage != nil {
 			ev["usage"] = e.Usage
 		}
@@ -185,8 +181,8 @@ func (d *Daemon) publishAgent(taskID string, e acp.Event) {
 // permissionAsk turns an agent's session/request_permission into a question
 // under Needs you: Approve picks the agent's allow-once option, Deny (or the
 // wait running out) its reject-once option.
-func (d *Daemon) permissionAsk(t *task.Task, agent string) acp.AskFunc {
-	return func(ctx context.Context, aq acp.Question) (string, error) {
+func (d *Daemon) permissionAsk(t *kernel.Task, agent string) kernel.AgentAskFunc {
+	return func(ctx context.Context, aq kernel.AgentQuestion) (string, error) {
 		title := aq.Title
 		if title == "" {
 			title = "a " + orWord(aq.Kind, "tool") + " call"
@@ -220,7 +216,7 @@ func (d *Daemon) permissionAsk(t *task.Task, agent string) acp.AskFunc {
 
 // PickOption chooses the agent's once-only option of the answer; "" (the
 // turn cancelled) when the agent offers none.
-func PickOption(opts []acp.PermissionOption, allow bool) string {
+func PickOption(opts []kernel.PermissionOption, allow bool) string {
 	want := "reject_once"
 	if allow {
 		want = "allow_once"
@@ -249,7 +245,7 @@ func orWord(s, def string) string {
 
 // inCopy names a path the agent gave as the person knows it: relative to
 // the folder when it is inside the task's copy.
-func inCopy(t *task.Task, p string) string {
+func inCopy(t *kernel.Task, p string) string {
 	if rel, err := filepath.Rel(t.Paths.Copy, p); err == nil && filepath.IsLocal(rel) {
 		return filepath.ToSlash(rel)
 	}

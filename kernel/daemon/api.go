@@ -14,12 +14,6 @@ import (
 	"time"
 
 	"github.com/kulehq/kule/kernel"
-	"github.com/kulehq/kule/kernel/budget"
-	"github.com/kulehq/kule/kernel/effects"
-	"github.com/kulehq/kule/kernel/group"
-	"github.com/kulehq/kule/kernel/history"
-	"github.com/kulehq/kule/kernel/policy"
-	"github.com/kulehq/kule/kernel/task"
 )
 
 // apiError is the body of every refusal: what happened, and what to do.
@@ -39,12 +33,12 @@ func writeJSON(w http.ResponseWriter, code int, v any) {
 func fail(w http.ResponseWriter, err error) {
 	code := http.StatusInternalServerError
 	switch {
-	case errors.Is(err, task.ErrNotFound), errors.Is(err, ErrNoQuestion), errors.Is(err, os.ErrNotExist), errors.Is(err, group.ErrNotFound):
+	case errors.Is(err, kernel.ErrTaskNotFound), errors.Is(err, ErrNoQuestion), errors.Is(err, os.ErrNotExist), errors.Is(err, kernel.ErrGroupNotFound):
 		code = http.StatusNotFound
-	case errors.Is(err, task.ErrBadID), errors.Is(err, task.ErrAmbiguous), errors.Is(err, ErrWaitRange),
+	case errors.Is(err, kernel.ErrBadTaskID), errors.Is(err, kernel.ErrAmbiguousTask), errors.Is(err, ErrWaitRange),
 		errors.Is(err, ErrBadQuestion), errors.Is(err, errBadRequest), errors.Is(err, kernel.ErrNotFolder),
 		errors.Is(err, kernel.ErrInsideKuleHome), errors.Is(err, kernel.ErrFolderRefused), errors.Is(err, errNotImage), errors.Is(err, errPath),
-		errors.Is(err, group.ErrBadGroup), errors.Is(err, group.ErrBadPolicy), errors.Is(err, group.ErrNoOwn), errors.Is(err, policy.ErrPolicy):
+		errors.Is(err, kernel.ErrBadGroup), errors.Is(err, kernel.ErrBadGroupPolicy), errors.Is(err, kernel.ErrNoOwnPolicy), errors.Is(err, kernel.ErrPolicy):
 		code = http.StatusBadRequest
 	case errors.Is(err, ErrAnswered), errors.Is(err, kernel.ErrChangedUnderneath), errors.Is(err, kernel.ErrUndoBlocked),
 		errors.Is(err, kernel.ErrNothingToUndo), errors.Is(err, errHasChanges), errors.Is(err, errBusy):
@@ -124,7 +118,7 @@ func (d *Daemon) apiHandler() http.Handler {
 	return m
 }
 
-func (d *Daemon) withTask(fn func(http.ResponseWriter, *http.Request, *task.Task)) http.HandlerFunc {
+func (d *Daemon) withTask(fn func(http.ResponseWriter, *http.Request, *kernel.Task)) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		t, err := d.k.Resolve(r.PathValue("id"))
 		if err != nil {
@@ -155,15 +149,15 @@ type TaskView struct {
 	// Usage is what the task's runs used (tokens, cost a currency, runs)
 	// and where it stands against its budget and the daily budget, as
 	// kule status adds it up; UsageError says why it could not be read.
-	Usage      *budget.Summary `json:"usage,omitempty"`
-	UsageError string          `json:"usage_error,omitempty"`
-	Error      string          `json:"error,omitempty"`
+	Usage      *kernel.BudgetSummary `json:"usage,omitempty"`
+	UsageError string                `json:"usage_error,omitempty"`
+	Error      string                `json:"error,omitempty"`
 }
 
-func (d *Daemon) viewOf(ctx context.Context, t *task.Task) TaskView { return d.viewWith(ctx, t, nil) }
+func (d *Daemon) viewOf(ctx context.Context, t *kernel.Task) TaskView { return d.viewWith(ctx, t, nil) }
 
 // viewWith builds the view from a status already found (nil: find it).
-func (d *Daemon) viewWith(ctx context.Context, t *task.Task, st *kernel.Status) TaskView {
+func (d *Daemon) viewWith(ctx context.Context, t *kernel.Task, st *kernel.Status) TaskView {
 	v := TaskView{ID: t.ID, Folder: t.Folder, Name: t.Name, Colour: t.Colour, Group: t.Group, Order: t.Order, Created: t.Created, Backend: t.Backend,
 		Running: d.runs.running(t.ID), WaitMins: int(d.Q.WaitFor(t.ID) / time.Minute)}
 	for _, q := range d.Q.List() {
@@ -171,7 +165,7 @@ func (d *Daemon) viewWith(ctx context.Context, t *task.Task, st *kernel.Status) 
 			v.Waiting++
 		}
 	}
-	if sum, err := budget.ForTask(d.k.Store.Root, t.Paths.Dir, time.Now()); err != nil {
+	if sum, err := d.k.TaskUsage(t, time.Now()); err != nil {
 		v.UsageError = err.Error()
 	} else {
 		v.Usage = sum
@@ -187,15 +181,15 @@ func (d *Daemon) viewWith(ctx context.Context, t *task.Task, st *kernel.Status) 
 		}
 	}
 	p := st.Pending(false)
-	v.Changes, v.Summary = len(p), effects.Summary(p)
+	v.Changes, v.Summary = len(p), kernel.EffectsSummary(p)
 	if _, rs, err := d.judge(t, p); err != nil {
 		v.Error = err.Error()
 	} else {
 		for _, r := range rs {
 			switch r.Verdict {
-			case policy.Ask:
+			case kernel.OutcomeAsk:
 				v.Asks++
-			case policy.Deny:
+			case kernel.OutcomeDeny:
 				v.Denied++
 			}
 		}
@@ -204,7 +198,7 @@ func (d *Daemon) viewWith(ctx context.Context, t *task.Task, st *kernel.Status) 
 }
 
 func (d *Daemon) listTasks(w http.ResponseWriter, r *http.Request) {
-	ts, err := d.k.Store.List()
+	ts, err := d.k.Tasks()
 	if err != nil {
 		fail(w, err)
 		return
@@ -240,7 +234,7 @@ func (d *Daemon) newTask(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	t := rep.Task
-	if ts, err := d.k.Store.List(); err == nil && len(ts) > 0 {
+	if ts, err := d.k.Tasks(); err == nil && len(ts) > 0 {
 		t.Order = ts[len(ts)-1].Order
 		if ts[len(ts)-1].ID != t.ID {
 			t.Order++
@@ -249,7 +243,7 @@ func (d *Daemon) newTask(w http.ResponseWriter, r *http.Request) {
 	if in.Name != "" {
 		t.Name = cleanName(in.Name)
 	}
-	if err := d.k.Store.Save(t); err != nil {
+	if err := d.k.SaveTask(t); err != nil {
 		fail(w, err)
 		return
 	}
@@ -285,20 +279,20 @@ func expandHome(p string) string {
 
 // ChangeView is one effect as Review shows it.
 type ChangeView struct {
-	Kind    effects.Kind `json:"kind"`
-	Path    string       `json:"path"`
-	From    string       `json:"from,omitempty"`
-	Type    string       `json:"type"`
-	Size    int64        `json:"size"`
-	Dir     bool         `json:"dir,omitempty"`
-	Files   int          `json:"files,omitempty"`
-	Line    string       `json:"line"` // as `kule status` prints it
-	Ignored bool         `json:"ignored,omitempty"`
-	Verdict string       `json:"verdict"` // pass, ask or deny: the kernel's ruling
-	Rule    string       `json:"rule,omitempty"`
-	Reason  string       `json:"reason,omitempty"`
-	Names   []string     `json:"names,omitempty"`
-	Image   bool         `json:"image,omitempty"` // before/after pictures may be asked for
+	Kind    kernel.EffectKind `json:"kind"`
+	Path    string            `json:"path"`
+	From    string            `json:"from,omitempty"`
+	Type    string            `json:"type"`
+	Size    int64             `json:"size"`
+	Dir     bool              `json:"dir,omitempty"`
+	Files   int               `json:"files,omitempty"`
+	Line    string            `json:"line"` // as `kule status` prints it
+	Ignored bool              `json:"ignored,omitempty"`
+	Verdict string            `json:"verdict"` // pass, ask or deny: the kernel's ruling
+	Rule    string            `json:"rule,omitempty"`
+	Reason  string            `json:"reason,omitempty"`
+	Names   []string          `json:"names,omitempty"`
+	Image   bool              `json:"image,omitempty"` // before/after pictures may be asked for
 }
 
 // GitView is one line of what the task did to a repository, as Review
@@ -314,7 +308,7 @@ type GitView struct {
 
 // gitViews are st's repository lines with the verdicts j gave their parts.
 func gitViews(st *kernel.Status, j *kernel.Judgement) []GitView {
-	byLine := map[string]policy.Verdict{}
+	byLine := map[string]kernel.Verdict{}
 	for _, it := range j.Git {
 		byLine[it.Line] = it.Verdict
 	}
@@ -331,7 +325,7 @@ func gitViews(st *kernel.Status, j *kernel.Judgement) []GitView {
 	return out
 }
 
-func (d *Daemon) changes(ctx context.Context, t *task.Task) (*kernel.Status, []ChangeView, []GitView, error) {
+func (d *Daemon) changes(ctx context.Context, t *kernel.Task) (*kernel.Status, []ChangeView, []GitView, error) {
 	st, err := d.k.Status(t)
 	if err != nil {
 		return nil, nil, nil, err
@@ -350,10 +344,10 @@ func (d *Daemon) changes(ctx context.Context, t *task.Task) (*kernel.Status, []C
 	out := []ChangeView{}
 	for _, e := range st.Effects {
 		typ := e.NewType.String()
-		if e.Kind == effects.Delete {
+		if e.Kind == kernel.EffectDelete {
 			typ = e.OldType.String()
 		}
-		cv := ChangeView{Kind: e.Kind, Path: e.Path, From: e.From, Type: typ, Size: e.Size, Dir: e.Dir, Files: e.Files, Line: e.String(), Ignored: e.Ignored, Verdict: word(policy.Deny)}
+		cv := ChangeView{Kind: e.Kind, Path: e.Path, From: e.From, Type: typ, Size: e.Size, Dir: e.Dir, Files: e.Files, Line: e.String(), Ignored: e.Ignored, Verdict: word(kernel.OutcomeDeny)}
 		if r, ok := rulings[e.Path]; ok {
 			cv.Verdict, cv.Rule, cv.Reason = word(r.Verdict), r.Rule, r.Reason
 		}
@@ -364,7 +358,7 @@ func (d *Daemon) changes(ctx context.Context, t *task.Task) (*kernel.Status, []C
 	return st, out, gitViews(st, j), nil
 }
 
-func (d *Daemon) taskStatus(w http.ResponseWriter, r *http.Request, t *task.Task) {
+func (d *Daemon) taskStatus(w http.ResponseWriter, r *http.Request, t *kernel.Task) {
 	if d.runs.running(t.ID) {
 		writeJSON(w, 200, map[string]any{"task": d.viewOf(r.Context(), t), "running": true, "changes": []ChangeView{}})
 		return
@@ -378,7 +372,7 @@ func (d *Daemon) taskStatus(w http.ResponseWriter, r *http.Request, t *task.Task
 	for _, p := range st.Problems {
 		probs = append(probs, p.String())
 	}
-	c := effects.Count(st.Pending(false))
+	c := kernel.CountEffects(st.Pending(false))
 	writeJSON(w, 200, map[string]any{
 		"task":         d.viewWith(r.Context(), t, st),
 		"summary":      map[string]int{"added": c.Added, "changed": c.Changed, "deleted": c.Deleted, "moved": c.Moved},
@@ -402,7 +396,7 @@ func cleanName(s string) string {
 // Colours a task may take.
 var Colours = []string{"", "slate", "red", "orange", "amber", "green", "teal", "blue", "indigo", "violet", "pink"}
 
-func (d *Daemon) patchTask(w http.ResponseWriter, r *http.Request, t *task.Task) {
+func (d *Daemon) patchTask(w http.ResponseWriter, r *http.Request, t *kernel.Task) {
 	var in struct {
 		Name   *string `json:"name"`
 		Colour *string `json:"colour"`
@@ -423,24 +417,16 @@ func (d *Daemon) patchTask(w http.ResponseWriter, r *http.Request, t *task.Task)
 		}
 	}
 	if in.Name != nil || in.Colour != nil {
-		l, err := task.LockFile(t.Paths.Lock)
+		var err error
+		t, err = d.k.EditTask(t.ID, func(t *kernel.Task) {
+			if in.Name != nil {
+				t.Name = cleanName(*in.Name)
+			}
+			if in.Colour != nil {
+				t.Colour = *in.Colour
+			}
+		})
 		if err != nil {
-			fail(w, err)
-			return
-		}
-		defer l.Unlock()
-		t, err = d.k.Store.Load(t.ID)
-		if err != nil {
-			fail(w, err)
-			return
-		}
-		if in.Name != nil {
-			t.Name = cleanName(*in.Name)
-		}
-		if in.Colour != nil {
-			t.Colour = *in.Colour
-		}
-		if err := d.k.Store.Save(t); err != nil {
 			fail(w, err)
 			return
 		}
@@ -451,14 +437,14 @@ func (d *Daemon) patchTask(w http.ResponseWriter, r *http.Request, t *task.Task)
 
 // Reorder moves a task by delta places in the person's order and renumbers
 // every task's Order (task.json) so `kule list` keeps it.
-func Reorder(s *task.Store, id string, delta int) error {
-	ts, err := s.List()
+func Reorder(k *kernel.Kernel, id string, delta int) error {
+	ts, err := k.Tasks()
 	if err != nil {
 		return err
 	}
-	i := slices.IndexFunc(ts, func(t *task.Task) bool { return t.ID == id })
+	i := slices.IndexFunc(ts, func(t *kernel.Task) bool { return t.ID == id })
 	if i < 0 {
-		return fmt.Errorf("%w: %s", task.ErrNotFound, id)
+		return fmt.Errorf("%w: %s", kernel.ErrTaskNotFound, id)
 	}
 	j := min(max(i+delta, 0), len(ts)-1)
 	t := ts[i]
@@ -466,17 +452,7 @@ func Reorder(s *task.Store, id string, delta int) error {
 	ts = slices.Insert(ts, j, t)
 	for n, t := range ts {
 		if t.Order != n+1 {
-			l, err := task.LockFile(t.Paths.Lock)
-			if err != nil {
-				return err
-			}
-			fresh, err := s.Load(t.ID)
-			if err == nil {
-				fresh.Order = n + 1
-				err = s.Save(fresh)
-			}
-			l.Unlock()
-			if err != nil {
+			if _, err := k.EditTask(t.ID, func(t *kernel.Task) { t.Order = n + 1 }); err != nil {
 				return err
 			}
 		}
@@ -484,7 +460,7 @@ func Reorder(s *task.Store, id string, delta int) error {
 	return nil
 }
 
-func (d *Daemon) moveTask(w http.ResponseWriter, r *http.Request, t *task.Task) {
+func (d *Daemon) moveTask(w http.ResponseWriter, r *http.Request, t *kernel.Task) {
 	var in struct {
 		By int `json:"by"`
 	}
@@ -492,7 +468,7 @@ func (d *Daemon) moveTask(w http.ResponseWriter, r *http.Request, t *task.Task) 
 		fail(w, err)
 		return
 	}
-	if err := Reorder(d.k.Store, t.ID, in.By); err != nil {
+	if err := Reorder(d.k, t.ID, in.By); err != nil {
 		fail(w, err)
 		return
 	}
@@ -500,7 +476,7 @@ func (d *Daemon) moveTask(w http.ResponseWriter, r *http.Request, t *task.Task) 
 	d.listTasks(w, r)
 }
 
-func (d *Daemon) deleteTask(w http.ResponseWriter, r *http.Request, t *task.Task) {
+func (d *Daemon) deleteTask(w http.ResponseWriter, r *http.Request, t *kernel.Task) {
 	if d.runs.running(t.ID) {
 		fail(w, fmt.Errorf("delete %s: %w; wait for it or stop it first", t.ID, errBusy))
 		return
@@ -532,9 +508,9 @@ type CommitRequest struct {
 
 // afterJudging runs between the app's judging and the kernel's commit; tests
 // change the copy there.
-var afterJudging = func(*task.Task) {}
+var afterJudging = func(*kernel.Task) {}
 
-func (d *Daemon) commitTask(w http.ResponseWriter, r *http.Request, t *task.Task) {
+func (d *Daemon) commitTask(w http.ResponseWriter, r *http.Request, t *kernel.Task) {
 	var in CommitRequest
 	if err := readBody(r, &in); err != nil {
 		fail(w, err)
@@ -561,7 +537,7 @@ func (d *Daemon) commitTask(w http.ResponseWriter, r *http.Request, t *task.Task
 	var approved []string
 	for _, e := range pending {
 		judged[e.Path] = true
-		if rulings[e.Path].Verdict == policy.Ask && !slices.Contains(in.Exclude, e.Path) && !slices.Contains(approved, e.Path) &&
+		if rulings[e.Path].Verdict == kernel.OutcomeAsk && !slices.Contains(in.Exclude, e.Path) && !slices.Contains(approved, e.Path) &&
 			(in.ApproveAll || slices.Contains(in.Approve, e.Path) || slices.Contains(in.Remember, e.Path)) {
 			approved = append(approved, e.Path)
 		}
@@ -574,14 +550,14 @@ func (d *Daemon) commitTask(w http.ResponseWriter, r *http.Request, t *task.Task
 	if approvalLimits {
 		opts.Approval = &kernel.Approval{By: "app", Paths: approved}
 	}
-	opts.Select = func(e effects.Effect) bool {
+	opts.Select = func(e kernel.Effect) bool {
 		if slices.Contains(in.Exclude, e.Path) || !judged[e.Path] {
 			return false
 		}
 		switch rulings[e.Path].Verdict {
-		case policy.Deny:
+		case kernel.OutcomeDeny:
 			return false
-		case policy.Ask:
+		case kernel.OutcomeAsk:
 			return slices.Contains(approved, e.Path)
 		}
 		return true
@@ -599,19 +575,19 @@ func (d *Daemon) commitTask(w http.ResponseWriter, r *http.Request, t *task.Task
 			d.log.Warn("approval not remembered", "task", t.ID, "err", err)
 		}
 	}
-	lines := func(es []effects.Effect) []string {
+	lines := func(es []kernel.Effect) []string {
 		out := []string{}
 		for _, e := range es {
 			out = append(out, e.String())
 		}
 		return out
 	}
-	res := map[string]any{"task": t.ID, "checkpoint": rep.Checkpoint, "applied": lines(rep.Applied), "left": lines(rep.Left), "summary": effects.Summary(rep.Applied), "remembered": remembered}
+	res := map[string]any{"task": t.ID, "checkpoint": rep.Checkpoint, "applied": lines(rep.Applied), "left": lines(rep.Left), "summary": kernel.EffectsSummary(rep.Applied), "remembered": remembered}
 	d.Bus.Publish("commit", t.ID, res)
 	writeJSON(w, 200, res)
 }
 
-func (d *Daemon) rollbackTask(w http.ResponseWriter, r *http.Request, t *task.Task) {
+func (d *Daemon) rollbackTask(w http.ResponseWriter, r *http.Request, t *kernel.Task) {
 	if d.runs.running(t.ID) {
 		fail(w, fmt.Errorf("rollback %s: %w", t.ID, errBusy))
 		return
@@ -625,7 +601,7 @@ func (d *Daemon) rollbackTask(w http.ResponseWriter, r *http.Request, t *task.Ta
 	writeJSON(w, 200, map[string]any{"task": t.ID, "changes": rep.Changes, "git": rep.Git})
 }
 
-func (d *Daemon) undoTask(w http.ResponseWriter, r *http.Request, t *task.Task) {
+func (d *Daemon) undoTask(w http.ResponseWriter, r *http.Request, t *kernel.Task) {
 	rep, err := d.k.Undo(t)
 	if err != nil {
 		fail(w, err)
@@ -636,7 +612,7 @@ func (d *Daemon) undoTask(w http.ResponseWriter, r *http.Request, t *task.Task) 
 	writeJSON(w, 200, res)
 }
 
-func (d *Daemon) taskHistory(w http.ResponseWriter, r *http.Request, t *task.Task) {
+func (d *Daemon) taskHistory(w http.ResponseWriter, r *http.Request, t *kernel.Task) {
 	log, err := d.k.HistoryLog(t)
 	if err != nil {
 		fail(w, err)
@@ -648,7 +624,7 @@ func (d *Daemon) taskHistory(w http.ResponseWriter, r *http.Request, t *task.Tas
 		return
 	}
 	if es == nil {
-		es = []history.Entry{}
+		es = []kernel.HistoryEntry{}
 	}
 	verified := ""
 	if r.URL.Query().Get("verify") == "1" {
@@ -660,7 +636,7 @@ func (d *Daemon) taskHistory(w http.ResponseWriter, r *http.Request, t *task.Tas
 	writeJSON(w, 200, map[string]any{"entries": es, "verify": verified})
 }
 
-func (d *Daemon) taskSteps(w http.ResponseWriter, r *http.Request, t *task.Task) {
+func (d *Daemon) taskSteps(w http.ResponseWriter, r *http.Request, t *kernel.Task) {
 	steps, err := readSteps(t)
 	if err != nil {
 		fail(w, err)

@@ -31,9 +31,6 @@ import (
 
 	"github.com/kulehq/kule/kernel"
 	"github.com/kulehq/kule/kernel/agentrun"
-	"github.com/kulehq/kule/kernel/agents"
-	"github.com/kulehq/kule/kernel/runner"
-	"github.com/kulehq/kule/kernel/task"
 )
 
 // DefaultIdle is how long the daemon waits with nothing to do before exiting.
@@ -49,14 +46,14 @@ type Config struct {
 	// RunnerFor picks how one command of the app runs in t (the sandbox, as
 	// `kule exec` does) and may fill spec's isolation fields; nil uses the
 	// kernel's Runner.
-	RunnerFor func(t *task.Task, spec *runner.Spec) (runner.Runner, error)
+	RunnerFor func(t *kernel.Task, spec *kernel.RunSpec) (kernel.Runner, error)
 	// Agents says which agents can start here and what the others need
 	// (kernel/agents' Check); nil lists none.
 	Agents func() ([]AgentView, error)
 	// AgentSet reads the agent profiles a prompt from the app may run (nil:
 	// the app runs no agents); AgentOptions may change a run's options
 	// (tests: the direct runner).
-	AgentSet     func() (*agents.Set, error)
+	AgentSet     func() (*kernel.AgentSet, error)
 	AgentOptions func(*agentrun.Options)
 	// MeterEvery is how often a running run's usage against its limits
 	// is published ("limits" events); 0 = a second.

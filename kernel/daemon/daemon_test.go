@@ -543,9 +543,9 @@ func TestReorderKeepsOrderInTaskJSON(t *testing.T) {
 		ids = append(ids, rep.Task.ID)
 		time.Sleep(2 * time.Millisecond) // distinct creation times
 	}
-	must(t, Reorder(k.Store, ids[2], -1))
-	must(t, Reorder(k.Store, ids[2], -5)) // clamps at the top
-	must(t, Reorder(k.Store, ids[0], 1))
+	must(t, Reorder(k, ids[2], -1))
+	must(t, Reorder(k, ids[2], -5)) // clamps at the top
+	must(t, Reorder(k, ids[0], 1))
 	ts, err := k.Store.List()
 	must(t, err)
 	var got []string

@@ -19,13 +19,9 @@ import (
 
 	_ "golang.org/x/image/webp" // DecodeConfig for WebP
 
-	"golang.org/x/sys/unix"
 
-	"github.com/kulehq/kule/kernel/effects"
-	"github.com/kulehq/kule/kernel/internal/clone"
-	"github.com/kulehq/kule/kernel/internal/manifest"
-	"github.com/kulehq/kule/kernel/relpath"
-	"github.com/kulehq/kule/kernel/task"
+
+	"github.com/kulehq/kule/kernel"
 )
 
 // Picture limits: larger files or images are not shown.
@@ -57,7 +53,7 @@ func openInside(root *os.Root, rel string) (fs.FileInfo, error) {
 	if rel == "" || rel == "." {
 		return root.Lstat(".")
 	}
-	if err := relpath.Check(rel); err != nil {
+	if err := kernel.CheckRelPath(rel); err != nil {
 		return nil, fmt.Errorf("%w: %v", errPath, err)
 	}
 	parts := strings.Split(rel, "/")
@@ -89,7 +85,7 @@ func typeOf(m fs.FileMode) string {
 
 // ListDir lists one directory of the task's copy, marking changed entries and
 // directories that hold changes.
-func (d *Daemon) ListDir(t *task.Task, rel string) ([]FileEntry, error) {
+func (d *Daemon) ListDir(t *kernel.Task, rel string) ([]FileEntry, error) {
 	rel = strings.Trim(rel, "/")
 	root, err := os.OpenRoot(t.Paths.Copy)
 	if err != nil {
@@ -150,7 +146,7 @@ func (d *Daemon) ListDir(t *task.Task, rel string) ([]FileEntry, error) {
 	}
 	// Deleted paths are no longer in the copy; list them so Files shows them.
 	for p, k := range changed {
-		if k == string(effects.Delete) && path.Dir(p) == orDot(rel) {
+		if k == string(kernel.EffectDelete) && path.Dir(p) == orDot(rel) {
 			out = append(out, FileEntry{Name: path.Base(p), Path: p, Type: "gone", Change: k, Changed: true})
 		}
 	}
@@ -171,7 +167,7 @@ func orDot(s string) string {
 	return s
 }
 
-func (d *Daemon) listFiles(w http.ResponseWriter, r *http.Request, t *task.Task) {
+func (d *Daemon) listFiles(w http.ResponseWriter, r *http.Request, t *kernel.Task) {
 	es, err := d.ListDir(t, r.URL.Query().Get("dir"))
 	if err != nil {
 		fail(w, err)
@@ -225,8 +221,8 @@ func readLimited(r io.Reader) ([]byte, error) {
 // ImageBytes returns a changed picture: side "after" from the copy, "before"
 // from the task's base (or the folder, when the base keeps no content and the
 // folder still holds the base's version).
-func (d *Daemon) ImageBytes(t *task.Task, rel, side string) ([]byte, string, error) {
-	if err := relpath.Check(rel); err != nil {
+func (d *Daemon) ImageBytes(t *kernel.Task, rel, side string) ([]byte, string, error) {
+	if err := kernel.CheckRelPath(rel); err != nil {
 		return nil, "", fmt.Errorf("%w: %v", errPath, err)
 	}
 	var b []byte
@@ -256,25 +252,9 @@ func (d *Daemon) ImageBytes(t *task.Task, rel, side string) ([]byte, string, err
 			return nil, "", err
 		}
 	case "before":
-		m, err := manifest.Load(filepath.Join(t.Paths.Base, "manifest"))
-		if err != nil {
-			return nil, "", err
-		}
-		e, ok := m.Get(rel)
-		if !ok || e.Type != effects.TypeFile {
-			return nil, "", fmt.Errorf("%w: no earlier version", os.ErrNotExist)
-		}
-		if e.Size > MaxImageBytes {
+		rc, err := d.k.OpenBefore(t, rel, MaxImageBytes)
+		if errors.Is(err, kernel.ErrTooLarge) {
 			return nil, "", fmt.Errorf("%w: larger than 8 MiB", errNotImage)
-		}
-		base := clone.Base{Dir: t.Paths.Base, Backend: t.Backend}
-		rc, err := base.Open(e)
-		if errors.Is(err, clone.ErrNotKept) {
-			real := filepath.Join(t.Folder, filepath.FromSlash(rel))
-			if same, serr := base.Same(e, real); serr != nil || !same {
-				return nil, "", fmt.Errorf("%w: the base keeps no copy of it and the folder changed", os.ErrNotExist)
-			}
-			rc, err = os.OpenFile(real, os.O_RDONLY|unix.O_NOFOLLOW, 0)
 		}
 		if err != nil {
 			return nil, "", err
@@ -293,7 +273,7 @@ func (d *Daemon) ImageBytes(t *task.Task, rel, side string) ([]byte, string, err
 	return b, typ, nil
 }
 
-func (d *Daemon) serveImage(w http.ResponseWriter, r *http.Request, t *task.Task) {
+func (d *Daemon) serveImage(w http.ResponseWriter, r *http.Request, t *kernel.Task) {
 	b, typ, err := d.ImageBytes(t, r.URL.Query().Get("path"), r.URL.Query().Get("side"))
 	if err != nil {
 		fail(w, err)

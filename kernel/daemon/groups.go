@@ -11,13 +11,6 @@ import (
 
 	"github.com/kulehq/kule/kernel"
 	"github.com/kulehq/kule/kernel/agentrun"
-	"github.com/kulehq/kule/kernel/agents"
-	"github.com/kulehq/kule/kernel/config"
-	"github.com/kulehq/kule/kernel/group"
-	"github.com/kulehq/kule/kernel/policy"
-	"github.com/kulehq/kule/kernel/sandbox"
-	"github.com/kulehq/kule/kernel/secrets"
-	"github.com/kulehq/kule/kernel/task"
 )
 
 // errVerdictsChange refuses a move between groups that would change a
@@ -26,12 +19,12 @@ var errVerdictsChange = errors.New("moving the task changes what its policy says
 
 // GroupView is a group as the app shows it.
 type GroupView struct {
-	group.Group
+	kernel.Group
 	Tasks int    `json:"tasks"`
 	Own   string `json:"own_policy,omitempty"` // the text of its own policy
 }
 
-func (d *Daemon) groups() *group.Store { return group.Open(d.home) }
+func (d *Daemon) groups() *kernel.GroupStore { return d.k.Groups() }
 
 func (d *Daemon) listGroups(w http.ResponseWriter, r *http.Request) {
 	gs, err := d.groups().List()
@@ -39,7 +32,7 @@ func (d *Daemon) listGroups(w http.ResponseWriter, r *http.Request) {
 		fail(w, err)
 		return
 	}
-	ts, _ := d.k.Store.List()
+	ts, _ := d.k.Tasks()
 	out := []GroupView{}
 	for _, g := range gs {
 		v := GroupView{Group: g}
@@ -48,7 +41,7 @@ func (d *Daemon) listGroups(w http.ResponseWriter, r *http.Request) {
 				v.Tasks++
 			}
 		}
-		if g.Policy == group.Own {
+		if g.Policy == kernel.GroupOwnPolicy {
 			v.Own, _ = d.groups().OwnPolicy(g.ID)
 		}
 		out = append(out, v)
@@ -63,15 +56,15 @@ type groupEdit struct {
 	OwnPolicy *string `json:"own_policy"`
 }
 
-func (d *Daemon) readGroupEdit(r *http.Request) (group.Edit, error) {
+func (d *Daemon) readGroupEdit(r *http.Request) (kernel.GroupEdit, error) {
 	var in groupEdit
 	if err := readBody(r, &in); err != nil {
-		return group.Edit{}, err
+		return kernel.GroupEdit{}, err
 	}
 	if in.Colour != nil && !slices.Contains(Colours, *in.Colour) {
-		return group.Edit{}, fmt.Errorf("%w: colour %q is not one of %s", errBadRequest, *in.Colour, strings.Join(Colours[1:], ", "))
+		return kernel.GroupEdit{}, fmt.Errorf("%w: colour %q is not one of %s", errBadRequest, *in.Colour, strings.Join(Colours[1:], ", "))
 	}
-	return group.Edit{Name: in.Name, Colour: in.Colour, Policy: in.Policy, OwnPolicy: in.OwnPolicy}, nil
+	return kernel.GroupEdit{Name: in.Name, Colour: in.Colour, Policy: in.Policy, OwnPolicy: in.OwnPolicy}, nil
 }
 
 func (d *Daemon) newGroup(w http.ResponseWriter, r *http.Request) {
@@ -106,7 +99,7 @@ func (d *Daemon) patchGroup(w http.ResponseWriter, r *http.Request) {
 
 func (d *Daemon) deleteGroup(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
-	if err := d.groups().Delete(id, d.k.Store); err != nil {
+	if err := d.k.DeleteGroup(id); err != nil {
 		fail(w, err)
 		return
 	}
@@ -121,14 +114,14 @@ type VerdictChange struct {
 	To   string `json:"to"`
 }
 
-func (d *Daemon) verdictChanges(_ context.Context, t *task.Task, to string) ([]VerdictChange, error) {
+func (d *Daemon) verdictChanges(_ context.Context, t *kernel.Task, to string) ([]VerdictChange, error) {
 	return VerdictChanges(d.k, t, to)
 }
 
 // VerdictChanges judges the task's pending changes (Kernel.Judge) in its
 // group and in group to, and lists the paths whose verdict differs: what
 // moving it would change.
-func VerdictChanges(k *kernel.Kernel, t *task.Task, to string) ([]VerdictChange, error) {
+func VerdictChanges(k *kernel.Kernel, t *kernel.Task, to string) ([]VerdictChange, error) {
 	st, err := k.Status(t)
 	if err != nil {
 		return nil, err
@@ -159,7 +152,7 @@ func VerdictChanges(k *kernel.Kernel, t *task.Task, to string) ([]VerdictChange,
 
 // setGroup moves a task to a group ("" for none). A move that would change
 // a pending verdict is refused with the list unless confirm is set.
-func (d *Daemon) setGroup(w http.ResponseWriter, r *http.Request, t *task.Task) {
+func (d *Daemon) setGroup(w http.ResponseWriter, r *http.Request, t *kernel.Task) {
 	var in struct {
 		Group   string `json:"group"`
 		Confirm bool   `json:"confirm"`
@@ -196,17 +189,7 @@ func (d *Daemon) setGroup(w http.ResponseWriter, r *http.Request, t *task.Task) 
 			return
 		}
 	}
-	l, err := task.LockFile(t.Paths.Lock)
-	if err != nil {
-		fail(w, err)
-		return
-	}
-	fresh, err := d.k.Store.Load(t.ID)
-	if err == nil {
-		fresh.Group = in.Group
-		err = d.k.Store.Save(fresh)
-	}
-	l.Unlock()
+	fresh, err := d.k.EditTask(t.ID, func(t *kernel.Task) { t.Group = in.Group })
 	if err != nil {
 		fail(w, err)
 		return
@@ -228,9 +211,9 @@ type AgentView struct {
 
 // AgentViews says of each agent in set whether it can start here and what
 // the others need (kernel/agents' Check).
-func AgentViews(set *agents.Set, o agents.CheckOptions) []AgentView {
+func AgentViews(set *kernel.AgentSet, o kernel.AgentCheckOptions) []AgentView {
 	out := []AgentView{}
-	for _, s := range agents.Check(set, o) {
+	for _, s := range kernel.CheckAgents(set, o) {
 		v := AgentView{Name: s.Profile.Name, Title: s.Profile.Description, CanStart: s.CanStart(), Missing: s.Missing, Auth: s.Auth}
 		if s.Problem != nil {
 			v.Problem = s.Problem.Error()
@@ -259,17 +242,15 @@ func (d *Daemon) listAgents(w http.ResponseWriter, r *http.Request) {
 			d.cfg.AgentOptions(&o)
 		}
 		if o.PackagesRoot == "" {
-			if o.PackagesRoot, err = agents.PackagesRoot(); err != nil {
+			if o.PackagesRoot, err = kernel.AgentPackagesRoot(); err != nil {
 				fail(w, err)
 				return
 			}
 		}
-		co := agents.CheckOptions{KuleHome: d.home, PackagesRoot: o.PackagesRoot, Home: o.Home}
-		if store, err := secrets.Open(d.home); err == nil {
-			co.HasKey = func(name string) bool { s, err := store.Get(name); return err == nil && s.Value != "" }
-		}
-		if cfg, err := config.Load(d.home); err == nil && !cfg.Sandbox.AcceptWeaker && o.Runner == nil {
-			co.Isolation = sandbox.Probe().Missing() // every agent runs in the sandbox
+		co := kernel.AgentCheckOptions{KuleHome: d.home, PackagesRoot: o.PackagesRoot, Home: o.Home}
+		co.HasKey = d.k.HasSecret
+		if cfg, err := d.k.Settings(); err == nil && !cfg.Sandbox.AcceptWeaker && o.Runner == nil {
+			co.Isolation = kernel.SandboxMissing() // every agent runs in the sandbox
 		}
 		writeJSON(w, 200, AgentViews(set, co))
 		return
@@ -288,17 +269,17 @@ func (d *Daemon) listAgents(w http.ResponseWriter, r *http.Request) {
 // getPolicy says which built-in policy holds and whether the person's own
 // policy.cedar replaces it.
 func (d *Daemon) getPolicy(w http.ResponseWriter, r *http.Request) {
-	cfg, err := config.Load(d.home)
+	cfg, err := d.k.Settings()
 	if err != nil {
 		fail(w, err)
 		return
 	}
 	choice := cfg.Policy.Choice
 	if choice == "" {
-		choice = policy.Balanced
+		choice = kernel.PolicyBalanced
 	}
-	_, own := os.Lstat(policy.PersonPath(d.home))
-	writeJSON(w, 200, map[string]any{"choice": choice, "choices": policy.Choices, "own": own == nil})
+	_, own := os.Lstat(d.k.PersonPolicyPath())
+	writeJSON(w, 200, map[string]any{"choice": choice, "choices": kernel.PolicyChoices, "own": own == nil})
 }
 
 func (d *Daemon) putPolicy(w http.ResponseWriter, r *http.Request) {
@@ -309,17 +290,17 @@ func (d *Daemon) putPolicy(w http.ResponseWriter, r *http.Request) {
 		fail(w, err)
 		return
 	}
-	if !slices.Contains(policy.Choices, in.Choice) {
-		fail(w, fmt.Errorf("%w: policy %q; choose %s", errBadRequest, in.Choice, strings.Join(policy.Choices, " or ")))
+	if !slices.Contains(kernel.PolicyChoices, in.Choice) {
+		fail(w, fmt.Errorf("%w: policy %q; choose %s", errBadRequest, in.Choice, strings.Join(kernel.PolicyChoices, " or ")))
 		return
 	}
-	cfg, err := config.Load(d.home)
+	cfg, err := d.k.Settings()
 	if err != nil {
 		fail(w, err)
 		return
 	}
 	cfg.Policy.Choice = in.Choice
-	if err := config.Save(d.home, cfg); err != nil {
+	if err := d.k.SaveSettings(cfg); err != nil {
 		fail(w, err)
 		return
 	}

@@ -5,13 +5,12 @@ import (
 	"sync"
 
 	"github.com/kulehq/kule/kernel"
-	"github.com/kulehq/kule/kernel/task"
 )
 
 // Reviewer names what changed inside a changed file (functions, sections,
 // keys): kernel/review's differs. A path missing from the answer has no names.
 type Reviewer interface {
-	Entities(ctx context.Context, t *task.Task, st *kernel.Status) (map[string][]string, error)
+	Entities(ctx context.Context, t *kernel.Task, st *kernel.Status) (map[string][]string, error)
 }
 
 // Rules keeps the approvals a person asked to remember ("Approve and
@@ -26,7 +25,7 @@ type Rules interface {
 type NoNames struct{}
 
 // Entities names nothing.
-func (NoNames) Entities(context.Context, *task.Task, *kernel.Status) (map[string][]string, error) {
+func (NoNames) Entities(context.Context, *kernel.Task, *kernel.Status) (map[string][]string, error) {
 	return nil, nil
 }
 
@@ -34,7 +33,7 @@ func (NoNames) Entities(context.Context, *task.Task, *kernel.Status) (map[string
 type StaticReviewer map[string][]string
 
 // Entities returns the names kept for each changed path.
-func (r StaticReviewer) Entities(_ context.Context, _ *task.Task, st *kernel.Status) (map[string][]string, error) {
+func (r StaticReviewer) Entities(_ context.Context, _ *kernel.Task, st *kernel.Status) (map[string][]string, error) {
 	out := map[string][]string{}
 	for _, e := range st.Pending(false) {
 		if n, ok := r[e.Path]; ok {

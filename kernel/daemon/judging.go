@@ -2,13 +2,9 @@ package daemon
 
 import (
 	"fmt"
-	"slices"
 	"strings"
 
 	"github.com/kulehq/kule/kernel"
-	"github.com/kulehq/kule/kernel/effects"
-	"github.com/kulehq/kule/kernel/policy"
-	"github.com/kulehq/kule/kernel/task"
 )
 
 // The daemon judges nothing itself: what Review shows is the kernel's
@@ -21,19 +17,19 @@ import (
 // rules that gave it. The verdict is the policy's own Outcome; the app's JSON
 // carries its word (Outcome.MarshalText: pass, ask or deny).
 type pathRuling struct {
-	Verdict policy.Outcome
+	Verdict kernel.Outcome
 	Rule    string
 	Reason  string
 }
 
 // word is an outcome as the app's JSON spells it.
-func word(o policy.Outcome) string {
+func word(o kernel.Outcome) string {
 	b, _ := o.MarshalText() // never fails: every outcome has a word
 	return string(b)
 }
 
 // judge rules on es with the policy in force for t.
-func (d *Daemon) judge(t *task.Task, es []effects.Effect) (*kernel.Judgement, map[string]pathRuling, error) {
+func (d *Daemon) judge(t *kernel.Task, es []kernel.Effect) (*kernel.Judgement, map[string]pathRuling, error) {
 	j, err := d.k.Judge(t, es, false)
 	if err != nil {
 		return nil, nil, err
@@ -60,7 +56,7 @@ func rulingsOf(j *kernel.Judgement) map[string]pathRuling {
 	}
 	for _, e := range j.Pending {
 		if _, ok := out[e.Path]; !ok {
-			out[e.Path] = pathRuling{Verdict: policy.Deny, Reason: "the policy made no ruling on it, so it is never committed"}
+			out[e.Path] = pathRuling{Verdict: kernel.OutcomeDeny, Reason: "the policy made no ruling on it, so it is never committed"}
 		}
 	}
 	return out
@@ -80,32 +76,13 @@ var approvalLimits = true
 // rememberPaths keeps, as rules for t's folder, the approvals of the paths
 // given that asked in the commit's own ruling and were applied. It returns
 // the rules added.
-func (d *Daemon) rememberPaths(t *task.Task, j *kernel.Judgement, applied []effects.Effect, paths []string) ([]string, error) {
-	if j == nil {
-		return nil, nil
-	}
-	done := map[string]bool{}
-	for _, e := range applied {
-		if slices.Contains(paths, e.Path) {
-			done[e.Path] = true
-		}
-	}
-	var vs []policy.Verdict
-	for _, v := range j.Ruling.Verdicts {
-		if i := v.Request.Effect; i >= 0 && i < len(j.Pending) && done[j.Pending[i].Path] {
-			vs = append(vs, v)
-		}
-	}
-	added, notKept, err := policy.Remember(d.home, t.Folder, vs)
+func (d *Daemon) rememberPaths(t *kernel.Task, j *kernel.Judgement, applied []kernel.Effect, paths []string) ([]string, error) {
+	added, notKept, err := d.k.RememberPaths(t, j, applied, paths)
 	if err != nil {
 		return nil, err
 	}
-	out := []string{}
-	for _, a := range added {
-		out = append(out, a.String())
-	}
 	if len(notKept) > 0 {
-		return out, fmt.Errorf("remember: %s cannot be written as a rule (approved this once only)", strings.Join(notKept, ", "))
+		return added, fmt.Errorf("remember: %s cannot be written as a rule (approved this once only)", strings.Join(notKept, ", "))
 	}
-	return out, nil
+	return added, nil
 }

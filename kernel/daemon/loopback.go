@@ -9,7 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/kulehq/kule/kernel/internal/atomicfile"
+	"github.com/kulehq/kule/kernel"
 )
 
 // The app's port listens on a loopback address of the home's own,
@@ -72,7 +72,7 @@ func appAddress(home string) (net.IP, error) {
 		return nil, fmt.Errorf("daemon: read %s: %w", p, err)
 	}
 	ip := pickAppAddress()
-	if err := atomicfile.Write(p, []byte(ip.String()+"\n"), 0o600); err != nil {
+	if err := kernel.WriteFileAtomic(p, []byte(ip.String()+"\n"), 0o600); err != nil {
 		return nil, fmt.Errorf("daemon: keep the app's address in %s: %w", p, err)
 	}
 	return ip, nil

@@ -4,7 +4,7 @@ import (
 	"slices"
 	"sync"
 
-	"github.com/kulehq/kule/kernel/task"
+	"github.com/kulehq/kule/kernel"
 )
 
 // meets remembers which pairs of tasks on one folder change the same paths,
@@ -17,8 +17,8 @@ type meets struct {
 // checkMeets compares t's pending paths with those of the other tasks on its
 // folder and publishes a "meet" event for each pair that starts to meet.
 // It compares paths, not entities: two tasks meet when they change one file.
-func (d *Daemon) checkMeets(t *task.Task) {
-	ts, err := d.k.Store.List()
+func (d *Daemon) checkMeets(t *kernel.Task) {
+	ts, err := d.k.Tasks()
 	if err != nil {
 		return
 	}
@@ -55,7 +55,7 @@ func (d *Daemon) checkMeets(t *task.Task) {
 	}
 }
 
-func (d *Daemon) pendingPaths(t *task.Task) (map[string]bool, error) {
+func (d *Daemon) pendingPaths(t *kernel.Task) (map[string]bool, error) {
 	st, err := d.k.Status(t)
 	if err != nil {
 		return nil, err
@@ -70,7 +70,7 @@ func (d *Daemon) pendingPaths(t *task.Task) (map[string]bool, error) {
 	return out, nil
 }
 
-func titleOf(t *task.Task) string {
+func titleOf(t *kernel.Task) string {
 	if t.Name != "" {
 		return t.Name
 	}

@@ -5,8 +5,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/kulehq/kule/kernel/budget"
-	"github.com/kulehq/kule/kernel/limits"
+
+	"github.com/kulehq/kule/kernel"
 )
 
 // What a running run takes against its limits, for the Live tab's meters:
@@ -47,7 +47,7 @@ type MeterEvent struct {
 	Limit string `json:"limit,omitempty"`
 }
 
-func limitsView(l limits.Limits) LimitsView {
+func limitsView(l kernel.Limits) LimitsView {
 	return LimitsView{CPU: l.CPU, Memory: l.Memory, Disk: l.Disk, Time: l.Time.Seconds(), Idle: l.Idle.Seconds(), TaskTime: l.TaskTime.Seconds()}
 }
 
@@ -56,8 +56,8 @@ type meter struct {
 	every time.Duration
 	bus   *Bus
 	task  string
-	lim   limits.Limits
-	usage func() limits.Usage
+	lim   kernel.Limits
+	usage func() kernel.LimitUsage
 
 	stopped chan struct{}
 	done    chan struct{}
@@ -70,7 +70,7 @@ type meter struct {
 }
 
 // startMeter publishes task's usage (read by usage) against lim until End.
-func (d *Daemon) startMeter(taskID string, lim limits.Limits, usage func() limits.Usage) *meter {
+func (d *Daemon) startMeter(taskID string, lim kernel.Limits, usage func() kernel.LimitUsage) *meter {
 	m := &meter{every: d.cfg.MeterEvery, bus: d.Bus, task: taskID, lim: lim, usage: usage, stopped: make(chan struct{}), done: make(chan struct{})}
 	go m.loop()
 	return m
@@ -120,15 +120,15 @@ func (m *meter) End(limit string) {
 
 // stopLimit names what stopped a run, from its supervisor's reason and its
 // error: a limit (memory, disk, time, idle, task-time), "budget", or "".
-func stopLimit(reason limits.Reason, err error) string {
+func stopLimit(reason kernel.LimitReason, err error) string {
 	switch {
-	case reason != limits.ReasonNone:
+	case reason != kernel.LimitReasonNone:
 		return string(reason)
-	case errors.Is(err, limits.ErrTaskTimeSpent):
-		return string(limits.ReasonTaskTime)
-	case errors.Is(err, budget.ErrSpent), errors.Is(err, budget.ErrCurrency):
+	case errors.Is(err, kernel.ErrTaskTimeSpent):
+		return string(kernel.LimitReasonTaskTime)
+	case errors.Is(err, kernel.ErrBudgetSpent), errors.Is(err, kernel.ErrBudgetCurrency):
 		return "budget"
-	case errors.Is(err, limits.ErrStopped):
+	case errors.Is(err, kernel.ErrLimitStopped):
 		return "limit"
 	}
 	return ""

@@ -7,7 +7,7 @@ import (
 	"sync"
 	"syscall"
 
-	"github.com/kulehq/kule/kernel/pluginhost"
+	"github.com/kulehq/kule/kernel"
 )
 
 // SharedHost keeps one plugin host for the daemon's life, so that a Review
@@ -17,20 +17,20 @@ import (
 // removed) and closed when the daemon stops; a review still using the old
 // one keeps it until it ends. The zero value is not usable: set Open.
 type SharedHost struct {
-	Open  func() *pluginhost.Host
+	Open  func() *kernel.PluginHost
 	Stamp func() string // nil: the host is never made again
 
 	mu     sync.Mutex
-	h      *pluginhost.Host
+	h      *kernel.PluginHost
 	stamp  string
-	users  map[*pluginhost.Host]int
-	old    map[*pluginhost.Host]bool // replaced: closed once its last user is done
+	users  map[*kernel.PluginHost]int
+	old    map[*kernel.PluginHost]bool // replaced: closed once its last user is done
 	closed bool
 }
 
 // NewSharedHost keeps one host made by open, made again when the plugins
 // installed under kuleHome or their approvals change.
-func NewSharedHost(kuleHome string, open func() *pluginhost.Host) *SharedHost {
+func NewSharedHost(kuleHome string, open func() *kernel.PluginHost) *SharedHost {
 	return &SharedHost{Open: open, Stamp: func() string { return PluginsStamp(kuleHome) }}
 }
 
@@ -38,7 +38,7 @@ func NewSharedHost(kuleHome string, open func() *pluginhost.Host) *SharedHost {
 // kuleHome: it is the size, time and inode of plugins/ and of its approvals.
 func PluginsStamp(kuleHome string) string {
 	dir := filepath.Join(kuleHome, "plugins")
-	return stampOf(dir) + "|" + stampOf(filepath.Join(dir, pluginhost.ApprovalsFile))
+	return stampOf(dir) + "|" + stampOf(filepath.Join(dir, kernel.PluginApprovalsFile))
 }
 
 func stampOf(p string) string {
@@ -55,7 +55,7 @@ func stampOf(p string) string {
 
 // acquire returns the current host and a release to call when done with
 // it. After Close it returns a host of the call's own, closed on release.
-func (s *SharedHost) acquire() (*pluginhost.Host, func()) {
+func (s *SharedHost) acquire() (*kernel.PluginHost, func()) {
 	stamp := ""
 	if s.Stamp != nil {
 		stamp = s.Stamp()
@@ -67,7 +67,7 @@ func (s *SharedHost) acquire() (*pluginhost.Host, func()) {
 		return h, h.Close
 	}
 	if s.users == nil {
-		s.users, s.old = map[*pluginhost.Host]int{}, map[*pluginhost.Host]bool{}
+		s.users, s.old = map[*kernel.PluginHost]int{}, map[*kernel.PluginHost]bool{}
 	}
 	if s.h != nil && stamp != s.stamp {
 		s.retire(s.h)
@@ -93,7 +93,7 @@ func (s *SharedHost) acquire() (*pluginhost.Host, func()) {
 
 // retire closes h now if no review uses it, else when the last one ends.
 // s.mu is held.
-func (s *SharedHost) retire(h *pluginhost.Host) {
+func (s *SharedHost) retire(h *kernel.PluginHost) {
 	if s.users[h] == 0 {
 		delete(s.users, h)
 		h.Close()
@@ -110,7 +110,7 @@ func (s *SharedHost) Close() error {
 	s.closed = true
 	if s.h != nil {
 		if s.users == nil {
-			s.users, s.old = map[*pluginhost.Host]int{}, map[*pluginhost.Host]bool{}
+			s.users, s.old = map[*kernel.PluginHost]int{}, map[*kernel.PluginHost]bool{}
 		}
 		s.retire(s.h)
 		s.h = nil

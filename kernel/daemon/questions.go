@@ -12,7 +12,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/kulehq/kule/kernel/internal/atomicfile"
+	"github.com/kulehq/kule/kernel"
 )
 
 // Question states.
@@ -464,7 +464,7 @@ func (q *Queue) saveLocked() error {
 	if err != nil {
 		return err
 	}
-	if err := atomicfile.Write(q.path, append(b, '\n'), 0o600); err != nil {
+	if err := kernel.WriteFileAtomic(q.path, append(b, '\n'), 0o600); err != nil {
 		return fmt.Errorf("questions: save: %w", err)
 	}
 	return nil

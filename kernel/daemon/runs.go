@@ -18,11 +18,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/kulehq/kule/kernel"
-	"github.com/kulehq/kule/kernel/config"
-	"github.com/kulehq/kule/kernel/effects"
-	"github.com/kulehq/kule/kernel/limits"
-	"github.com/kulehq/kule/kernel/sandboxlog"
-	"github.com/kulehq/kule/kernel/task"
 )
 
 // runs tracks the commands running in tasks: one at a time per task.
@@ -126,7 +121,7 @@ type ExecRequest struct {
 	Args    []string `json:"args"`    // or an argv
 }
 
-func (d *Daemon) execTask(w http.ResponseWriter, r *http.Request, t *task.Task) {
+func (d *Daemon) execTask(w http.ResponseWriter, r *http.Request, t *kernel.Task) {
 	var in ExecRequest
 	if err := readBody(r, &in); err != nil {
 		fail(w, err)
@@ -154,7 +149,7 @@ func (d *Daemon) execTask(w http.ResponseWriter, r *http.Request, t *task.Task) 
 // — the sandbox — applies), streams its output as events, records a step and
 // returns it. The command outlives the request that started it only until
 // the daemon stops.
-func (d *Daemon) Exec(ctx context.Context, t *task.Task, argv []string, label string) (*Step, error) {
+func (d *Daemon) Exec(ctx context.Context, t *kernel.Task, argv []string, label string) (*Step, error) {
 	rctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancel()
 	if !d.runs.start(t.ID, cancel) {
@@ -165,23 +160,23 @@ func (d *Daemon) Exec(ctx context.Context, t *task.Task, argv []string, label st
 	out := &outputSink{bus: d.Bus, task: t.ID}
 	d.Bus.Publish("run", t.ID, map[string]any{"state": "start", "command": label})
 	start := time.Now()
-	cfg, err := config.Load(d.home)
+	cfg, err := d.k.Settings()
 	if err != nil {
 		err = fmt.Errorf("exec %s: %w (nothing ran)", t.ID, err)
 		d.Bus.Publish("run", t.ID, map[string]any{"state": "end", "command": label, "code": -1, "error": err.Error()})
 		return nil, err
 	}
 	opt := kernel.ExecOptions{Args: argv, Limits: kernel.LimitsFor(t, cfg.Limits)}
-	var sup atomic.Pointer[limits.Run]
+	var sup atomic.Pointer[kernel.LimitRun]
 	opt.Supervised = sup.Store
-	m := d.startMeter(t.ID, opt.Limits, func() limits.Usage {
+	m := d.startMeter(t.ID, opt.Limits, func() kernel.LimitUsage {
 		if s := sup.Load(); s != nil {
 			return s.Usage()
 		}
-		return limits.Usage{}
+		return kernel.LimitUsage{}
 	})
 	stopped := func(err error) string {
-		var r limits.Reason
+		var r kernel.LimitReason
 		if s := sup.Load(); s != nil {
 			r = s.Stopped()
 		}
@@ -201,7 +196,7 @@ func (d *Daemon) Exec(ctx context.Context, t *task.Task, argv []string, label st
 		}
 		kk.Runner = r
 	}
-	logged := sandboxlog.Size(t.Paths.Dir)
+	logged := d.k.SandboxLogSize(t)
 	code, st, err := k.Exec(rctx, t, opt)
 	d.publishRefusals(t, logged)
 	limit := stopped(err)
@@ -219,7 +214,7 @@ func (d *Daemon) Exec(ctx context.Context, t *task.Task, argv []string, label st
 		step.Error = err.Error()
 	}
 	if st != nil {
-		step.Summary = effects.Summary(st.Pending(false))
+		step.Summary = kernel.EffectsSummary(st.Pending(false))
 	}
 	if werr := appendStep(t, step); werr != nil {
 		d.log.Warn("step not recorded", "task", t.ID, "err", werr)
@@ -236,7 +231,7 @@ func (d *Daemon) Exec(ctx context.Context, t *task.Task, argv []string, label st
 // without it).
 func (d *Daemon) netHooks(label string) kernel.NetHooks {
 	return kernel.NetHooks{
-		Ask: func(ctx context.Context, t *task.Task, host string, port int, rule string) bool {
+		Ask: func(ctx context.Context, t *kernel.Task, host string, port int, rule string) bool {
 			hp := net.JoinHostPort(host, strconv.Itoa(port))
 			detail := "asked for by " + label
 			if rule != "" {
@@ -252,19 +247,19 @@ func (d *Daemon) netHooks(label string) kernel.NetHooks {
 			}
 			return q.Approved()
 		},
-		Seen: func(t *task.Task, host string, port int, verdict, rule string, allowed bool) {
+		Seen: func(t *kernel.Task, host string, port int, verdict, rule string, allowed bool) {
 			d.Bus.Publish("connection", t.ID, map[string]any{"host": host, "port": port, "verdict": verdict, "rule": rule, "allowed": allowed})
 		},
 	}
 }
 
-func (d *Daemon) stopTask(w http.ResponseWriter, r *http.Request, t *task.Task) {
+func (d *Daemon) stopTask(w http.ResponseWriter, r *http.Request, t *kernel.Task) {
 	writeJSON(w, 200, map[string]any{"task": t.ID, "stopped": d.runs.stop(t.ID)})
 }
 
-func stepsPath(t *task.Task) string { return filepath.Join(t.Paths.Dir, "steps.jsonl") }
+func stepsPath(t *kernel.Task) string { return filepath.Join(t.Paths.Dir, "steps.jsonl") }
 
-func appendStep(t *task.Task, s *Step) error {
+func appendStep(t *kernel.Task, s *Step) error {
 	b, err := json.Marshal(s)
 	if err != nil {
 		return err
@@ -282,7 +277,7 @@ func appendStep(t *task.Task, s *Step) error {
 
 // readSteps reads steps.jsonl, passing over lines it cannot read (other
 // writers — the ACP runner — may add kinds of their own).
-func readSteps(t *task.Task) ([]json.RawMessage, error) { return readJSONLines(stepsPath(t)) }
+func readSteps(t *kernel.Task) ([]json.RawMessage, error) { return readJSONLines(stepsPath(t)) }
 
 // readJSONLines reads the last 500 valid lines of a JSON-lines file (a
 // missing file is empty).
@@ -312,7 +307,7 @@ func readJSONLines(path string) ([]json.RawMessage, error) {
 
 // taskNetwork lists the task's connections as its proxy logged them
 // (network.jsonl), newest last, bounded like the steps.
-func (d *Daemon) taskNetwork(w http.ResponseWriter, r *http.Request, t *task.Task) {
+func (d *Daemon) taskNetwork(w http.ResponseWriter, r *http.Request, t *kernel.Task) {
 	out, err := readJSONLines(filepath.Join(t.Paths.Dir, "network.jsonl"))
 	if err != nil {
 		fail(w, err)

@@ -3,22 +3,21 @@ package daemon
 import (
 	"net/http"
 
-	"github.com/kulehq/kule/kernel/sandboxlog"
-	"github.com/kulehq/kule/kernel/task"
+	"github.com/kulehq/kule/kernel"
 )
 
 // SandboxView is GET /api/tasks/{id}/sandbox: what the sandbox refused or
 // weakened in the task's runs (sandbox.jsonl), the last 500, oldest first.
 type SandboxView struct {
-	Records []sandboxlog.Record `json:"records"`
-	Damaged []string            `json:"damaged,omitempty"` // lines that could not be read
+	Records []kernel.SandboxRecord `json:"records"`
+	Damaged []string               `json:"damaged,omitempty"` // lines that could not be read
 	// Accesses says why a command's own refused file accesses are not
 	// among the records.
 	Accesses string `json:"accesses"`
 }
 
-func (d *Daemon) taskSandbox(w http.ResponseWriter, r *http.Request, t *task.Task) {
-	recs, damaged, err := sandboxlog.Read(t.Paths.Dir, 0)
+func (d *Daemon) taskSandbox(w http.ResponseWriter, r *http.Request, t *kernel.Task) {
+	recs, damaged, err := d.k.SandboxRecords(t, 0)
 	if err != nil {
 		fail(w, err)
 		return
@@ -26,9 +25,9 @@ func (d *Daemon) taskSandbox(w http.ResponseWriter, r *http.Request, t *task.Tas
 	if len(recs) > 500 {
 		recs = recs[len(recs)-500:]
 	}
-	v := SandboxView{Records: recs, Accesses: sandboxlog.AccessNote}
+	v := SandboxView{Records: recs, Accesses: kernel.SandboxAccessNote}
 	if v.Records == nil {
-		v.Records = []sandboxlog.Record{}
+		v.Records = []kernel.SandboxRecord{}
 	}
 	for _, e := range damaged {
 		v.Damaged = append(v.Damaged, e.Error())
@@ -39,8 +38,8 @@ func (d *Daemon) taskSandbox(w http.ResponseWriter, r *http.Request, t *task.Tas
 // publishRefusals puts on the event stream, as "sandbox" events, what the
 // sandbox recorded for t since the log was offset bytes long (its size
 // before a run).
-func (d *Daemon) publishRefusals(t *task.Task, offset int64) {
-	recs, _, err := sandboxlog.Read(t.Paths.Dir, offset)
+func (d *Daemon) publishRefusals(t *kernel.Task, offset int64) {
+	recs, _, err := d.k.SandboxRecords(t, offset)
 	if err != nil {
 		d.log.Warn("sandbox log not read", "task", t.ID, "err", err)
 		return

@@ -47,7 +47,7 @@ func stamp(p string) string {
 }
 
 func (w *watcher) scan(tell bool) {
-	ids, err := w.d.k.Store.IDs()
+	ids, err := w.d.k.TaskIDs()
 	if err != nil {
 		return
 	}

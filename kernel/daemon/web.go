@@ -12,7 +12,7 @@ import (
 	"regexp"
 	"strings"
 
-	"github.com/kulehq/kule/kernel/internal/atomicfile"
+	"github.com/kulehq/kule/kernel"
 )
 
 //go:embed web
@@ -108,7 +108,7 @@ func (d *Daemon) putShortcuts(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	b, _ := json.MarshalIndent(m, "", "  ")
-	if err := atomicfile.Write(d.shortcutsPath(), append(b, '\n'), 0o600); err != nil {
+	if err := kernel.WriteFileAtomic(d.shortcutsPath(), append(b, '\n'), 0o600); err != nil {
 		fail(w, err)
 		return
 	}

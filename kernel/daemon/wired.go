@@ -2,14 +2,8 @@ package daemon
 
 import (
 	"context"
-	"fmt"
-	"strings"
 
 	"github.com/kulehq/kule/kernel"
-	"github.com/kulehq/kule/kernel/pluginhost"
-	"github.com/kulehq/kule/kernel/policy"
-	"github.com/kulehq/kule/kernel/review"
-	"github.com/kulehq/kule/kernel/task"
 )
 
 // The hooks wired to the real kernel: the differs through the plugin host,
@@ -21,7 +15,7 @@ import (
 // (kule daemon sets it; the daemon closes it when it stops); otherwise
 // Open makes a host for each review.
 type DiffReviewer struct {
-	Open  func() *pluginhost.Host
+	Open  func() *kernel.PluginHost
 	Hosts *SharedHost
 	Max   int64 // the largest file read; 0 = 8 MiB
 }
@@ -36,7 +30,7 @@ func (r DiffReviewer) Close() error {
 
 // Entities reads old and new contents of each reviewable effect and names
 // what changed inside.
-func (r DiffReviewer) Entities(ctx context.Context, t *task.Task, st *kernel.Status) (map[string][]string, error) {
+func (r DiffReviewer) Entities(ctx context.Context, t *kernel.Task, st *kernel.Status) (map[string][]string, error) {
 	if r.Open == nil && r.Hosts == nil {
 		return nil, nil
 	}
@@ -44,27 +38,13 @@ func (r DiffReviewer) Entities(ctx context.Context, t *task.Task, st *kernel.Sta
 	if max == 0 {
 		max = 8 << 20
 	}
-	cs := kernel.ChangesOf(st, max)
-	if len(cs) == 0 {
-		return nil, nil
-	}
-	var h *pluginhost.Host
-	if r.Hosts != nil {
-		var release func()
-		h, release = r.Hosts.acquire()
-		defer release()
-	} else {
-		h = r.Open()
-		defer h.Close()
-	}
-	rv := review.Compute(ctx, review.FromHost(h), cs)
-	out := map[string][]string{}
-	for _, f := range rv.Files {
-		for _, en := range f.Entities {
-			out[f.Path] = append(out[f.Path], en.String())
+	return kernel.EntitiesOf(ctx, st, max, func() (*kernel.PluginHost, func()) {
+		if r.Hosts != nil {
+			return r.Hosts.acquire()
 		}
-	}
-	return out, nil
+		h := r.Open()
+		return h, func() { h.Close() }
+	}), nil
 }
 
 // CedarRules keeps "Approve and remember" of a connection as a rule in
@@ -84,8 +64,7 @@ func (r *CedarRules) Remember(q Question) error {
 	if err != nil {
 		return err
 	}
-	_, err = policy.AllowHost(r.K.Store.Root, t.Folder, q.Subject)
-	return err
+	return r.K.RememberHost(t, q.Subject)
 }
 
 // Allows reports whether a question like q was remembered.
@@ -97,24 +76,9 @@ func (r *CedarRules) Allows(q Question) bool {
 	if err != nil {
 		return false
 	}
-	h, port, err := policy.SplitHostPort(q.Subject)
-	if err != nil {
-		return false
-	}
-	rs, err := policy.ReadRemembered(r.K.Store.Root)
-	if err != nil {
-		return false
-	}
-	want := fmt.Sprintf("%s:%d", h, port)
-	for _, x := range rs {
-		if x.Host && x.Subject == want && sameFolder(x.Rule.Folder, t.Folder) {
-			return true
-		}
-	}
-	return false
+	return r.K.HostRemembered(t, q.Subject)
 }
 
-func sameFolder(a, b string) bool { return strings.TrimSuffix(a, "/") == strings.TrimSuffix(b, "/") }
 
 // KindConnection is the kind of a question about a connection.
 const KindConnection = "connection"
