@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -83,6 +84,7 @@ type (
 	// AgentSet is the agent profiles a home knows; AgentCheckOptions is
 	// what checking them needs beyond the profiles.
 	AgentSet          = agents.Set
+	AgentProfile      = agents.Profile
 	AgentCheckOptions = agents.CheckOptions
 	AgentCheck        = agents.Status
 	// Group is a group of tasks with a policy of its own; GroupEdit changes
@@ -90,6 +92,8 @@ type (
 	Group      = group.Group
 	GroupEdit  = group.Edit
 	GroupStore = group.Store
+	// RememberedRule is one approval kept as a rule (rules.cedar).
+	RememberedRule = policy.Remembered
 	// Settings are the home's config.toml.
 	Settings = config.Config
 	// PluginHost starts and approves plugins (the differs of Review).
@@ -400,3 +404,33 @@ func (k *Kernel) OpenBefore(t *Task, rel string, max int64) (io.ReadCloser, erro
 	}
 	return rc, nil
 }
+
+// ValidatePolicy reads src (named name in errors) as Cedar policy text and
+// says what is wrong with it, if anything.
+func ValidatePolicy(name string, src []byte) error { return policy.Validate(name, src) }
+
+// RememberedRules lists the approvals kept as rules, as `kule rules` numbers
+// them.
+func (k *Kernel) RememberedRules() ([]RememberedRule, error) {
+	return policy.ReadRemembered(k.Store.Root)
+}
+
+// AgentsFile is the person's own agent profiles (agents.toml).
+func (k *Kernel) AgentsFile() string { return agents.PersonalPath(k.Store.Root) }
+
+// LoadAgents reads the built-in agent profiles (each *.toml in builtins)
+// and the person's AgentsFile, and checks each.
+func (k *Kernel) LoadAgents(builtins fs.FS) (*AgentSet, error) {
+	return agents.Load(builtins, k.Store.Root)
+}
+
+// ApproveAgent approves profile p, exactly as it is now, among all.
+func (k *Kernel) ApproveAgent(p AgentProfile, all []AgentProfile) error {
+	return agents.Approve(k.Store.Root, p, all)
+}
+
+// SetTaskCap sets (nil: removes) what t may spend.
+func (k *Kernel) SetTaskCap(t *Task, m *Money) error { return budget.SetTaskCap(t.Paths.Dir, m) }
+
+// SetDailyCap sets (nil: removes) what all tasks of the home may spend a day.
+func (k *Kernel) SetDailyCap(m *Money) error { return budget.SetDailyCap(k.Store.Root, m) }

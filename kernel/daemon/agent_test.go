@@ -16,8 +16,8 @@ import (
 	"testing/fstest"
 
 	"github.com/kulehq/kule/kernel/agentrun"
-	"github.com/kulehq/kule/kernel/agents"
-	"github.com/kulehq/kule/kernel/runner"
+
+	"github.com/kulehq/kule/kernel"
 )
 
 // A scripted ACP agent: the test binary re-runs itself as the agent
@@ -137,19 +137,19 @@ func withPeerScript(t *testing.T, cfg *Config, script, testURL string) {
 	must(t, err)
 	q := func(s string) string { b, _ := json.Marshal(s); return string(b) }
 	profile := "[[agent]]\nname = \"peer\"\ncommand = [" + q(exe) + ", \"-test.run=^$\"]\nenv = { KULE_DAEMON_PEER = " + q(script) + ", KULE_TEST_URL = " + q(testURL) + " }\n"
-	must(t, os.WriteFile(agents.PersonalPath(k.Store.Root), []byte(profile), 0o600))
-	load := func() (*agents.Set, error) { return agents.Load(fstest.MapFS{}, k.Store.Root) }
+	must(t, os.WriteFile(k.AgentsFile(), []byte(profile), 0o600))
+	load := func() (*kernel.AgentSet, error) { return k.LoadAgents(fstest.MapFS{}) }
 	set, err := load()
 	must(t, err)
 	p, err := set.Get("peer")
 	must(t, err)
-	must(t, agents.Approve(k.Store.Root, p, set.Profiles))
+	must(t, k.ApproveAgent(p, set.Profiles))
 	person := t.TempDir()
 	cfg.AgentSet = load
 	cfg.AgentOptions = func(o *agentrun.Options) {
-		o.Runner = runner.Direct{}
+		o.Runner = kernel.DirectRunner{}
 		o.Home = person
-		o.PackagesRoot = filepath.Join(k.Store.Root, "packages")
+		o.PackagesRoot = filepath.Join(k.Home(), "packages")
 	}
 }
 

@@ -87,22 +87,22 @@ func TestAppPortOnOwnLoopback(t *testing.T) {
 	if ip == nil || ip[0] != 127 || host == "127.0.0.1" || ip[1] == 0 {
 		t.Fatalf("the app listens on %s, want a 127.x.y.z of its own", d.Addr())
 	}
-	b, err := os.ReadFile(AppAddressPath(k.Store.Root))
+	b, err := os.ReadFile(AppAddressPath(k.Home()))
 	must(t, err)
 	if strings.TrimSpace(string(b)) != host {
 		t.Fatalf("app-address holds %q, the daemon listens on %s", b, host)
 	}
-	if fi, err := os.Stat(AppAddressPath(k.Store.Root)); err != nil || fi.Mode().Perm() != 0o600 {
+	if fi, err := os.Stat(AppAddressPath(k.Home())); err != nil || fi.Mode().Perm() != 0o600 {
 		t.Fatalf("app-address mode: %v %v", fi.Mode(), err)
 	}
-	again, err := appAddress(k.Store.Root)
+	again, err := appAddress(k.Home())
 	must(t, err)
 	if again.String() != host {
 		t.Fatalf("the next start would listen on %s, not %s", again, host)
 	}
 	// A home's address that is not Kule's to use is refused, with advice.
 	other := newKernel(t)
-	must(t, os.WriteFile(AppAddressPath(other.Store.Root), []byte("127.0.0.1\n"), 0o600))
+	must(t, os.WriteFile(AppAddressPath(other.Home()), []byte("127.0.0.1\n"), 0o600))
 	if _, err := Start(Config{Kernel: other, Log: discardLog()}); err == nil || !strings.Contains(err.Error(), "delete the file") {
 		t.Fatalf("a daemon on 127.0.0.1 from app-address: %v", err)
 	}
@@ -152,14 +152,14 @@ func TestTaskOnCredentialFolderRefused(t *testing.T) {
 	d := startDaemon(t, Config{Kernel: k, UserHome: user})
 	c := client.New(d.home)
 	ctx := context.Background()
-	for _, folder := range []string{ssh, user, k.Store.Root, "/"} {
+	for _, folder := range []string{ssh, user, k.Home(), "/"} {
 		var made map[string]any
 		err := c.Do(ctx, "POST", "/api/tasks", map[string]string{"folder": folder}, &made)
 		if err == nil || !strings.Contains(err.Error(), "nothing was made") {
 			t.Fatalf("a task on %s: %v %v, want a refusal that says nothing was made", folder, err, made)
 		}
 	}
-	ts, err := k.Store.List()
+	ts, err := k.Tasks()
 	must(t, err)
 	if len(ts) != 0 {
 		t.Fatalf("refused folders made %d tasks", len(ts))

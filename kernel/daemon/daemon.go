@@ -112,7 +112,7 @@ func Start(cfg Config) (*Daemon, error) {
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.NewTextHandler(os.Stderr, nil))
 	}
-	home := cfg.Kernel.Store.Root
+	home := cfg.Kernel.Home()
 	d := &Daemon{cfg: cfg, k: cfg.Kernel, home: home, Bus: NewBus(), log: cfg.Log, done: make(chan struct{})}
 	lf, err := os.OpenFile(LockPath(home), os.O_RDWR|os.O_CREATE|unix.O_CLOEXEC, 0o600)
 	if err != nil {

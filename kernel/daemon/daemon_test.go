@@ -22,9 +22,6 @@ import (
 
 	"github.com/kulehq/kule/kernel"
 	"github.com/kulehq/kule/kernel/daemon/client"
-	"github.com/kulehq/kule/kernel/policy"
-	"github.com/kulehq/kule/kernel/runner"
-	"github.com/kulehq/kule/kernel/task"
 )
 
 // TestMain doubles as the helper processes: a daemon to kill, and a client
@@ -182,7 +179,7 @@ func TestIdleDaemonExits(t *testing.T) {
 		d.Shutdown()
 		t.Fatal("an idle daemon did not exit")
 	}
-	if _, err := os.Stat(SocketPath(k.Store.Root)); !errors.Is(err, os.ErrNotExist) {
+	if _, err := os.Stat(SocketPath(k.Home())); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("socket left behind after idle exit: %v", err)
 	}
 	// Its lock is free: a new daemon starts.
@@ -469,7 +466,7 @@ func TestAppCommitRefusesWithoutAPolicy(t *testing.T) {
 		must(t, c.Do(ctx, "POST", "/api/tasks", map[string]string{"folder": folder}, &made))
 		var step Step
 		must(t, c.Do(ctx, "POST", "/api/tasks/"+made.Task.ID+"/exec", ExecRequest{Command: "echo more >> README.md"}, &step))
-		must(t, os.WriteFile(policy.PersonPath(d.home), []byte("permit (principal, action, resource) when { nonsense };\n"), 0o600))
+		must(t, os.WriteFile(d.k.PersonPolicyPath(), []byte("permit (principal, action, resource) when { nonsense };\n"), 0o600))
 		err := c.Do(ctx, "POST", "/api/tasks/"+made.Task.ID+"/commit", CommitRequest{ApproveAll: true}, nil)
 		commitsJudged = true
 		b, _ := os.ReadFile(filepath.Join(folder, "README.md"))
@@ -507,7 +504,7 @@ func TestApprovalOnlyLetsInWhatWasApproved(t *testing.T) {
 		must(t, c.Do(ctx, "POST", "/api/tasks", map[string]string{"folder": folder}, &made))
 		var step Step
 		must(t, c.Do(ctx, "POST", "/api/tasks/"+made.Task.ID+"/exec", ExecRequest{Command: "echo more >> README.md; echo 'module x' > go.mod"}, &step))
-		afterJudging = func(*task.Task) {
+		afterJudging = func(*kernel.Task) {
 			must(t, os.MkdirAll(filepath.Join(folder, ".kule"), 0o755))
 			must(t, os.WriteFile(filepath.Join(folder, ".kule", "policy.cedar"), []byte(`@id("readme-asks")
 @verdict("ask")
@@ -516,7 +513,7 @@ forbid (principal, action, resource is Kule::Path) when { resource.name == "READ
 		}
 		var res struct{ Applied []string }
 		err := c.Do(ctx, "POST", "/api/tasks/"+made.Task.ID+"/commit", CommitRequest{Approve: []string{"go.mod"}}, &res)
-		afterJudging = func(*task.Task) {}
+		afterJudging = func(*kernel.Task) {}
 		approvalLimits = true
 		must(t, err)
 		b, _ := os.ReadFile(filepath.Join(folder, "README.md"))
@@ -546,7 +543,7 @@ func TestReorderKeepsOrderInTaskJSON(t *testing.T) {
 	must(t, Reorder(k, ids[2], -1))
 	must(t, Reorder(k, ids[2], -5)) // clamps at the top
 	must(t, Reorder(k, ids[0], 1))
-	ts, err := k.Store.List()
+	ts, err := k.Tasks()
 	must(t, err)
 	var got []string
 	for _, t := range ts {
@@ -556,7 +553,7 @@ func TestReorderKeepsOrderInTaskJSON(t *testing.T) {
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Fatalf("order %v, want %v", got, want)
 	}
-	b, err := os.ReadFile(filepath.Join(k.Store.TasksDir(), ids[0], "task.json"))
+	b, err := os.ReadFile(filepath.Join(k.TaskDir(ids[0]), "task.json"))
 	must(t, err)
 	var tj struct{ Order int }
 	must(t, json.Unmarshal(b, &tj))
@@ -599,7 +596,7 @@ func TestEventsStream(t *testing.T) {
 func TestRunnerForRefusalRunsNothing(t *testing.T) {
 	t.Parallel()
 	refuse := errors.New("sandbox: no user namespaces here")
-	d := startDaemon(t, Config{RunnerFor: func(*task.Task, *runner.Spec) (runner.Runner, error) { return nil, refuse }})
+	d := startDaemon(t, Config{RunnerFor: func(*kernel.Task, *kernel.RunSpec) (kernel.Runner, error) { return nil, refuse }})
 	rep, err := d.k.NewTask(sampleFolder(t))
 	must(t, err)
 	_, err = d.Exec(context.Background(), rep.Task, []string{"/bin/sh", "-c", "echo x > made.txt"}, "echo")
@@ -622,10 +619,10 @@ func TestCommitLeavesWhatAppearedAfterJudging(t *testing.T) {
 	must(t, c.Do(ctx, "POST", "/api/tasks", map[string]string{"folder": folder}, &made))
 	var step Step
 	must(t, c.Do(ctx, "POST", "/api/tasks/"+made.Task.ID+"/exec", ExecRequest{Command: "echo more >> README.md"}, &step))
-	afterJudging = func(tk *task.Task) {
+	afterJudging = func(tk *kernel.Task) {
 		must(t, os.WriteFile(filepath.Join(tk.Paths.Copy, "late.txt"), []byte("unjudged"), 0o644))
 	}
-	defer func() { afterJudging = func(*task.Task) {} }()
+	defer func() { afterJudging = func(*kernel.Task) {} }()
 	var res struct{ Applied []string }
 	must(t, c.Do(ctx, "POST", "/api/tasks/"+made.Task.ID+"/commit", CommitRequest{ApproveAll: true}, &res))
 	if _, err := os.Stat(filepath.Join(folder, "late.txt")); err == nil {

@@ -12,8 +12,7 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/chromedp/chromedp/kb"
 
-	"github.com/kulehq/kule/kernel/budget"
-	"github.com/kulehq/kule/kernel/group"
+	"github.com/kulehq/kule/kernel"
 )
 
 // dragTo drags the element at from onto the element at to with the mouse,
@@ -69,14 +68,14 @@ func TestAppLiveConnectionsAgentAndGroups(t *testing.T) {
 		chromedp.Click(chromedp.CSS(`#fr-ok`)),
 		chromedp.WaitVisible(chromedp.CSS(`#taskview #v-live`)))
 	waitFor(t, "config.toml says balanced", func() bool { return strings.Contains(readFile(filepath.Join(d.home, "config.toml")), "balanced") })
-	ts, err := d.k.Store.List()
+	ts, err := d.k.Tasks()
 	must(t, err)
 	if len(ts) != 1 {
 		t.Fatalf("tasks after the first-run screen: %d", len(ts))
 	}
 	id := ts[0].ID
 	// A budget, so the header shows the agent's cost against it.
-	must(t, budget.SetTaskCap(ts[0].Paths.Dir, &budget.Money{Amount: 1, Currency: "USD"}))
+	must(t, d.k.SetTaskCap(ts[0], &kernel.Money{Amount: 1, Currency: "USD"}))
 
 	windowBehind(t, ctx, shot)
 
@@ -110,7 +109,7 @@ func TestAppLiveConnectionsAgentAndGroups(t *testing.T) {
 		must(t, err)
 		tk := rep.Task
 		tk.Name, tk.Colour, tk.Order = name, []string{"violet", "amber"}[i], 10+i
-		must(t, d.k.Store.Save(tk))
+		must(t, d.k.SaveTask(tk))
 		more = append(more, tk.ID)
 	}
 	own := `@id("markdown-waits") @verdict("ask") @reason("notes are read by people: a person looks first")
@@ -135,21 +134,21 @@ permit (principal, action, resource);
 		chromedp.Click(chromedp.CSS(`#group-ok`)),
 		chromedp.WaitNotVisible(chromedp.CSS(`#dlg-group`)),
 		chromedp.WaitVisible(chromedp.CSS(`#task-list li.ghead`)))
-	gs, err := group.Open(d.home).List()
+	gs, err := d.k.Groups().List()
 	must(t, err)
-	if len(gs) != 1 || gs[0].Name != "Docs" || gs[0].Colour != "teal" || gs[0].Policy != group.Own {
+	if len(gs) != 1 || gs[0].Name != "Docs" || gs[0].Colour != "teal" || gs[0].Policy != kernel.GroupOwnPolicy {
 		t.Fatalf("groups: %+v", gs)
 	}
 
 	// Names and a task in the group, for the picture.
-	main, err := d.k.Store.Load(id)
+	main, err := d.k.LoadTask(id)
 	must(t, err)
 	main.Name, main.Colour = "Notes for 2.0", "blue"
-	must(t, d.k.Store.Save(main))
+	must(t, d.k.SaveTask(main))
 	rep, err := d.k.NewTask(sampleFolder(t))
 	must(t, err)
 	rep.Task.Name, rep.Task.Colour, rep.Task.Group = "User guide", "teal", gs[0].ID
-	must(t, d.k.Store.Save(rep.Task))
+	must(t, d.k.SaveTask(rep.Task))
 
 	// The agent writes a note; the permission waits on the Live tab.
 	step(t, ctx, shot, "ask the agent from the command line",
@@ -182,7 +181,7 @@ permit (principal, action, resource);
 			t.Fatalf("notifications lack %q:\n%s", want, joined)
 		}
 	}
-	if got := readFile(filepath.Join(d.k.Store.TasksDir(), id, "copy", "notes", "release.md")); got != "# From the agent\n" {
+	if got := readFile(filepath.Join(d.k.TaskDir(id), "copy", "notes", "release.md")); got != "# From the agent\n" {
 		t.Fatalf("the agent's note in the copy: %q", got)
 	}
 
@@ -194,13 +193,13 @@ permit (principal, action, resource);
 	if !strings.Contains(lines, "notes/release.md: pass → ask") {
 		t.Fatalf("the move's question lists %q", lines)
 	}
-	if tk, _ := d.k.Store.Load(id); tk.Group != "" {
+	if tk, _ := d.k.LoadTask(id); tk.Group != "" {
 		t.Fatal("the task moved before the person confirmed")
 	}
 	step(t, ctx, shot, "confirm the move",
 		chromedp.Click(chromedp.CSS(`#confirm-ok`)),
 		chromedp.WaitVisible(chromedp.CSS(`#task-list li.ingroup[data-id="`+id+`"]`)))
-	if tk, _ := d.k.Store.Load(id); tk.Group != gs[0].ID {
+	if tk, _ := d.k.LoadTask(id); tk.Group != gs[0].ID {
 		t.Fatalf("after confirming the task is in group %q", tk.Group)
 	}
 
@@ -223,7 +222,7 @@ permit (principal, action, resource);
 	// Drag reorders: Release notes above Website.
 	dragTo(t, ctx, shot, "drag Release notes above Website", `#task-list li[data-id="`+more[1]+`"]`, `#task-list li[data-id="`+more[0]+`"]`)
 	waitFor(t, "the new order in task.json", func() bool {
-		ts, err := d.k.Store.List()
+		ts, err := d.k.Tasks()
 		if err != nil {
 			return false
 		}

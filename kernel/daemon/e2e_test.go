@@ -169,7 +169,7 @@ func TestAppEndToEnd(t *testing.T) {
 		chromedp.Click(chromedp.CSS(`#new-ok`)),
 		chromedp.WaitVisible(chromedp.CSS(`#taskview`)),
 		chromedp.WaitVisible(chromedp.CSS(`#task-list li[aria-selected="true"]`)))
-	ts, err := d.k.Store.List()
+	ts, err := d.k.Tasks()
 	must(t, err)
 	if len(ts) != 1 || ts[0].Folder == "" || ts[0].Name != "Sample notes" {
 		t.Fatalf("tasks after New task: %+v", ts)
@@ -325,7 +325,7 @@ func TestAppTokenCheckInBrowser(t *testing.T) {
 	if strings.Contains(title, "read 200") {
 		t.Fatalf("another origin read the task list: %s", title)
 	}
-	ts, err := d.k.Store.List()
+	ts, err := d.k.Tasks()
 	must(t, err)
 	if len(ts) != 0 {
 		t.Fatalf("another origin made a task: %+v (%s)", ts, title)
@@ -352,7 +352,7 @@ func TestAppKeyboardAndSettings(t *testing.T) {
 		chromedp.WaitVisible(chromedp.CSS(`#taskview`)),
 		chromedp.KeyEvent(kb.ArrowDown, chromedp.KeyModifiers(chromedp.ModifierAlt)),
 		chromedp.WaitVisible(chromedp.CSS(`#task-list li:nth-child(2)[data-id="`+ids[0]+`"]`)))
-	ts, err := d.k.Store.List()
+	ts, err := d.k.Tasks()
 	must(t, err)
 	if ts[0].ID != ids[1] || ts[1].ID != ids[0] {
 		t.Fatalf("order after Alt+Down: %s, %s; want %s first", ts[0].ID, ts[1].ID, ids[1])

@@ -7,8 +7,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 
-	"github.com/kulehq/kule/kernel/budget"
-	"github.com/kulehq/kule/kernel/limits"
+	"github.com/kulehq/kule/kernel"
 )
 
 // TestAppUsageBudgetAndLimitStop drives the app in Chromium: the task's
@@ -24,11 +23,11 @@ func TestAppUsageBudgetAndLimitStop(t *testing.T) {
 	must(t, err)
 	tk := rep.Task
 	tk.Name = "Spend"
-	tk.Limits = limits.Limits{Idle: 2 * time.Second, Memory: 1 << 30}
-	must(t, d.k.Store.Save(tk))
+	tk.Limits = kernel.Limits{Idle: 2 * time.Second, Memory: 1 << 30}
+	must(t, d.k.SaveTask(tk))
 	writeUsage(t, tk, 0.85, "USD", 1200)
-	must(t, budget.SetTaskCap(tk.Paths.Dir, &budget.Money{Amount: 1, Currency: "USD"}))
-	must(t, budget.SetDailyCap(d.k.Store.Root, &budget.Money{Amount: 20, Currency: "USD"}))
+	must(t, d.k.SetTaskCap(tk, &kernel.Money{Amount: 1, Currency: "USD"}))
+	must(t, d.k.SetDailyCap(&kernel.Money{Amount: 20, Currency: "USD"}))
 	row := `#task-list li[data-id="` + tk.ID + `"]`
 	meterLevel := func(label string) string {
 		return value(t, ctx, shot, "read the "+label+" meter", chromedp.Evaluate[string](`(document.querySelector('#t-usage .meter[aria-label="`+label+`"]') || {dataset: {}}).dataset.level || 'none'`))
@@ -51,7 +50,7 @@ func TestAppUsageBudgetAndLimitStop(t *testing.T) {
 	checkNames(t, ctx, shot, "the header with its budgets")
 
 	// The budget lowered under what was spent: marked spent, no run starts.
-	must(t, budget.SetTaskCap(tk.Paths.Dir, &budget.Money{Amount: 0.8, Currency: "USD"}))
+	must(t, d.k.SetTaskCap(tk, &kernel.Money{Amount: 0.8, Currency: "USD"}))
 	d.Bus.Publish("task", tk.ID, map[string]any{"action": "changed"})
 	step(t, ctx, shot, "the budget is spent",
 		chromedp.WaitVisible(chromedp.CSS(`#t-usage .meter[aria-label="Budget"][data-level="over"]`)),
@@ -63,7 +62,7 @@ func TestAppUsageBudgetAndLimitStop(t *testing.T) {
 	windowBehind(t, ctx, shot)
 	// A run's budget notice, as RunAgent forwards agentrun's OnBudget.
 	text := "budget: task " + tk.ID + "'s runs have cost $0.85, 85% of its budget of $1.00"
-	d.Bus.Publish("budget", tk.ID, budget.Notice{Scope: budget.ScopeTask, Percent: 80, Spent: budget.Money{Amount: 0.85, Currency: "USD"}, Cap: budget.Money{Amount: 1, Currency: "USD"}, Text: text})
+	d.Bus.Publish("budget", tk.ID, kernel.BudgetNotice{Scope: kernel.BudgetScopeTask, Percent: 80, Spent: kernel.Money{Amount: 0.85, Currency: "USD"}, Cap: kernel.Money{Amount: 1, Currency: "USD"}, Text: text})
 	step(t, ctx, shot, "Live shows the budget notice", chromedp.WaitVisible(chromedp.CSS(`#live li.budget.warn`)))
 	if got := value(t, ctx, shot, "read the notice", textOf(`#live li.budget`)); !strings.Contains(got, text) {
 		t.Fatalf("Live's budget notice: %q", got)

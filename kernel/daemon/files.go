@@ -19,8 +19,6 @@ import (
 
 	_ "golang.org/x/image/webp" // DecodeConfig for WebP
 
-
-
 	"github.com/kulehq/kule/kernel"
 )
 

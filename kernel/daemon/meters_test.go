@@ -11,24 +11,22 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kulehq/kule/kernel/acp"
-	"github.com/kulehq/kule/kernel/budget"
 	"github.com/kulehq/kule/kernel/daemon/client"
-	"github.com/kulehq/kule/kernel/limits"
-	"github.com/kulehq/kule/kernel/task"
+
+	"github.com/kulehq/kule/kernel"
 )
 
 // writeUsage writes a task's usage.jsonl as kernel/acp records it: a run's
 // start, a usage_update with the session's cost, and a turn's tokens.
-func writeUsage(t *testing.T, tk *task.Task, cost float64, cur string, tokens int) {
+func writeUsage(t *testing.T, tk *kernel.Task, cost float64, cur string, tokens int) {
 	t.Helper()
 	now := time.Now().UTC()
 	used, size := int64(3000), int64(200000)
 	lines := []any{
-		map[string]any{"time": now.Add(-time.Minute), "source": budget.SourceRun},
-		acp.Usage{Time: now.Add(-50 * time.Second), Session: "s1", Source: "usage_update", Used: &used, Size: &size,
+		map[string]any{"time": now.Add(-time.Minute), "source": kernel.BudgetSourceRun},
+		kernel.AgentUsage{Time: now.Add(-50 * time.Second), Session: "s1", Source: "usage_update", Used: &used, Size: &size,
 			Cost: json.RawMessage(`{"amount":` + jsonNum(cost) + `,"currency":"` + cur + `"}`)},
-		acp.Usage{Time: now.Add(-40 * time.Second), Session: "s1", Source: "prompt",
+		kernel.AgentUsage{Time: now.Add(-40 * time.Second), Session: "s1", Source: "prompt",
 			Tokens: json.RawMessage(`{"totalTokens":` + jsonNum(float64(tokens)) + `,"inputTokens":1000,"outputTokens":200}`)},
 	}
 	var b strings.Builder
@@ -37,7 +35,7 @@ func writeUsage(t *testing.T, tk *task.Task, cost float64, cur string, tokens in
 		must(t, err)
 		b.Write(append(j, '\n'))
 	}
-	must(t, os.WriteFile(filepath.Join(tk.Paths.Dir, acp.UsageFile), []byte(b.String()), 0o600))
+	must(t, os.WriteFile(filepath.Join(tk.Paths.Dir, kernel.AgentUsageFile), []byte(b.String()), 0o600))
 }
 
 func jsonNum(f float64) string { b, _ := json.Marshal(f); return string(b) }
@@ -89,8 +87,8 @@ func TestTaskJSONCarriesUsageAndBudgets(t *testing.T) {
 	must(t, err)
 	tk := rep.Task
 	writeUsage(t, tk, 0.85, "USD", 1200)
-	must(t, budget.SetTaskCap(tk.Paths.Dir, &budget.Money{Amount: 1, Currency: "USD"}))
-	must(t, budget.SetDailyCap(d.k.Store.Root, &budget.Money{Amount: 20, Currency: "USD"}))
+	must(t, d.k.SetTaskCap(tk, &kernel.Money{Amount: 1, Currency: "USD"}))
+	must(t, d.k.SetDailyCap(&kernel.Money{Amount: 20, Currency: "USD"}))
 
 	c := client.New(d.home)
 	get := func() map[string]any {
@@ -128,7 +126,7 @@ func TestTaskJSONCarriesUsageAndBudgets(t *testing.T) {
 	}
 
 	// The budget lowered under what was spent: no run starts, and it says how to go on.
-	must(t, budget.SetTaskCap(tk.Paths.Dir, &budget.Money{Amount: 0.5, Currency: "USD"}))
+	must(t, d.k.SetTaskCap(tk, &kernel.Money{Amount: 0.5, Currency: "USD"}))
 	u = get()
 	if b, _ := u["blocked"].(string); !strings.Contains(b, "no run was started") || !strings.Contains(b, "kule budget "+tk.ID) {
 		t.Fatalf("blocked = %q", b)
@@ -141,7 +139,7 @@ func TestTaskJSONCarriesUsageAndBudgets(t *testing.T) {
 	}
 
 	// A damaged budget file is said, not guessed at.
-	must(t, os.WriteFile(filepath.Join(tk.Paths.Dir, budget.TaskFile), []byte("{not json"), 0o600))
+	must(t, os.WriteFile(filepath.Join(tk.Paths.Dir, kernel.BudgetTaskFile), []byte("{not json"), 0o600))
 	var views []TaskView
 	must(t, c.Do(context.Background(), "GET", "/api/tasks", nil, &views))
 	if views[0].Usage != nil || views[0].UsageError == "" {
@@ -159,12 +157,12 @@ func TestExecStoppedByIdleLimit(t *testing.T) {
 	rep, err := d.k.NewTask(sampleFolder(t))
 	must(t, err)
 	tk := rep.Task
-	tk.Limits = limits.Limits{Idle: time.Second, Memory: 1 << 30}
-	must(t, d.k.Store.Save(tk))
+	tk.Limits = kernel.Limits{Idle: time.Second, Memory: 1 << 30}
+	must(t, d.k.SaveTask(tk))
 	rec := record(t, d)
 
 	st, err := d.Exec(context.Background(), tk, []string{"/bin/sh", "-c", "sleep 60"}, "sleep 60")
-	if !errors.Is(err, limits.ErrStopped) {
+	if !errors.Is(err, kernel.ErrLimitStopped) {
 		t.Fatalf("exec under an idle limit: %v", err)
 	}
 	if st.Limit != "idle" || !strings.Contains(st.Output, "idle: nothing happened for 1s") || !strings.Contains(st.Error, "stopped by a limit") {
@@ -215,12 +213,12 @@ func TestAgentStoppedByTimeLimit(t *testing.T) {
 	rep, err := d.k.NewTask(sampleFolder(t))
 	must(t, err)
 	tk := rep.Task
-	tk.Limits = limits.Limits{Time: time.Second}
-	must(t, d.k.Store.Save(tk))
+	tk.Limits = kernel.Limits{Time: time.Second}
+	must(t, d.k.SaveTask(tk))
 	rec := record(t, d)
 
 	turn, err := d.RunAgent(context.Background(), tk, AgentRequest{Agent: "peer", Prompt: "think hard"})
-	if !errors.Is(err, limits.ErrStopped) {
+	if !errors.Is(err, kernel.ErrLimitStopped) {
 		t.Fatalf("a turn past its time limit: %v", err)
 	}
 	if turn.Limit != "time" || !strings.Contains(turn.Error, "time: the run took longer than 1s") {
@@ -257,7 +255,7 @@ func TestAgentBudgetNotices(t *testing.T) {
 	rep, err := d.k.NewTask(sampleFolder(t))
 	must(t, err)
 	tk := rep.Task
-	must(t, budget.SetTaskCap(tk.Paths.Dir, &budget.Money{Amount: 0.3, Currency: "USD"}))
+	must(t, d.k.SetTaskCap(tk, &kernel.Money{Amount: 0.3, Currency: "USD"}))
 	rec := record(t, d)
 
 	turn, err := d.RunAgent(context.Background(), tk, AgentRequest{Agent: "peer", Prompt: "do it"})
@@ -270,7 +268,7 @@ func TestAgentBudgetNotices(t *testing.T) {
 		t.Fatalf("the 80%% notice: %v", n)
 	}
 	turn, err = d.RunAgent(context.Background(), tk, AgentRequest{Agent: "peer", Prompt: "more"})
-	if !errors.Is(err, budget.ErrSpent) || turn.Limit != "budget" {
+	if !errors.Is(err, kernel.ErrBudgetSpent) || turn.Limit != "budget" {
 		t.Fatalf("second turn: %+v, %v", turn, err)
 	}
 	waitFor(t, "the 100% notice", func() bool {
@@ -295,7 +293,7 @@ func TestExecWithDamagedConfigEndsItsRun(t *testing.T) {
 	d := startDaemon(t, Config{})
 	rep, err := d.k.NewTask(sampleFolder(t))
 	must(t, err)
-	must(t, os.WriteFile(filepath.Join(d.k.Store.Root, "config.toml"), []byte("[limits\n"), 0o600))
+	must(t, os.WriteFile(filepath.Join(d.k.Home(), "config.toml"), []byte("[limits\n"), 0o600))
 	rec := record(t, d)
 	if _, err := d.Exec(context.Background(), rep.Task, []string{"/bin/sh", "-c", "echo x > made.txt"}, "echo"); err == nil || !strings.Contains(err.Error(), "nothing ran") {
 		t.Fatalf("exec with a damaged config: %v", err)

@@ -5,7 +5,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/kulehq/kule/kernel/pluginhost"
+	"github.com/kulehq/kule/kernel"
 )
 
 // One host serves every review until the plugins change; a host in use is
@@ -14,9 +14,9 @@ func TestSharedHostOnePerDaemon(t *testing.T) {
 	t.Parallel()
 	home := t.TempDir()
 	opened := 0
-	s := NewSharedHost(home, func() *pluginhost.Host {
+	s := NewSharedHost(home, func() *kernel.PluginHost {
 		opened++
-		return pluginhost.New(home, pluginhost.Options{})
+		return kernel.NewPluginHost(home, kernel.PluginHostOptions{})
 	})
 	h1, r1 := s.acquire()
 	h2, r2 := s.acquire()
@@ -56,7 +56,7 @@ func TestSharedHostOnePerDaemon(t *testing.T) {
 func TestDaemonClosesTheSharedHost(t *testing.T) {
 	t.Parallel()
 	home := t.TempDir()
-	hosts := NewSharedHost(home, func() *pluginhost.Host { return pluginhost.New(home, pluginhost.Options{}) })
+	hosts := NewSharedHost(home, func() *kernel.PluginHost { return kernel.NewPluginHost(home, kernel.PluginHostOptions{}) })
 	d := startDaemon(t, Config{Reviewer: DiffReviewer{Hosts: hosts}})
 	hosts.acquire()
 	d.Shutdown()

@@ -10,23 +10,20 @@ import (
 
 	"github.com/kulehq/kule/kernel"
 	"github.com/kulehq/kule/kernel/daemon/client"
-	"github.com/kulehq/kule/kernel/runner"
-	"github.com/kulehq/kule/kernel/sandboxlog"
-	"github.com/kulehq/kule/kernel/task"
 )
 
 // revealingSSH is a RunnerFor that runs the app's commands in the real
 // sandbox, asked to reveal the person's ~/.ssh (which it refuses). It sets
 // $HOME: tests that use it are not parallel.
-func revealingSSH(t *testing.T, k *kernel.Kernel) (func(*task.Task, *runner.Spec) (runner.Runner, error), string) {
+func revealingSSH(t *testing.T, k *kernel.Kernel) (func(*kernel.Task, *kernel.RunSpec) (kernel.Runner, error), string) {
 	t.Helper()
 	person := t.TempDir()
 	t.Setenv("HOME", person)
 	ssh := filepath.Join(person, ".ssh")
 	must(t, os.MkdirAll(ssh, 0o700))
 	must(t, os.WriteFile(filepath.Join(ssh, "id_ed25519"), []byte("KEY"), 0o600))
-	return func(tk *task.Task, spec *runner.Spec) (runner.Runner, error) {
-		return kernel.SandboxRunner(k.Store.Root, tk, spec, kernel.SandboxOptions{Reveal: []string{ssh}, Warn: &strings.Builder{}})
+	return func(tk *kernel.Task, spec *kernel.RunSpec) (kernel.Runner, error) {
+		return kernel.SandboxRunner(k.Home(), tk, spec, kernel.SandboxOptions{Reveal: []string{ssh}, Warn: &strings.Builder{}})
 	}, ssh
 }
 
@@ -59,12 +56,12 @@ func TestSandboxRefusalReachesTheAPIAndTheStream(t *testing.T) {
 			t.Fatal("no sandbox event")
 		}
 	}
-	if r, ok := ev.Data.(sandboxlog.Record); !ok || ev.Task != rep.Task.ID || r.What != "--reveal "+ssh || r.Run != "sh -c echo hi > ran.txt" {
+	if r, ok := ev.Data.(kernel.SandboxRecord); !ok || ev.Task != rep.Task.ID || r.What != "--reveal "+ssh || r.Run != "sh -c echo hi > ran.txt" {
 		t.Fatalf("event %+v", ev)
 	}
 	var v SandboxView
 	must(t, client.New(d.home).Do(context.Background(), "GET", "/api/tasks/"+rep.Task.ID+"/sandbox", nil, &v))
-	if len(v.Records) != 1 || v.Records[0].Kind != sandboxlog.Opening || !strings.Contains(v.Records[0].Why, ssh) || !strings.Contains(v.Accesses, "cannot be listed on this machine") {
+	if len(v.Records) != 1 || v.Records[0].Kind != kernel.SandboxOpening || !strings.Contains(v.Records[0].Why, ssh) || !strings.Contains(v.Accesses, "cannot be listed on this machine") {
 		t.Fatalf("GET sandbox: %+v", v)
 	}
 }

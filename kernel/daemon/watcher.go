@@ -53,7 +53,7 @@ func (w *watcher) scan(tell bool) {
 	}
 	now := map[string]string{}
 	for _, id := range ids {
-		dir := filepath.Join(w.d.k.Store.TasksDir(), id)
+		dir := w.d.k.TaskDir(id)
 		now[id] = stamp(filepath.Join(dir, "task.json")) + "|" + stamp(filepath.Join(dir, "history.jsonl")) + "|" + stamp(filepath.Join(dir, "sandbox.jsonl"))
 	}
 	if tell {

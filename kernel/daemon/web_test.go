@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/kulehq/kule/kernel/policy"
+	"github.com/kulehq/kule/kernel"
 )
 
 func TestParseShortcuts(t *testing.T) {
@@ -98,7 +98,7 @@ func TestGroupPolicyTemplateValidates(t *testing.T) {
 	if m == nil {
 		t.Fatal("no ownTemplate in app.js")
 	}
-	if err := policy.Validate("the template", m[1]); err != nil {
+	if err := kernel.ValidatePolicy("the template", m[1]); err != nil {
 		t.Fatalf("the app's group policy template: %v", err)
 	}
 }

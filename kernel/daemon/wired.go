@@ -79,7 +79,6 @@ func (r *CedarRules) Allows(q Question) bool {
 	return r.K.HostRemembered(t, q.Subject)
 }
 
-
 // KindConnection is the kind of a question about a connection.
 const KindConnection = "connection"
 

@@ -14,9 +14,8 @@ import (
 	"time"
 
 	"github.com/kulehq/kule/kernel/daemon/client"
-	"github.com/kulehq/kule/kernel/group"
-	"github.com/kulehq/kule/kernel/policy"
-	"github.com/kulehq/kule/kernel/task"
+
+	"github.com/kulehq/kule/kernel"
 )
 
 // loopbackServer answers every request with its body; the policy asks a
@@ -81,7 +80,7 @@ func TestConnectionWaitsForAPerson(t *testing.T) {
 		}()
 		return out
 	}
-	gotFile := func() string { return readFile(filepath.Join(d.k.Store.TasksDir(), id, "copy", "got.txt")) }
+	gotFile := func() string { return readFile(filepath.Join(d.k.TaskDir(id), "copy", "got.txt")) }
 
 	// Approved: held, then made.
 	done := run()
@@ -119,13 +118,13 @@ func TestConnectionWaitsForAPerson(t *testing.T) {
 	_, err = d.Q.Answer(q.ID, Decision{Approve: true, Remember: true})
 	must(t, err)
 	<-done
-	rs, err := policy.ReadRemembered(d.home)
+	rs, err := d.k.RememberedRules()
 	must(t, err)
 	if len(rs) != 1 || rs[0].Subject != hp {
 		t.Fatalf("remembered rules = %+v, want one for %s", rs, hp)
 	}
 	before := len(d.Q.List())
-	must(t, os.Remove(filepath.Join(d.k.Store.TasksDir(), id, "copy", "got.txt")))
+	must(t, os.Remove(filepath.Join(d.k.TaskDir(id), "copy", "got.txt")))
 	s = <-run()
 	if got := gotFile(); got != "hello from the server" || len(d.Q.List()) != before {
 		t.Fatalf("after remember: got.txt %q, questions %d → %d, output %q", got, before, len(d.Q.List()), s.Output)
@@ -174,18 +173,18 @@ func TestGroupsPolicyAndMove(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "does not validate") {
 		t.Fatalf("a policy that does not validate was kept: %v", err)
 	}
-	if gs, _ := group.Open(d.home).List(); len(gs) != 0 {
+	if gs, _ := d.k.Groups().List(); len(gs) != 0 {
 		t.Fatalf("groups after a refused policy: %+v", gs)
 	}
 	own := `@id("markdown-waits") @verdict("ask")
 forbid (principal, action == Kule::Action::"file.modify", resource is Kule::Path) when { resource.ext == "md" };
 permit (principal, action, resource);
 `
-	var g group.Group
+	var g kernel.Group
 	must(t, c.Do(ctx, "POST", "/api/groups", map[string]any{"name": "Careful notes", "colour": "teal", "own_policy": own}, &g))
-	var plain group.Group
+	var plain kernel.Group
 	must(t, c.Do(ctx, "POST", "/api/groups", map[string]any{"name": "Plain"}, &plain))
-	if g.Policy != group.Own || plain.Policy != group.Default {
+	if g.Policy != kernel.GroupOwnPolicy || plain.Policy != kernel.GroupDefaultPolicy {
 		t.Fatalf("groups: %+v %+v", g, plain)
 	}
 	// Into a group that changes nothing: moved at once.
@@ -195,7 +194,7 @@ permit (principal, action, resource);
 	if err == nil || !strings.Contains(err.Error(), "changes what its policy says") {
 		t.Fatalf("a move that changes a verdict was not asked about: %v", err)
 	}
-	tk, err := d.k.Store.Load(id)
+	tk, err := d.k.LoadTask(id)
 	must(t, err)
 	if tk.Group != plain.ID {
 		t.Fatalf("the refused move moved the task to %q", tk.Group)
@@ -208,7 +207,7 @@ permit (principal, action, resource);
 	}
 	// Deleting the group leaves the task in none.
 	must(t, c.Do(ctx, "DELETE", "/api/groups/"+g.ID, nil, nil))
-	tk, err = d.k.Store.Load(id)
+	tk, err = d.k.LoadTask(id)
 	must(t, err)
 	if tk.Group != "" {
 		t.Fatalf("after deleting its group the task is in %q", tk.Group)
@@ -268,7 +267,7 @@ func TestTwoTasksStartToMeet(t *testing.T) {
 	ch, stop := d.Bus.Subscribe()
 	defer stop()
 	ctx := context.Background()
-	run := func(tk *task.Task, script string) {
+	run := func(tk *kernel.Task, script string) {
 		_, err := d.Exec(ctx, tk, []string{"sh", "-c", script}, script)
 		must(t, err)
 	}
