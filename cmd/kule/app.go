@@ -15,11 +15,11 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/kulehq/kule/cmd/internal/daemon"
+	"github.com/kulehq/kule/cmd/internal/daemon/client"
 	"github.com/kulehq/kule/kernel"
 	"github.com/kulehq/kule/kernel/acp"
 	"github.com/kulehq/kule/kernel/agents"
-	"github.com/kulehq/kule/kernel/daemon"
-	"github.com/kulehq/kule/kernel/daemon/client"
 	"github.com/kulehq/kule/kernel/pluginhost"
 	"github.com/kulehq/kule/kernel/runner"
 	"github.com/kulehq/kule/kernel/task"

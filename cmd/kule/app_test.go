@@ -15,8 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kulehq/kule/cmd/internal/daemon/client"
 	"github.com/kulehq/kule/kernel/acp"
-	"github.com/kulehq/kule/kernel/daemon/client"
 	"github.com/kulehq/kule/kernel/group"
 	"github.com/kulehq/kule/kernel/task"
 )

@@ -10,9 +10,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kulehq/kule/cmd/internal/daemon"
+	"github.com/kulehq/kule/cmd/internal/daemon/client"
 	"github.com/kulehq/kule/kernel"
-	"github.com/kulehq/kule/kernel/daemon"
-	"github.com/kulehq/kule/kernel/daemon/client"
 	"github.com/kulehq/kule/kernel/pluginhost"
 )
 

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kulehq/kule/kernel/daemon/client"
+	"github.com/kulehq/kule/cmd/internal/daemon/client"
 
 	"github.com/kulehq/kule/kernel"
 )

@@ -20,8 +20,8 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/kulehq/kule/cmd/internal/daemon/client"
 	"github.com/kulehq/kule/kernel"
-	"github.com/kulehq/kule/kernel/daemon/client"
 )
 
 // TestMain doubles as the helper processes: a daemon to kill, and a client

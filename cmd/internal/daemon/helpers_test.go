@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kulehq/kule/cmd/internal/daemon/client"
 	"github.com/kulehq/kule/kernel"
-	"github.com/kulehq/kule/kernel/daemon/client"
 )
 
 // newKernel opens a kernel on a fresh home.

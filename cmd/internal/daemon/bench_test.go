@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kulehq/kule/kernel/daemon/client"
+	"github.com/kulehq/kule/cmd/internal/daemon/client"
 )
 
 // BenchmarkStatusThroughDaemon compares a task's status asked of the daemon

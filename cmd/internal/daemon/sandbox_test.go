@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kulehq/kule/cmd/internal/daemon/client"
 	"github.com/kulehq/kule/kernel"
-	"github.com/kulehq/kule/kernel/daemon/client"
 )
 
 // revealingSSH is a RunnerFor that runs the app's commands in the real

@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kulehq/kule/kernel/daemon/client"
+	"github.com/kulehq/kule/cmd/internal/daemon/client"
 
 	"github.com/kulehq/kule/kernel"
 )

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/kulehq/kule/kernel/daemon/client"
+	"github.com/kulehq/kule/cmd/internal/daemon/client"
 )
 
 // gitIn runs git in dir with a fixed author, as a person's git would.

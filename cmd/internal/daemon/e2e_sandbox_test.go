@@ -9,7 +9,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 
-	"github.com/kulehq/kule/kernel/daemon/client"
+	"github.com/kulehq/kule/cmd/internal/daemon/client"
 )
 
 // TestAppTimelineShowsASandboxRefusal drives the app in Chromium: the empty
