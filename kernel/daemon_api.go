@@ -182,12 +182,14 @@ func EffectsSummary(es []Effect) string { return effects.Summary(es) }
 // CountEffects counts es by kind.
 func CountEffects(es []Effect) EffectCounts { return effects.Count(es) }
 
-// CheckRelPath refuses a relative path that is absolute, climbs out with
-// "..", or is not clean.
+// CheckRelPath reports whether rel is a clean relative path that stays
+// inside its root: not empty, not absolute, no ".", ".." or empty element,
+// no NUL.
 func CheckRelPath(rel string) error { return relpath.Check(rel) }
 
-// WriteFileAtomic replaces path with b (mode perm) so that a reader sees the
-// old file or the new one, never a part.
+// WriteFileAtomic replaces path with b (permission bits perm) through a
+// temporary file renamed over it, so a reader sees the old file or the new
+// one, never a part.
 func WriteFileAtomic(path string, b []byte, perm os.FileMode) error {
 	return atomicfile.Write(path, b, perm)
 }
@@ -233,10 +235,10 @@ func EntitiesOf(ctx context.Context, st *Status, max int64, host func() (h *Plug
 // Home is the Kule home the kernel was opened on.
 func (k *Kernel) Home() string { return k.Store.Root }
 
-// Tasks lists the home's tasks in the person's order.
+// Tasks lists the home's tasks in the person's order, then by creation.
 func (k *Kernel) Tasks() ([]*Task, error) { return k.Store.List() }
 
-// TaskIDs lists the ids of the home's tasks, broken ones too.
+// TaskIDs lists the ids of the home's tasks, sorted.
 func (k *Kernel) TaskIDs() ([]string, error) { return k.Store.IDs() }
 
 // TaskDir is the folder of the task with id (task.json, its logs).
@@ -275,7 +277,7 @@ func (k *Kernel) EditTask(id string, edit func(*Task)) (*Task, error) {
 // Groups is the home's groups of tasks.
 func (k *Kernel) Groups() *GroupStore { return group.Open(k.Store.Root) }
 
-// DeleteGroup removes group id; its tasks leave it.
+// DeleteGroup removes group id; its tasks go back to no group.
 func (k *Kernel) DeleteGroup(id string) error { return group.Open(k.Store.Root).Delete(id, k.Store) }
 
 // Settings reads the home's config.toml (defaults where it is missing).
