@@ -305,15 +305,15 @@ func (k *Kernel) SandboxRecords(t *Task, offset int64) (recs []SandboxRecord, da
 // SandboxRecords reads what was added from.
 func (k *Kernel) SandboxLogSize(t *Task) int64 { return sandboxlog.Size(t.Paths.Dir) }
 
-// HasSecret reports whether the person keeps a secret named name with a
-// value.
-func (k *Kernel) HasSecret(name string) bool {
+// KeptSecrets opens the person's secrets store once and returns a lookup
+// that reports whether it keeps a secret named name with a value; nil when
+// the store cannot be opened (then only the environment holds keys).
+func (k *Kernel) KeptSecrets() func(name string) bool {
 	store, err := secrets.Open(k.Store.Root)
 	if err != nil {
-		return false
+		return nil
 	}
-	s, err := store.Get(name)
-	return err == nil && s.Value != ""
+	return func(name string) bool { s, err := store.Get(name); return err == nil && s.Value != "" }
 }
 
 // RememberPaths keeps, as rules for t's folder, the approvals in j of the

@@ -248,7 +248,7 @@ func (d *Daemon) listAgents(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 		co := kernel.AgentCheckOptions{KuleHome: d.home, PackagesRoot: o.PackagesRoot, Home: o.Home}
-		co.HasKey = d.k.HasSecret
+		co.HasKey = d.k.KeptSecrets()
 		if cfg, err := d.k.Settings(); err == nil && !cfg.Sandbox.AcceptWeaker && o.Runner == nil {
 			co.Isolation = kernel.SandboxMissing() // every agent runs in the sandbox
 		}
