@@ -15,9 +15,9 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/kulehq/kule/cmd/internal/daemon"
+	"github.com/kulehq/kule/cmd/internal/daemon/client"
 	"github.com/kulehq/kule/kernel"
-	"github.com/kulehq/kule/kernel/daemon"
-	"github.com/kulehq/kule/kernel/daemon/client"
 )
 
 func daemonCommand() *cobra.Command {

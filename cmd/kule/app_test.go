@@ -16,7 +16,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kulehq/kule/kernel/daemon/client"
+	"github.com/kulehq/kule/cmd/internal/daemon/client"
 )
 
 func TestNameAndColor(t *testing.T) {

@@ -10,8 +10,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/kulehq/kule/cmd/internal/daemon"
 	"github.com/kulehq/kule/kernel"
-	"github.com/kulehq/kule/kernel/daemon"
 )
 
 // groupCommand: kule group list | new | move, the groups of the app from a

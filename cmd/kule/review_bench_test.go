@@ -3,16 +3,15 @@ package main
 import (
 	"context"
 	"fmt"
-	"io"
-	"log/slog"
+	"github.com/hashicorp/go-hclog"
 	"os"
 	"path/filepath"
 	"testing"
 	"time"
 
+	"github.com/kulehq/kule/cmd/internal/daemon"
+	"github.com/kulehq/kule/cmd/internal/daemon/client"
 	"github.com/kulehq/kule/kernel"
-	"github.com/kulehq/kule/kernel/daemon"
-	"github.com/kulehq/kule/kernel/daemon/client"
 )
 
 // BenchmarkReviewRefresh measures a Review refresh as the app asks for it
@@ -37,7 +36,7 @@ func BenchmarkReviewRefresh(b *testing.B) {
 		} else {
 			r.Open = func() *kernel.PluginHost { return pluginHost(k.Store().Root) }
 		}
-		d, err := daemon.Start(daemon.Config{Kernel: k, Idle: -1, Reviewer: r, Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+		d, err := daemon.Start(daemon.Config{Kernel: k, Idle: -1, Reviewer: r, Log: hclog.NewNullLogger()})
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -29,9 +29,9 @@ var rules = []rule{
 	{From: "contrib/example-differ", OnlyAllow: []string{"sdk", "contrib/example-differ"}},
 }
 
-// clients is the rule for everything outside kernel/: of the kernel it
-// imports only the API, package kernel, and the daemon's packages (which
-// serve that API over a socket). Every other package under kernel/ is the
+// clients is the rule for everything outside kernel/ (the CLI, the daemon
+// and its app in cmd/internal/daemon, transports, extensions): of the
+// kernel it imports only the API, package kernel. Every other package under kernel/ is the
 // kernel's own: Go's internal rule stops an import of kernel/internal/...,
 // and this rule also names a public kernel subpackage that would let a
 // client around the API.
@@ -45,7 +45,7 @@ var clients = struct {
 	// agentrun is built on *kernel.Kernel, so package kernel cannot name
 	// it (an import cycle); clients start agent runs through it until it
 	// is part of the kernel.
-	AllowIn: []string{"kernel/daemon", "kernel/agentrun"},
+	AllowIn: []string{"kernel/agentrun"},
 }
 
 type pkg struct {
@@ -215,7 +215,7 @@ func TestRulesCanFail(t *testing.T) {
 		{ImportPath: module + "/kernel/ok", Deps: []string{module + "/sdk/differ", "fmt"}},
 		{ImportPath: module + "/cmd/kule", Imports: []string{module + "/kernel/task"}},
 		{ImportPath: module + "/cmd/kule-sandbox", XTestImports: []string{module + "/kernel/internal/sandbox"}},
-		{ImportPath: module + "/cmd/ok", Imports: []string{module + "/kernel", module + "/kernel/daemon", module + "/kernel/daemon/client", module + "/sdk/differ"}, Deps: []string{module + "/kernel/internal/task"}},
+		{ImportPath: module + "/cmd/ok", Imports: []string{module + "/kernel", module + "/kernel/agentrun", module + "/cmd/internal/daemon", module + "/sdk/differ"}, Deps: []string{module + "/kernel/internal/task"}},
 	}
 	got := violations(bad)
 	// One per offender, and two for the plugin: importing the kernel
@@ -227,13 +227,13 @@ func TestRulesCanFail(t *testing.T) {
 
 // TestClientRuleNamesEachOffender: a client importing a public kernel
 // subpackage, or one under kernel/internal, is named with what it imported;
-// the API, the daemon's packages and what they pull in are not.
+// the API, agentrun and what they pull in are not.
 func TestClientRuleNamesEachOffender(t *testing.T) {
 	got := clientViolations([]pkg{
 		{ImportPath: module + "/cmd/kule", Imports: []string{module + "/kernel", module + "/kernel/policy"}, TestImports: []string{module + "/kernel/task"}},
 		{ImportPath: module + "/extensions/host", Imports: []string{module + "/kernel/internal/apply"}},
 		{ImportPath: module + "/cmd/kule-sandbox", Imports: []string{module + "/kernel"}, Deps: []string{module + "/kernel/internal/sandbox"}},
-		{ImportPath: module + "/kernel/daemon", Imports: []string{module + "/kernel/internal/task"}},
+		{ImportPath: module + "/kernel/agentrun", Imports: []string{module + "/kernel/internal/task"}},
 		{ImportPath: module + "/kernelish", Imports: []string{module + "/kernelish/x"}},
 	})
 	want := []string{

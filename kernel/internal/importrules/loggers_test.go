@@ -14,13 +14,6 @@ import (
 // standard log.
 var otherLoggers = []string{"log/slog", "log"}
 
-// loggersPending are the packages still on log/slog, to be moved to hclog;
-// the list only shrinks.
-var loggersPending = []string{
-	module + "/kernel/daemon", // Config.Log, daemon.go, auth.go
-	module + "/cmd/kule",      // review_bench_test.go hands the daemon a *slog.Logger
-}
-
 type imports struct {
 	ImportPath   string
 	Imports      []string
@@ -32,9 +25,6 @@ type imports struct {
 func loggerViolations(pkgs []imports) []string {
 	var out []string
 	for _, p := range pkgs {
-		if slices.Contains(loggersPending, p.ImportPath) {
-			continue
-		}
 		for _, imp := range slices.Concat(p.Imports, p.TestImports, p.XTestImports) {
 			if slices.Contains(otherLoggers, imp) {
 				out = append(out, fmt.Sprintf("%s imports %s (Kule logs with hclog only)", p.ImportPath, imp))
@@ -71,7 +61,6 @@ func TestLoggerRuleCanFail(t *testing.T) {
 		{ImportPath: module + "/kernel/review", Imports: []string{"fmt", "log/slog"}},
 		{ImportPath: module + "/sdk/plugin", TestImports: []string{"log"}},
 		{ImportPath: module + "/kernel/pluginhost", Imports: []string{"github.com/hashicorp/go-hclog"}},
-		{ImportPath: module + "/kernel/daemon", Imports: []string{"log/slog"}},
 	})
 	if len(got) != 2 || !strings.Contains(got[0], "kernel/review") || !strings.Contains(got[1], "sdk/plugin") {
 		t.Fatalf("violations:\n%s\nwant kernel/review and sdk/plugin", strings.Join(got, "\n"))

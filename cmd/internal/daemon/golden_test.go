@@ -1,0 +1,182 @@
+package daemon
+
+import (
+	"bytes"
+	"encoding/json"
+	"flag"
+	"github.com/hashicorp/go-hclog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/kulehq/kule/kernel"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files under testdata/golden with what the API answers now")
+
+// Unstable parts of an answer, each with the placeholder that stands for it
+// in a golden file.
+var (
+	goldenTime     = regexp.MustCompile(`\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})?`)
+	goldenDuration = regexp.MustCompile(`"(seconds|duration_ms|ms)": [0-9.e+-]+`)
+	goldenHash     = regexp.MustCompile(`\b[0-9a-f]{40}([0-9a-f]{24})?\b`)
+	goldenBackend  = regexp.MustCompile(`"backend": "(reflink|copy)"`)
+)
+
+// normalizeGolden is the one place that makes an answer comparable from run
+// to run: each known value (task ids, temp paths) becomes its name, longest
+// first so a path inside another is not cut in two; then times, durations,
+// hashes and the workspace backend (which the file system picks) become
+// placeholders. Everything else is compared as the API sent it.
+func normalizeGolden(out string, known map[string]string) string {
+	vals := make([]string, 0, len(known))
+	for v := range known {
+		if v != "" {
+			vals = append(vals, v)
+		}
+	}
+	sort.Slice(vals, func(i, j int) bool {
+		if len(vals[i]) != len(vals[j]) {
+			return len(vals[i]) > len(vals[j])
+		}
+		return vals[i] < vals[j]
+	})
+	for _, v := range vals {
+		out = strings.ReplaceAll(out, v, "<"+known[v]+">")
+	}
+	out = goldenTime.ReplaceAllString(out, "<time>")
+	out = goldenHash.ReplaceAllString(out, "<hash>")
+	out = goldenDuration.ReplaceAllStringFunc(out, func(s string) string {
+		k, _, _ := strings.Cut(s, ":")
+		return k + `: "<duration>"`
+	})
+	out = goldenBackend.ReplaceAllString(out, `"backend": "<backend>"`)
+	return out
+}
+
+// goldenMismatch compares got with the golden file path and returns the
+// difference ("" when they agree); with -update it writes got there first.
+func goldenMismatch(path, got string, update bool) (string, error) {
+	if update {
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			return "", err
+		}
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+			return "", err
+		}
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		return "", err
+	}
+	return cmp.Diff(string(want), got), nil
+}
+
+// checkGolden fails t when got differs from testdata/golden/name.
+func checkGolden(t *testing.T, name, got string) {
+	t.Helper()
+	d, err := goldenMismatch(filepath.Join("testdata", "golden", name), got, *update)
+	if err != nil {
+		t.Fatalf("golden %s: %v (go test -run %s -update writes it)", name, err, t.Name())
+	}
+	if d != "" {
+		t.Errorf("answer differs from testdata/golden/%s (-golden +now); if the change is meant, go test -run %s -update rewrites it:\n%s", name, t.Name(), d)
+	}
+}
+
+// TestGoldenAPI: the JSON of GET /api/tasks and GET /api/tasks/{id} for a
+// task with a change of each common kind stays as testdata/golden has it.
+func TestGoldenAPI(t *testing.T) {
+	dir := t.TempDir()
+	home := filepath.Join(dir, "home")
+	k, err := kernel.New(kernel.Config{Home: home})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := Start(Config{
+		Kernel: k, Idle: -1, UserHome: filepath.Join(dir, "user"),
+		Log:       hclog.NewNullLogger(),
+		RunnerFor: func(*kernel.Task, *kernel.RunSpec) (kernel.Runner, error) { return kernel.DirectRunner{}, nil },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(d.Shutdown)
+	api := d.apiHandler()
+	call := func(method, path, body string, want int) []byte {
+		t.Helper()
+		rec := httptest.NewRecorder()
+		api.ServeHTTP(rec, httptest.NewRequest(method, path, strings.NewReader(body)))
+		if rec.Code != want {
+			t.Fatalf("%s %s: %d, want %d: %s", method, path, rec.Code, want, rec.Body)
+		}
+		return rec.Body.Bytes()
+	}
+	folder := filepath.Join(dir, "project")
+	id := fuzzTask(t, api, folder)
+	b, _ := json.Marshal(ExecRequest{Args: []string{"sh", "-c", `printf '# Plan\n\nmonth\n' > notes/plan.md; rm README.md; echo new > todo.txt`}})
+	call("POST", "/api/tasks/"+id+"/exec", string(b), http.StatusOK)
+	call("PATCH", "/api/tasks/"+id, `{"name":"plan the month","colour":"teal"}`, http.StatusOK)
+	known := map[string]string{id: "id", folder: "folder", home: "home", dir: "tmp"}
+	golden := func(name, path string) {
+		t.Helper()
+		var out bytes.Buffer
+		if err := json.Indent(&out, call("GET", path, "", http.StatusOK), "", "  "); err != nil {
+			t.Fatalf("GET %s: not JSON: %v", path, err)
+		}
+		checkGolden(t, name, normalizeGolden(out.String(), known))
+	}
+	golden("tasks.json", "/api/tasks")
+	golden("task.json", "/api/tasks/"+id)
+}
+
+// TestGoldenNormalizer: each unstable part becomes its placeholder and
+// nothing else is touched, so a golden file can neither pass by hiding a
+// real change nor fail by a time.
+func TestGoldenNormalizer(t *testing.T) {
+	known := map[string]string{"5acf8d46": "id", "/tmp/T1/001/project": "folder", "/tmp/T1/001/home": "home", "/tmp/T1/001": "tmp"}
+	tests := map[string]struct{ in, want string }{
+		"id and paths":          {`"id": "5acf8d46", "copy": "/tmp/T1/001/home/tasks/5acf8d46/copy"`, `"id": "<id>", "copy": "<home>/tasks/<id>/copy"`},
+		"a path inside another": {`"/tmp/T1/001/project", "/tmp/T1/001/other"`, `"<folder>", "<tmp>/other"`},
+		"time":                  {`"created": "2026-12-01T23:12:54.181875952Z",`, `"created": "<time>",`},
+		"time with a zone":      {`"as_of": "2026-12-01T23:12:54+01:00"`, `"as_of": "<time>"`},
+		"seconds":               {`"seconds": 0.0123,`, `"seconds": "<duration>",`},
+		"backend":               {`"backend": "reflink",`, `"backend": "<backend>",`},
+		"hash":                  {`"sha256": "` + strings.Repeat("ab", 32) + `"`, `"sha256": "<hash>"`},
+		"counts stay":           {`"changes": 3, "size": 47, "exit": 0`, `"changes": 3, "size": 47, "exit": 0`},
+		"names stay":            {`"name": "plan the month", "colour": "teal"`, `"name": "plan the month", "colour": "teal"`},
+	}
+	for name, tt := range tests {
+		t.Run(name, func(t *testing.T) {
+			if got := normalizeGolden(tt.in, known); got != tt.want {
+				t.Errorf("normalizeGolden(%q)\n got %q\nwant %q", tt.in, got, tt.want)
+			}
+		})
+	}
+}
+
+// TestGoldenMismatchFails: the compare reports a changed answer, and
+// agrees with the unchanged one; -update writes what it is given.
+func TestGoldenMismatchFails(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "golden", "x.json")
+	if _, err := goldenMismatch(path, "{}\n", false); err == nil {
+		t.Fatal("a missing golden file compared without an error")
+	}
+	if d, err := goldenMismatch(path, `{"changes": 3}`, true); err != nil || d != "" {
+		t.Fatalf("-update: %q, %v", d, err)
+	}
+	if d, err := goldenMismatch(path, `{"changes": 3}`, false); err != nil || d != "" {
+		t.Fatalf("same answer: %q, %v", d, err)
+	}
+	d, err := goldenMismatch(path, `{"changes": 4}`, false)
+	if err != nil || !strings.Contains(d, `"changes": 3`) || !strings.Contains(d, `"changes": 4`) {
+		t.Fatalf("changed answer: diff %q, %v", d, err)
+	}
+}
