@@ -59,8 +59,15 @@ const maxBody = 1 << 20
 func readBody(r *http.Request, v any) error {
 	dec := json.NewDecoder(io.LimitReader(r.Body, maxBody))
 	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil && !errors.Is(err, io.EOF) {
+	if err := dec.Decode(v); errors.Is(err, io.EOF) {
+		return nil // an empty body: the handler's defaults
+	} else if err != nil {
 		return fmt.Errorf("%w: %v", errBadRequest, err)
+	}
+	// One JSON value and nothing after it: a client that sent two would
+	// otherwise have the first applied and the rest dropped without a word.
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return fmt.Errorf("%w: the body holds more than one JSON value (send one object; nothing was done)", errBadRequest)
 	}
 	return nil
 }
