@@ -67,6 +67,8 @@ func (s *Store) Broken() ([]Broken, error) {
 				out = append(out, Broken{ID: name, Dir: dir, Reason: "task.json cannot be read: " + err.Error()})
 			case json.Unmarshal(b, &t) != nil:
 				out = append(out, Broken{ID: name, Dir: dir, Reason: "task.json is damaged"})
+			case t.ID != name:
+				out = append(out, Broken{ID: name, Dir: dir, Reason: fmt.Sprintf("task.json names another task (%q)", t.ID)})
 			}
 		}
 	}

@@ -149,6 +149,9 @@ func (s *Store) idFree(id string) bool {
 
 // Save writes task.json atomically.
 func (s *Store) Save(t *Task) error {
+	if idGuard && !isID(t.ID) {
+		return fmt.Errorf("%w: %q: not saved (task ids are 8 hex characters)", ErrBadID, t.ID)
+	}
 	return s.SaveIn(filepath.Join(s.TasksDir(), t.ID), t)
 }
 
@@ -161,6 +164,11 @@ func (s *Store) SaveIn(dir string, t *Task) error {
 	}
 	return atomicfile.Write(filepath.Join(dir, "task.json"), append(b, '\n'), 0o600)
 }
+
+// idGuard turns on the checks that a task.json's id is its directory's
+// and a well-formed id; only a test turns it off, to show the attack they
+// stop.
+var idGuard = true
 
 // Load reads the task with exactly this id.
 func (s *Store) Load(id string) (*Task, error) {
@@ -175,6 +183,12 @@ func (s *Store) Load(id string) (*Task, error) {
 	var t Task
 	if err := json.Unmarshal(b, &t); err != nil {
 		return nil, fmt.Errorf("task %s: task.json is damaged: %w", id, err)
+	}
+	// The id inside names where Save writes the task back: one that is
+	// not this directory's would send that write elsewhere, even out of
+	// Kule's home.
+	if idGuard && t.ID != id {
+		return nil, fmt.Errorf("task %s: task.json is damaged: it names task %q (nothing was changed; put %q back as its id, or kule delete %s)", id, t.ID, id, id)
 	}
 	t.Paths = LayoutOf(dir)
 	return &t, nil

@@ -555,3 +555,62 @@ func TestLockRefusals(t *testing.T) {
 		t.Errorf("LockFile in a missing directory = %v", err)
 	}
 }
+
+// TestLoadRefusesATaskJSONNamingAnotherTask: task.json's id says where Save
+// writes the task back, so one that is not its directory's (here a path out
+// of Kule's home) is refused when read, and Save refuses an id that is not
+// one; nothing is written outside the home.
+func TestLoadRefusesATaskJSONNamingAnotherTask(t *testing.T) {
+	t.Run("guard off: the write lands outside", func(t *testing.T) {
+		idGuard = false
+		defer func() { idGuard = true }()
+		root := plantForeignID(t)
+		s, _ := Open(filepath.Join(root, "home"))
+		tk, err := s.Load("0123abcd")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.MkdirAll(filepath.Join(root, "evil"), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Save(tk); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := os.Stat(filepath.Join(root, "evil", "task.json")); err != nil {
+			t.Fatalf("without the guard the attack should land outside the home: %v", err)
+		}
+	})
+	root := plantForeignID(t)
+	s, err := Open(filepath.Join(root, "home"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Load("0123abcd"); err == nil || !strings.Contains(err.Error(), `names task "../../evil"`) {
+		t.Fatalf("Load = %v, want a refusal naming the id inside", err)
+	}
+	if err := s.Save(&Task{ID: "../../evil"}); !errors.Is(err, ErrBadID) {
+		t.Fatalf("Save of a bad id = %v, want ErrBadID", err)
+	}
+	if _, err := os.Stat(filepath.Join(root, "evil")); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("something was written outside Kule's home: %v", err)
+	}
+}
+
+// plantForeignID makes a home whose task 0123abcd has a task.json naming
+// "../../evil", and returns the folder that holds the home.
+func plantForeignID(t *testing.T) string {
+	t.Helper()
+	root := t.TempDir()
+	s, err := Open(filepath.Join(root, "home"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(s.TasksDir(), "0123abcd")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "task.json"), []byte(`{"id":"../../evil","folder":"/x"}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return root
+}
