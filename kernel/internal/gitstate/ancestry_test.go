@@ -215,8 +215,8 @@ func TestFastForwardAgainstGit(t *testing.T) {
 	}
 	root := commit("a")
 	run(t, dir, "checkout", "-q", "-b", "side")
-	side := commit("s1")
-	side = commit("s2")
+	commit("s1")
+	side := commit("s2")
 	run(t, dir, "checkout", "-q", "main")
 	mainTip := commit("m1")
 	run(t, dir, "merge", "-q", "--no-edit", "side")
