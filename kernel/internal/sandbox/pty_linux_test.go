@@ -219,8 +219,12 @@ func TestStoppedTerminalStillTakesCtrlC(t *testing.T) {
 	t.Parallel()
 	w := newWorld(t)
 	flooding, marker := filepath.Join(w.task.Copy, "flooding"), filepath.Join(w.task.Copy, "interrupted")
-	script := `trap 'echo > interrupted; exit 9' INT; echo ready; read go; echo > flooding; ` +
-		`head -c 8000000 /dev/zero | tr '\0' x; echo flood-ended; exec sleep 1000`
+	// The flood says it is flooding from inside its pipeline, once both
+	// of its processes exist: a Ctrl-C typed before they were forked
+	// would reach only the shell, whose trap waits for a flood that then
+	// never ends while the terminal takes no output.
+	script := `trap 'echo > interrupted; exit 9' INT; echo ready; read go; ` +
+		`head -c 8000000 /dev/zero | (echo > flooding; exec tr '\0' x); echo flood-ended; exec sleep 1000`
 	// The command says what it does in files, since its terminal shows
 	// nothing while stopped.
 	r := w.fromTerminal(t, func(s *screen) {
