@@ -4,88 +4,36 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
-	"regexp"
-	"sort"
 	"strings"
 	"testing"
 
-	"github.com/google/go-cmp/cmp"
+	"github.com/kulehq/kule/internal/golden"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files under testdata/golden with what the code prints now")
 
-// Unstable parts of an output, each with the placeholder that stands for it
-// in a golden file.
-var (
-	goldenTime     = regexp.MustCompile(`\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})?`)
-	goldenDuration = regexp.MustCompile(`\b(\d+h)?(\d+m)?\d+(\.\d+)?(ns|µs|ms|s)\b`)
-	goldenHash     = regexp.MustCompile(`\b[0-9a-f]{40}([0-9a-f]{24})?\b`)
-	goldenAsOf     = regexp.MustCompile(`as of (just now|\d+ \w+ ago|[^\n·]+ ago)`)
-	goldenBackend  = regexp.MustCompile(`reflink copy: no extra space|plain copy: this file system has no reflinks|"backend": "(reflink|copy)"`)
-)
-
-// normalizeGolden is the one place that makes an output comparable from run
-// to run: each known value (task ids, temp paths) becomes its name, longest
-// first so a path inside another is not cut in two; then times, durations,
-// hashes, "as of …" ages and the workspace backend (which the file system
-// picks) become placeholders. Everything else is compared as printed.
-func normalizeGolden(out string, known map[string]string) string {
-	vals := make([]string, 0, len(known))
-	for v := range known {
-		if v != "" {
-			vals = append(vals, v)
-		}
-	}
-	sort.Slice(vals, func(i, j int) bool {
-		if len(vals[i]) != len(vals[j]) {
-			return len(vals[i]) > len(vals[j])
-		}
-		return vals[i] < vals[j]
-	})
-	for _, v := range vals {
-		out = strings.ReplaceAll(out, v, "<"+known[v]+">")
-	}
-	out = goldenTime.ReplaceAllString(out, "<time>")
-	out = goldenHash.ReplaceAllString(out, "<hash>")
-	out = goldenDuration.ReplaceAllString(out, "<duration>")
-	out = goldenAsOf.ReplaceAllString(out, "as of <when>")
-	out = goldenBackend.ReplaceAllStringFunc(out, func(s string) string {
-		if strings.HasPrefix(s, `"backend"`) {
-			return `"backend": "<backend>"`
-		}
-		return "<backend>"
-	})
-	return out
+// Unstable parts of an output beyond times and hashes, each with the
+// placeholder that stands for it in a golden file: durations, "as of …"
+// ages and the workspace backend (which the file system picks).
+var goldenRules = []golden.Rule{
+	golden.Time,
+	golden.Hash,
+	golden.Replace(`\b(\d+h)?(\d+m)?\d+(\.\d+)?(ns|µs|ms|s)\b`, "<duration>"),
+	golden.Replace(`as of (just now|\d+ \w+ ago|[^\n·]+ ago)`, "as of <when>"),
+	golden.Replace(`reflink copy: no extra space|plain copy: this file system has no reflinks`, "<backend>"),
+	golden.Replace(`"backend": "(reflink|copy)"`, `"backend": "<backend>"`),
 }
 
-// goldenMismatch compares got with the golden file path and returns the
-// difference ("" when they agree); with -update it writes got there first.
-func goldenMismatch(path, got string, update bool) (string, error) {
-	if update {
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			return "", err
-		}
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			return "", err
-		}
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		return "", err
-	}
-	return cmp.Diff(string(want), got), nil
+// normalizeGolden makes an output comparable from run to run (see
+// golden.Normalize): known values by name, then goldenRules.
+func normalizeGolden(out string, known map[string]string) string {
+	return golden.Normalize(out, known, goldenRules...)
 }
 
 // checkGolden fails t when got differs from testdata/golden/name.
 func checkGolden(t *testing.T, name, got string) {
 	t.Helper()
-	d, err := goldenMismatch(filepath.Join("testdata", "golden", name), got, *update)
-	if err != nil {
-		t.Fatalf("golden %s: %v (go test -run %s -update writes it)", name, err, t.Name())
-	}
-	if d != "" {
-		t.Errorf("output differs from testdata/golden/%s (-golden +now); if the change is meant, go test -run %s -update rewrites it:\n%s", name, t.Name(), d)
-	}
+	golden.Check(t, name, got, *update)
 }
 
 // TestGoldenCLI: what a person reads from kule new, status, status --json,
@@ -175,24 +123,5 @@ func TestGoldenNormalizer(t *testing.T) {
 				t.Errorf("normalizeGolden(%q)\n got %q\nwant %q", tt.in, got, tt.want)
 			}
 		})
-	}
-}
-
-// TestGoldenMismatchFails: the compare reports a changed output, and
-// agrees with the unchanged one; -update writes what it is given.
-func TestGoldenMismatchFails(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "golden", "x.txt")
-	if _, err := goldenMismatch(path, "a\n", false); err == nil {
-		t.Fatal("a missing golden file compared without an error")
-	}
-	if d, err := goldenMismatch(path, "committed 3 files\n", true); err != nil || d != "" {
-		t.Fatalf("-update: %q, %v", d, err)
-	}
-	if d, err := goldenMismatch(path, "committed 3 files\n", false); err != nil || d != "" {
-		t.Fatalf("same output: %q, %v", d, err)
-	}
-	d, err := goldenMismatch(path, "committed 4 files\n", false)
-	if err != nil || !strings.Contains(d, "committed 3 files") || !strings.Contains(d, "committed 4 files") {
-		t.Fatalf("changed output: diff %q, %v", d, err)
 	}
 }

@@ -3,11 +3,12 @@ package main
 import (
 	"context"
 	"fmt"
-	"github.com/hashicorp/go-hclog"
 	"os"
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/hashicorp/go-hclog"
 
 	"github.com/kulehq/kule/cmd/internal/daemon"
 	"github.com/kulehq/kule/cmd/internal/daemon/client"

@@ -4,13 +4,13 @@ import (
 	"context"
 	"crypto/rand"
 	"crypto/subtle"
-	"github.com/hashicorp/go-hclog"
 	"net"
 	"net/http"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/hashicorp/go-hclog"
 	"golang.org/x/sys/unix"
 )
 

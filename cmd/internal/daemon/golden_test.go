@@ -4,91 +4,44 @@ import (
 	"bytes"
 	"encoding/json"
 	"flag"
-	"github.com/hashicorp/go-hclog"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"path/filepath"
 	"regexp"
-	"sort"
 	"strings"
 	"testing"
 
-	"github.com/google/go-cmp/cmp"
+	"github.com/hashicorp/go-hclog"
 
+	"github.com/kulehq/kule/internal/golden"
 	"github.com/kulehq/kule/kernel"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files under testdata/golden with what the API answers now")
 
-// Unstable parts of an answer, each with the placeholder that stands for it
-// in a golden file.
-var (
-	goldenTime     = regexp.MustCompile(`\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})?`)
-	goldenDuration = regexp.MustCompile(`"(seconds|duration_ms|ms)": [0-9.e+-]+`)
-	goldenHash     = regexp.MustCompile(`\b[0-9a-f]{40}([0-9a-f]{24})?\b`)
-	goldenBackend  = regexp.MustCompile(`"backend": "(reflink|copy)"`)
-)
-
-// normalizeGolden is the one place that makes an answer comparable from run
-// to run: each known value (task ids, temp paths) becomes its name, longest
-// first so a path inside another is not cut in two; then times, durations,
-// hashes and the workspace backend (which the file system picks) become
-// placeholders. Everything else is compared as the API sent it.
-func normalizeGolden(out string, known map[string]string) string {
-	vals := make([]string, 0, len(known))
-	for v := range known {
-		if v != "" {
-			vals = append(vals, v)
-		}
-	}
-	sort.Slice(vals, func(i, j int) bool {
-		if len(vals[i]) != len(vals[j]) {
-			return len(vals[i]) > len(vals[j])
-		}
-		return vals[i] < vals[j]
-	})
-	for _, v := range vals {
-		out = strings.ReplaceAll(out, v, "<"+known[v]+">")
-	}
-	out = goldenTime.ReplaceAllString(out, "<time>")
-	out = goldenHash.ReplaceAllString(out, "<hash>")
-	out = goldenDuration.ReplaceAllStringFunc(out, func(s string) string {
+// Unstable parts of an answer beyond times and hashes, each with the
+// placeholder that stands for it in a golden file: durations and the
+// workspace backend (which the file system picks).
+var goldenRules = []golden.Rule{
+	golden.Time,
+	golden.Hash,
+	{Re: regexp.MustCompile(`"(seconds|duration_ms|ms)": [0-9.e+-]+`), With: func(s string) string {
 		k, _, _ := strings.Cut(s, ":")
 		return k + `: "<duration>"`
-	})
-	out = goldenBackend.ReplaceAllString(out, `"backend": "<backend>"`)
-	return out
+	}},
+	golden.Replace(`"backend": "(reflink|copy)"`, `"backend": "<backend>"`),
 }
 
-// goldenMismatch compares got with the golden file path and returns the
-// difference ("" when they agree); with -update it writes got there first.
-func goldenMismatch(path, got string, update bool) (string, error) {
-	if update {
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			return "", err
-		}
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			return "", err
-		}
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		return "", err
-	}
-	return cmp.Diff(string(want), got), nil
+// normalizeGolden makes an answer comparable from run to run (see
+// golden.Normalize): known values by name, then goldenRules.
+func normalizeGolden(out string, known map[string]string) string {
+	return golden.Normalize(out, known, goldenRules...)
 }
 
 // checkGolden fails t when got differs from testdata/golden/name.
 func checkGolden(t *testing.T, name, got string) {
 	t.Helper()
-	d, err := goldenMismatch(filepath.Join("testdata", "golden", name), got, *update)
-	if err != nil {
-		t.Fatalf("golden %s: %v (go test -run %s -update writes it)", name, err, t.Name())
-	}
-	if d != "" {
-		t.Errorf("answer differs from testdata/golden/%s (-golden +now); if the change is meant, go test -run %s -update rewrites it:\n%s", name, t.Name(), d)
-	}
+	golden.Check(t, name, got, *update)
 }
 
 // TestGoldenAPI: the JSON of GET /api/tasks and GET /api/tasks/{id} for a
@@ -159,24 +112,5 @@ func TestGoldenNormalizer(t *testing.T) {
 				t.Errorf("normalizeGolden(%q)\n got %q\nwant %q", tt.in, got, tt.want)
 			}
 		})
-	}
-}
-
-// TestGoldenMismatchFails: the compare reports a changed answer, and
-// agrees with the unchanged one; -update writes what it is given.
-func TestGoldenMismatchFails(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "golden", "x.json")
-	if _, err := goldenMismatch(path, "{}\n", false); err == nil {
-		t.Fatal("a missing golden file compared without an error")
-	}
-	if d, err := goldenMismatch(path, `{"changes": 3}`, true); err != nil || d != "" {
-		t.Fatalf("-update: %q, %v", d, err)
-	}
-	if d, err := goldenMismatch(path, `{"changes": 3}`, false); err != nil || d != "" {
-		t.Fatalf("same answer: %q, %v", d, err)
-	}
-	d, err := goldenMismatch(path, `{"changes": 4}`, false)
-	if err != nil || !strings.Contains(d, `"changes": 3`) || !strings.Contains(d, `"changes": 4`) {
-		t.Fatalf("changed answer: diff %q, %v", d, err)
 	}
 }

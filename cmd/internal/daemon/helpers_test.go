@@ -2,11 +2,12 @@ package daemon
 
 import (
 	"context"
-	"github.com/hashicorp/go-hclog"
 	"os"
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/hashicorp/go-hclog"
 
 	"github.com/kulehq/kule/cmd/internal/daemon/client"
 	"github.com/kulehq/kule/kernel"
