@@ -21,6 +21,7 @@ const module = "github.com/kulehq/kule"
 var allowedImports = map[string]string{
 	module + "/kernel":                     "the kernel's API",
 	module + "/cmd/internal/daemon/client": "the daemon's own socket client",
+	module + "/internal/golden":            "the golden tests' normaliser and compare (tests only)",
 	// agentrun imports package kernel, so package kernel cannot offer it.
 	module + "/kernel/agentrun": "imports package kernel: an agent's turn cannot start through it yet",
 }
