@@ -16,6 +16,14 @@ import (
 	tomldiffer "github.com/kulehq/kule/plugins/differ/toml"
 	"github.com/kulehq/kule/plugins/differ/typescript"
 	"github.com/kulehq/kule/sdk/differ"
+
+	csvpreviewer "github.com/kulehq/kule/plugins/previewer/csv"
+	docxpreviewer "github.com/kulehq/kule/plugins/previewer/docx"
+	imagepreviewer "github.com/kulehq/kule/plugins/previewer/image"
+	mdpreviewer "github.com/kulehq/kule/plugins/previewer/markdown"
+	textpreviewer "github.com/kulehq/kule/plugins/previewer/text"
+	xlsxpreviewer "github.com/kulehq/kule/plugins/previewer/xlsx"
+	"github.com/kulehq/kule/sdk/previewer"
 )
 
 // Differ is one built-in differ.
@@ -39,6 +47,11 @@ var Differs = []Differ{
 	{Name: "differ/text", New: text.New},
 }
 
+// ExtensionHost is the built-in extension host, `kule __plugin
+// extension/host`. Plugins may not import extensions/, so cmd/kule serves it
+// from extensions/host under this name.
+const ExtensionHost = "extension/host"
+
 // Lookup returns the built-in differ named "differ/<name>".
 func Lookup(name string) (Differ, bool) {
 	for _, d := range Differs {
@@ -47,4 +60,32 @@ func Lookup(name string) (Differ, bool) {
 		}
 	}
 	return Differ{}, false
+}
+
+// Previewer is one built-in previewer.
+type Previewer struct {
+	Name string                     // "previewer/<name>", as `kule __plugin` takes it
+	New  func() previewer.Previewer // a fresh previewer
+}
+
+// Previewers are the built-in previewers, in precedence order: the first
+// that accepts a file's name previews it; text, which accepts any name that
+// is not a known binary format, comes last.
+var Previewers = []Previewer{
+	{Name: "previewer/image", New: imagepreviewer.New},
+	{Name: "previewer/markdown", New: mdpreviewer.New},
+	{Name: "previewer/csv", New: csvpreviewer.New},
+	{Name: "previewer/xlsx", New: xlsxpreviewer.New},
+	{Name: "previewer/docx", New: docxpreviewer.New},
+	{Name: "previewer/text", New: textpreviewer.New},
+}
+
+// LookupPreviewer returns the built-in previewer named "previewer/<name>".
+func LookupPreviewer(name string) (Previewer, bool) {
+	for _, p := range Previewers {
+		if p.Name == name {
+			return p, true
+		}
+	}
+	return Previewer{}, false
 }

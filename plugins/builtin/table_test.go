@@ -31,3 +31,29 @@ func TestTable(t *testing.T) {
 		t.Error("Lookup of an unknown name succeeded")
 	}
 }
+
+// TestPreviewerTable: every entry is "previewer/<name>" with a previewer of
+// that name, names are unique, and text, the last resort, comes last.
+func TestPreviewerTable(t *testing.T) {
+	seen := map[string]bool{}
+	for _, p := range Previewers {
+		kind, name, ok := strings.Cut(p.Name, "/")
+		if !ok || kind != "previewer" || name == "" {
+			t.Errorf("entry %q: want previewer/<name>", p.Name)
+			continue
+		}
+		if got := p.New().Name(); got != name {
+			t.Errorf("entry %q serves a previewer named %q", p.Name, got)
+		}
+		if seen[p.Name] {
+			t.Errorf("entry %q twice", p.Name)
+		}
+		seen[p.Name] = true
+		if b, ok := LookupPreviewer(p.Name); !ok || b.Name != p.Name {
+			t.Errorf("LookupPreviewer(%q) = %v, %v", p.Name, b, ok)
+		}
+	}
+	if last := Previewers[len(Previewers)-1].Name; last != "previewer/text" {
+		t.Errorf("the last previewer is %s, want previewer/text", last)
+	}
+}

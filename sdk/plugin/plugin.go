@@ -2,7 +2,7 @@
 // every plugin and the kernel agree on, the Serve helpers a plugin's main
 // calls (ServeDiffer), and the gRPC client the kernel talks to a plugin
 // through. A plugin author needs this package and the package of their kind
-// (sdk/differ) and nothing else; the generated protobuf code under sdk/proto
+// (sdk/differ, sdk/previewer) and nothing else; the generated protobuf code under sdk/proto
 // stays behind the hand-written types here, so the wire can move without
 // breaking plugin authors.
 //

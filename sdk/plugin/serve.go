@@ -8,6 +8,8 @@ import (
 	goplugin "github.com/hashicorp/go-plugin"
 
 	"github.com/kulehq/kule/sdk/differ"
+	"github.com/kulehq/kule/sdk/plugintls"
+	"github.com/kulehq/kule/sdk/previewer"
 )
 
 // ServeDiffer serves d as a differ plugin on the process's stdio and does not
@@ -18,7 +20,7 @@ import (
 // announced to the host; without it Merge answers codes.Unimplemented.
 func ServeDiffer(d differ.Differ) {
 	hs, _ := Handshake(KindDiffer)
-	goplugin.Serve(DifferServeConfig(d, hs))
+	plugintls.Serve(DifferServeConfig(d, hs))
 }
 
 // DifferServeConfig is the go-plugin ServeConfig ServeDiffer uses; exposed so
@@ -43,4 +45,24 @@ func Logger(name string) hclog.Logger {
 		Output:     os.Stderr,
 		JSONFormat: true,
 	})
+}
+
+// ServePreviewer serves p as a previewer plugin on the process's stdio and
+// does not return until the host ends the plugin. Call it from the plugin's
+// main.
+func ServePreviewer(p previewer.Previewer) {
+	hs, _ := Handshake(KindPreviewer)
+	plugintls.Serve(PreviewerServeConfig(p, hs))
+}
+
+// PreviewerServeConfig is the go-plugin ServeConfig ServePreviewer uses.
+func PreviewerServeConfig(p previewer.Previewer, hs goplugin.HandshakeConfig) *goplugin.ServeConfig {
+	return &goplugin.ServeConfig{
+		HandshakeConfig: hs,
+		VersionedPlugins: map[int]goplugin.PluginSet{
+			int(hs.ProtocolVersion): {KindPreviewer: &PreviewerPlugin{Impl: p}},
+		},
+		GRPCServer: goplugin.DefaultGRPCServer,
+		Logger:     Logger(fmt.Sprintf("previewer-%s", p.Name())),
+	}
 }

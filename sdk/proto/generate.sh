@@ -16,7 +16,7 @@ if ! command -v protoc-gen-go-grpc >/dev/null; then
 	go install "google.golang.org/grpc/cmd/protoc-gen-go-grpc@${PROTOC_GEN_GO_GRPC_VERSION}"
 fi
 
-for f in differ/v1/differ.proto previewer/v1/previewer.proto transport/v1/transport.proto; do
+for f in differ/v1/differ.proto previewer/v1/previewer.proto transport/v1/transport.proto extension/v1/extension.proto; do
 	protoc -I . \
 		--go_out=. --go_opt=paths=source_relative \
 		--go-grpc_out=. --go-grpc_opt=paths=source_relative \

@@ -1,6 +1,6 @@
 // kule:protocol-version 1
 //
-// The previewer protocol (drafted; implementations come later): a previewer
+// The previewer protocol: a previewer
 // turns the bytes of one file into a safe render model — plain data the app
 // draws itself (text lines, Markdown blocks, sheet cells, document
 // paragraphs, image metadata), never HTML or script. It has no file system
@@ -257,7 +257,13 @@ type PreviewRequest struct {
 	Path  string                 `protobuf:"bytes,1,opt,name=path,proto3" json:"path,omitempty"`
 	Src   []byte                 `protobuf:"bytes,2,opt,name=src,proto3" json:"src,omitempty"`
 	// The most blocks the host will draw; 0 means the previewer's default.
-	MaxBlocks     int32 `protobuf:"varint,3,opt,name=max_blocks,json=maxBlocks,proto3" json:"max_blocks,omitempty"`
+	MaxBlocks int32 `protobuf:"varint,3,opt,name=max_blocks,json=maxBlocks,proto3" json:"max_blocks,omitempty"`
+	// Lay out packed data (JSON, XML) for reading, where the previewer can.
+	Format bool `protobuf:"varint,4,opt,name=format,proto3" json:"format,omitempty"`
+	// Cut this region out of a picture and answer it as a PNG (crop_png),
+	// besides the usual blocks. Unset: no crop. A previewer that does not
+	// crop ignores it; one that does refuses a region outside the picture.
+	Crop          *Region `protobuf:"bytes,5,opt,name=crop,proto3" json:"crop,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -313,18 +319,112 @@ func (x *PreviewRequest) GetMaxBlocks() int32 {
 	return 0
 }
 
+func (x *PreviewRequest) GetFormat() bool {
+	if x != nil {
+		return x.Format
+	}
+	return false
+}
+
+func (x *PreviewRequest) GetCrop() *Region {
+	if x != nil {
+		return x.Crop
+	}
+	return nil
+}
+
+// Region is a rectangle of a picture in pixels: from (x1,y1), inclusive, to
+// (x2,y2), exclusive, with (0,0) the top left corner.
+type Region struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	X1            int32                  `protobuf:"varint,1,opt,name=x1,proto3" json:"x1,omitempty"`
+	Y1            int32                  `protobuf:"varint,2,opt,name=y1,proto3" json:"y1,omitempty"`
+	X2            int32                  `protobuf:"varint,3,opt,name=x2,proto3" json:"x2,omitempty"`
+	Y2            int32                  `protobuf:"varint,4,opt,name=y2,proto3" json:"y2,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Region) Reset() {
+	*x = Region{}
+	mi := &file_previewer_v1_previewer_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Region) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Region) ProtoMessage() {}
+
+func (x *Region) ProtoReflect() protoreflect.Message {
+	mi := &file_previewer_v1_previewer_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Region.ProtoReflect.Descriptor instead.
+func (*Region) Descriptor() ([]byte, []int) {
+	return file_previewer_v1_previewer_proto_rawDescGZIP(), []int{5}
+}
+
+func (x *Region) GetX1() int32 {
+	if x != nil {
+		return x.X1
+	}
+	return 0
+}
+
+func (x *Region) GetY1() int32 {
+	if x != nil {
+		return x.Y1
+	}
+	return 0
+}
+
+func (x *Region) GetX2() int32 {
+	if x != nil {
+		return x.X2
+	}
+	return 0
+}
+
+func (x *Region) GetY2() int32 {
+	if x != nil {
+		return x.Y2
+	}
+	return 0
+}
+
 type PreviewResponse struct {
 	state  protoimpl.MessageState `protogen:"open.v1"`
 	Blocks []*Block               `protobuf:"bytes,1,rep,name=blocks,proto3" json:"blocks,omitempty"`
 	// More blocks exist than were returned.
-	Truncated     bool `protobuf:"varint,2,opt,name=truncated,proto3" json:"truncated,omitempty"`
+	Truncated bool `protobuf:"varint,2,opt,name=truncated,proto3" json:"truncated,omitempty"`
+	// What the file was read as: "text", "markdown", "image", "sheet",
+	// "document", or a previewer's own word.
+	Kind string `protobuf:"bytes,3,opt,name=kind,proto3" json:"kind,omitempty"`
+	// The language of a text file ("go", "json"), when known.
+	Language string `protobuf:"bytes,4,opt,name=language,proto3" json:"language,omitempty"`
+	// Plain-text notes for the person ("formatted from packed JSON").
+	Notes []string `protobuf:"bytes,5,rep,name=notes,proto3" json:"notes,omitempty"`
+	// The PNG of PreviewRequest.crop, scaled down to fit a bounded size;
+	// empty when no crop was asked for or the previewer does not crop.
+	CropPng       []byte `protobuf:"bytes,6,opt,name=crop_png,json=cropPng,proto3" json:"crop_png,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *PreviewResponse) Reset() {
 	*x = PreviewResponse{}
-	mi := &file_previewer_v1_previewer_proto_msgTypes[5]
+	mi := &file_previewer_v1_previewer_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -336,7 +436,7 @@ func (x *PreviewResponse) String() string {
 func (*PreviewResponse) ProtoMessage() {}
 
 func (x *PreviewResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_previewer_v1_previewer_proto_msgTypes[5]
+	mi := &file_previewer_v1_previewer_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -349,7 +449,7 @@ func (x *PreviewResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PreviewResponse.ProtoReflect.Descriptor instead.
 func (*PreviewResponse) Descriptor() ([]byte, []int) {
-	return file_previewer_v1_previewer_proto_rawDescGZIP(), []int{5}
+	return file_previewer_v1_previewer_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *PreviewResponse) GetBlocks() []*Block {
@@ -364,6 +464,34 @@ func (x *PreviewResponse) GetTruncated() bool {
 		return x.Truncated
 	}
 	return false
+}
+
+func (x *PreviewResponse) GetKind() string {
+	if x != nil {
+		return x.Kind
+	}
+	return ""
+}
+
+func (x *PreviewResponse) GetLanguage() string {
+	if x != nil {
+		return x.Language
+	}
+	return ""
+}
+
+func (x *PreviewResponse) GetNotes() []string {
+	if x != nil {
+		return x.Notes
+	}
+	return nil
+}
+
+func (x *PreviewResponse) GetCropPng() []byte {
+	if x != nil {
+		return x.CropPng
+	}
+	return nil
 }
 
 // Block is one drawable piece. Text is plain text, never markup.
@@ -384,7 +512,7 @@ type Block struct {
 
 func (x *Block) Reset() {
 	*x = Block{}
-	mi := &file_previewer_v1_previewer_proto_msgTypes[6]
+	mi := &file_previewer_v1_previewer_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -396,7 +524,7 @@ func (x *Block) String() string {
 func (*Block) ProtoMessage() {}
 
 func (x *Block) ProtoReflect() protoreflect.Message {
-	mi := &file_previewer_v1_previewer_proto_msgTypes[6]
+	mi := &file_previewer_v1_previewer_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -409,7 +537,7 @@ func (x *Block) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Block.ProtoReflect.Descriptor instead.
 func (*Block) Descriptor() ([]byte, []int) {
-	return file_previewer_v1_previewer_proto_rawDescGZIP(), []int{6}
+	return file_previewer_v1_previewer_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *Block) GetBlock() isBlock_Block {
@@ -514,15 +642,17 @@ func (*Block_Row) isBlock_Block() {}
 func (*Block_Image) isBlock_Block() {}
 
 type TextLine struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Text          string                 `protobuf:"bytes,1,opt,name=text,proto3" json:"text,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Text  string                 `protobuf:"bytes,1,opt,name=text,proto3" json:"text,omitempty"`
+	// The line's number, from 1.
+	Number        int32 `protobuf:"varint,2,opt,name=number,proto3" json:"number,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *TextLine) Reset() {
 	*x = TextLine{}
-	mi := &file_previewer_v1_previewer_proto_msgTypes[7]
+	mi := &file_previewer_v1_previewer_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -534,7 +664,7 @@ func (x *TextLine) String() string {
 func (*TextLine) ProtoMessage() {}
 
 func (x *TextLine) ProtoReflect() protoreflect.Message {
-	mi := &file_previewer_v1_previewer_proto_msgTypes[7]
+	mi := &file_previewer_v1_previewer_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -547,7 +677,7 @@ func (x *TextLine) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TextLine.ProtoReflect.Descriptor instead.
 func (*TextLine) Descriptor() ([]byte, []int) {
-	return file_previewer_v1_previewer_proto_rawDescGZIP(), []int{7}
+	return file_previewer_v1_previewer_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *TextLine) GetText() string {
@@ -555,6 +685,13 @@ func (x *TextLine) GetText() string {
 		return x.Text
 	}
 	return ""
+}
+
+func (x *TextLine) GetNumber() int32 {
+	if x != nil {
+		return x.Number
+	}
+	return 0
 }
 
 type Heading struct {
@@ -567,7 +704,7 @@ type Heading struct {
 
 func (x *Heading) Reset() {
 	*x = Heading{}
-	mi := &file_previewer_v1_previewer_proto_msgTypes[8]
+	mi := &file_previewer_v1_previewer_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -579,7 +716,7 @@ func (x *Heading) String() string {
 func (*Heading) ProtoMessage() {}
 
 func (x *Heading) ProtoReflect() protoreflect.Message {
-	mi := &file_previewer_v1_previewer_proto_msgTypes[8]
+	mi := &file_previewer_v1_previewer_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -592,7 +729,7 @@ func (x *Heading) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Heading.ProtoReflect.Descriptor instead.
 func (*Heading) Descriptor() ([]byte, []int) {
-	return file_previewer_v1_previewer_proto_rawDescGZIP(), []int{8}
+	return file_previewer_v1_previewer_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *Heading) GetLevel() int32 {
@@ -612,14 +749,21 @@ func (x *Heading) GetText() string {
 type Paragraph struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Runs of text with simple emphasis; links are shown, never followed.
-	Runs          []*Run `protobuf:"bytes,1,rep,name=runs,proto3" json:"runs,omitempty"`
+	Runs []*Run `protobuf:"bytes,1,rep,name=runs,proto3" json:"runs,omitempty"`
+	// The paragraph's number in the document, from 1 (0: not numbered).
+	Number int32 `protobuf:"varint,2,opt,name=number,proto3" json:"number,omitempty"`
+	// A list item's marker ("1.", "•"); empty for a plain paragraph.
+	Marker string `protobuf:"bytes,3,opt,name=marker,proto3" json:"marker,omitempty"`
+	// How deep in lists and quotes it stands: 0 in the body, 1 for an item
+	// of a top-level list.
+	Level         int32 `protobuf:"varint,4,opt,name=level,proto3" json:"level,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Paragraph) Reset() {
 	*x = Paragraph{}
-	mi := &file_previewer_v1_previewer_proto_msgTypes[9]
+	mi := &file_previewer_v1_previewer_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -631,7 +775,7 @@ func (x *Paragraph) String() string {
 func (*Paragraph) ProtoMessage() {}
 
 func (x *Paragraph) ProtoReflect() protoreflect.Message {
-	mi := &file_previewer_v1_previewer_proto_msgTypes[9]
+	mi := &file_previewer_v1_previewer_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -644,7 +788,7 @@ func (x *Paragraph) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Paragraph.ProtoReflect.Descriptor instead.
 func (*Paragraph) Descriptor() ([]byte, []int) {
-	return file_previewer_v1_previewer_proto_rawDescGZIP(), []int{9}
+	return file_previewer_v1_previewer_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *Paragraph) GetRuns() []*Run {
@@ -652,6 +796,27 @@ func (x *Paragraph) GetRuns() []*Run {
 		return x.Runs
 	}
 	return nil
+}
+
+func (x *Paragraph) GetNumber() int32 {
+	if x != nil {
+		return x.Number
+	}
+	return 0
+}
+
+func (x *Paragraph) GetMarker() string {
+	if x != nil {
+		return x.Marker
+	}
+	return ""
+}
+
+func (x *Paragraph) GetLevel() int32 {
+	if x != nil {
+		return x.Level
+	}
+	return 0
 }
 
 type Run struct {
@@ -668,7 +833,7 @@ type Run struct {
 
 func (x *Run) Reset() {
 	*x = Run{}
-	mi := &file_previewer_v1_previewer_proto_msgTypes[10]
+	mi := &file_previewer_v1_previewer_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -680,7 +845,7 @@ func (x *Run) String() string {
 func (*Run) ProtoMessage() {}
 
 func (x *Run) ProtoReflect() protoreflect.Message {
-	mi := &file_previewer_v1_previewer_proto_msgTypes[10]
+	mi := &file_previewer_v1_previewer_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -693,7 +858,7 @@ func (x *Run) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Run.ProtoReflect.Descriptor instead.
 func (*Run) Descriptor() ([]byte, []int) {
-	return file_previewer_v1_previewer_proto_rawDescGZIP(), []int{10}
+	return file_previewer_v1_previewer_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *Run) GetText() string {
@@ -741,7 +906,7 @@ type Code struct {
 
 func (x *Code) Reset() {
 	*x = Code{}
-	mi := &file_previewer_v1_previewer_proto_msgTypes[11]
+	mi := &file_previewer_v1_previewer_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -753,7 +918,7 @@ func (x *Code) String() string {
 func (*Code) ProtoMessage() {}
 
 func (x *Code) ProtoReflect() protoreflect.Message {
-	mi := &file_previewer_v1_previewer_proto_msgTypes[11]
+	mi := &file_previewer_v1_previewer_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -766,7 +931,7 @@ func (x *Code) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Code.ProtoReflect.Descriptor instead.
 func (*Code) Descriptor() ([]byte, []int) {
-	return file_previewer_v1_previewer_proto_rawDescGZIP(), []int{11}
+	return file_previewer_v1_previewer_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *Code) GetLanguage() string {
@@ -786,16 +951,22 @@ func (x *Code) GetText() string {
 type TableRow struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Sheet name for spreadsheets; empty otherwise.
-	Sheet         string   `protobuf:"bytes,1,opt,name=sheet,proto3" json:"sheet,omitempty"`
-	Row           int32    `protobuf:"varint,2,opt,name=row,proto3" json:"row,omitempty"`
-	Cells         []string `protobuf:"bytes,3,rep,name=cells,proto3" json:"cells,omitempty"`
+	Sheet string `protobuf:"bytes,1,opt,name=sheet,proto3" json:"sheet,omitempty"`
+	// The row's number, from 1.
+	Row int32 `protobuf:"varint,2,opt,name=row,proto3" json:"row,omitempty"`
+	// Cell values from column A on.
+	Cells []string `protobuf:"bytes,3,rep,name=cells,proto3" json:"cells,omitempty"`
+	// Each cell's formula without its "=", beside cells; empty where none.
+	Formulas []string `protobuf:"bytes,4,rep,name=formulas,proto3" json:"formulas,omitempty"`
+	// Which table of a document the row belongs to, from 1 (0: a sheet).
+	Table         int32 `protobuf:"varint,5,opt,name=table,proto3" json:"table,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *TableRow) Reset() {
 	*x = TableRow{}
-	mi := &file_previewer_v1_previewer_proto_msgTypes[12]
+	mi := &file_previewer_v1_previewer_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -807,7 +978,7 @@ func (x *TableRow) String() string {
 func (*TableRow) ProtoMessage() {}
 
 func (x *TableRow) ProtoReflect() protoreflect.Message {
-	mi := &file_previewer_v1_previewer_proto_msgTypes[12]
+	mi := &file_previewer_v1_previewer_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -820,7 +991,7 @@ func (x *TableRow) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TableRow.ProtoReflect.Descriptor instead.
 func (*TableRow) Descriptor() ([]byte, []int) {
-	return file_previewer_v1_previewer_proto_rawDescGZIP(), []int{12}
+	return file_previewer_v1_previewer_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *TableRow) GetSheet() string {
@@ -844,6 +1015,20 @@ func (x *TableRow) GetCells() []string {
 	return nil
 }
 
+func (x *TableRow) GetFormulas() []string {
+	if x != nil {
+		return x.Formulas
+	}
+	return nil
+}
+
+func (x *TableRow) GetTable() int32 {
+	if x != nil {
+		return x.Table
+	}
+	return 0
+}
+
 type ImageInfo struct {
 	state  protoimpl.MessageState `protogen:"open.v1"`
 	Format string                 `protobuf:"bytes,1,opt,name=format,proto3" json:"format,omitempty"`
@@ -857,7 +1042,7 @@ type ImageInfo struct {
 
 func (x *ImageInfo) Reset() {
 	*x = ImageInfo{}
-	mi := &file_previewer_v1_previewer_proto_msgTypes[13]
+	mi := &file_previewer_v1_previewer_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -869,7 +1054,7 @@ func (x *ImageInfo) String() string {
 func (*ImageInfo) ProtoMessage() {}
 
 func (x *ImageInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_previewer_v1_previewer_proto_msgTypes[13]
+	mi := &file_previewer_v1_previewer_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -882,7 +1067,7 @@ func (x *ImageInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ImageInfo.ProtoReflect.Descriptor instead.
 func (*ImageInfo) Descriptor() ([]byte, []int) {
-	return file_previewer_v1_previewer_proto_rawDescGZIP(), []int{13}
+	return file_previewer_v1_previewer_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *ImageInfo) GetFormat() string {
@@ -925,15 +1110,26 @@ const file_previewer_v1_previewer_proto_rawDesc = "" +
 	"\x0eAcceptsRequest\x12\x12\n" +
 	"\x04path\x18\x01 \x01(\tR\x04path\"+\n" +
 	"\x0fAcceptsResponse\x12\x18\n" +
-	"\aaccepts\x18\x01 \x01(\bR\aaccepts\"U\n" +
+	"\aaccepts\x18\x01 \x01(\bR\aaccepts\"\x9c\x01\n" +
 	"\x0ePreviewRequest\x12\x12\n" +
 	"\x04path\x18\x01 \x01(\tR\x04path\x12\x10\n" +
 	"\x03src\x18\x02 \x01(\fR\x03src\x12\x1d\n" +
 	"\n" +
-	"max_blocks\x18\x03 \x01(\x05R\tmaxBlocks\"a\n" +
+	"max_blocks\x18\x03 \x01(\x05R\tmaxBlocks\x12\x16\n" +
+	"\x06format\x18\x04 \x01(\bR\x06format\x12-\n" +
+	"\x04crop\x18\x05 \x01(\v2\x19.kule.previewer.v1.RegionR\x04crop\"H\n" +
+	"\x06Region\x12\x0e\n" +
+	"\x02x1\x18\x01 \x01(\x05R\x02x1\x12\x0e\n" +
+	"\x02y1\x18\x02 \x01(\x05R\x02y1\x12\x0e\n" +
+	"\x02x2\x18\x03 \x01(\x05R\x02x2\x12\x0e\n" +
+	"\x02y2\x18\x04 \x01(\x05R\x02y2\"\xc2\x01\n" +
 	"\x0fPreviewResponse\x120\n" +
 	"\x06blocks\x18\x01 \x03(\v2\x18.kule.previewer.v1.BlockR\x06blocks\x12\x1c\n" +
-	"\ttruncated\x18\x02 \x01(\bR\ttruncated\"\xcf\x02\n" +
+	"\ttruncated\x18\x02 \x01(\bR\ttruncated\x12\x12\n" +
+	"\x04kind\x18\x03 \x01(\tR\x04kind\x12\x1a\n" +
+	"\blanguage\x18\x04 \x01(\tR\blanguage\x12\x14\n" +
+	"\x05notes\x18\x05 \x03(\tR\x05notes\x12\x19\n" +
+	"\bcrop_png\x18\x06 \x01(\fR\acropPng\"\xcf\x02\n" +
 	"\x05Block\x121\n" +
 	"\x04line\x18\x01 \x01(\v2\x1b.kule.previewer.v1.TextLineH\x00R\x04line\x126\n" +
 	"\aheading\x18\x02 \x01(\v2\x1a.kule.previewer.v1.HeadingH\x00R\aheading\x12<\n" +
@@ -941,14 +1137,18 @@ const file_previewer_v1_previewer_proto_rawDesc = "" +
 	"\x04code\x18\x04 \x01(\v2\x17.kule.previewer.v1.CodeH\x00R\x04code\x12/\n" +
 	"\x03row\x18\x05 \x01(\v2\x1b.kule.previewer.v1.TableRowH\x00R\x03row\x124\n" +
 	"\x05image\x18\x06 \x01(\v2\x1c.kule.previewer.v1.ImageInfoH\x00R\x05imageB\a\n" +
-	"\x05block\"\x1e\n" +
+	"\x05block\"6\n" +
 	"\bTextLine\x12\x12\n" +
-	"\x04text\x18\x01 \x01(\tR\x04text\"3\n" +
+	"\x04text\x18\x01 \x01(\tR\x04text\x12\x16\n" +
+	"\x06number\x18\x02 \x01(\x05R\x06number\"3\n" +
 	"\aHeading\x12\x14\n" +
 	"\x05level\x18\x01 \x01(\x05R\x05level\x12\x12\n" +
-	"\x04text\x18\x02 \x01(\tR\x04text\"7\n" +
+	"\x04text\x18\x02 \x01(\tR\x04text\"}\n" +
 	"\tParagraph\x12*\n" +
-	"\x04runs\x18\x01 \x03(\v2\x16.kule.previewer.v1.RunR\x04runs\"m\n" +
+	"\x04runs\x18\x01 \x03(\v2\x16.kule.previewer.v1.RunR\x04runs\x12\x16\n" +
+	"\x06number\x18\x02 \x01(\x05R\x06number\x12\x16\n" +
+	"\x06marker\x18\x03 \x01(\tR\x06marker\x12\x14\n" +
+	"\x05level\x18\x04 \x01(\x05R\x05level\"m\n" +
 	"\x03Run\x12\x12\n" +
 	"\x04text\x18\x01 \x01(\tR\x04text\x12\x12\n" +
 	"\x04bold\x18\x02 \x01(\bR\x04bold\x12\x16\n" +
@@ -957,11 +1157,13 @@ const file_previewer_v1_previewer_proto_rawDesc = "" +
 	"\x04link\x18\x05 \x01(\tR\x04link\"6\n" +
 	"\x04Code\x12\x1a\n" +
 	"\blanguage\x18\x01 \x01(\tR\blanguage\x12\x12\n" +
-	"\x04text\x18\x02 \x01(\tR\x04text\"H\n" +
+	"\x04text\x18\x02 \x01(\tR\x04text\"z\n" +
 	"\bTableRow\x12\x14\n" +
 	"\x05sheet\x18\x01 \x01(\tR\x05sheet\x12\x10\n" +
 	"\x03row\x18\x02 \x01(\x05R\x03row\x12\x14\n" +
-	"\x05cells\x18\x03 \x03(\tR\x05cells\"\xd6\x01\n" +
+	"\x05cells\x18\x03 \x03(\tR\x05cells\x12\x1a\n" +
+	"\bformulas\x18\x04 \x03(\tR\bformulas\x12\x14\n" +
+	"\x05table\x18\x05 \x01(\x05R\x05table\"\xd6\x01\n" +
 	"\tImageInfo\x12\x16\n" +
 	"\x06format\x18\x01 \x01(\tR\x06format\x12\x14\n" +
 	"\x05width\x18\x02 \x01(\x05R\x05width\x12\x16\n" +
@@ -992,7 +1194,7 @@ func file_previewer_v1_previewer_proto_rawDescGZIP() []byte {
 }
 
 var file_previewer_v1_previewer_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_previewer_v1_previewer_proto_msgTypes = make([]protoimpl.MessageInfo, 15)
+var file_previewer_v1_previewer_proto_msgTypes = make([]protoimpl.MessageInfo, 16)
 var file_previewer_v1_previewer_proto_goTypes = []any{
 	(Capability)(0),         // 0: kule.previewer.v1.Capability
 	(*InfoRequest)(nil),     // 1: kule.previewer.v1.InfoRequest
@@ -1000,39 +1202,41 @@ var file_previewer_v1_previewer_proto_goTypes = []any{
 	(*AcceptsRequest)(nil),  // 3: kule.previewer.v1.AcceptsRequest
 	(*AcceptsResponse)(nil), // 4: kule.previewer.v1.AcceptsResponse
 	(*PreviewRequest)(nil),  // 5: kule.previewer.v1.PreviewRequest
-	(*PreviewResponse)(nil), // 6: kule.previewer.v1.PreviewResponse
-	(*Block)(nil),           // 7: kule.previewer.v1.Block
-	(*TextLine)(nil),        // 8: kule.previewer.v1.TextLine
-	(*Heading)(nil),         // 9: kule.previewer.v1.Heading
-	(*Paragraph)(nil),       // 10: kule.previewer.v1.Paragraph
-	(*Run)(nil),             // 11: kule.previewer.v1.Run
-	(*Code)(nil),            // 12: kule.previewer.v1.Code
-	(*TableRow)(nil),        // 13: kule.previewer.v1.TableRow
-	(*ImageInfo)(nil),       // 14: kule.previewer.v1.ImageInfo
-	nil,                     // 15: kule.previewer.v1.ImageInfo.MetadataEntry
+	(*Region)(nil),          // 6: kule.previewer.v1.Region
+	(*PreviewResponse)(nil), // 7: kule.previewer.v1.PreviewResponse
+	(*Block)(nil),           // 8: kule.previewer.v1.Block
+	(*TextLine)(nil),        // 9: kule.previewer.v1.TextLine
+	(*Heading)(nil),         // 10: kule.previewer.v1.Heading
+	(*Paragraph)(nil),       // 11: kule.previewer.v1.Paragraph
+	(*Run)(nil),             // 12: kule.previewer.v1.Run
+	(*Code)(nil),            // 13: kule.previewer.v1.Code
+	(*TableRow)(nil),        // 14: kule.previewer.v1.TableRow
+	(*ImageInfo)(nil),       // 15: kule.previewer.v1.ImageInfo
+	nil,                     // 16: kule.previewer.v1.ImageInfo.MetadataEntry
 }
 var file_previewer_v1_previewer_proto_depIdxs = []int32{
 	0,  // 0: kule.previewer.v1.InfoResponse.capabilities:type_name -> kule.previewer.v1.Capability
-	7,  // 1: kule.previewer.v1.PreviewResponse.blocks:type_name -> kule.previewer.v1.Block
-	8,  // 2: kule.previewer.v1.Block.line:type_name -> kule.previewer.v1.TextLine
-	9,  // 3: kule.previewer.v1.Block.heading:type_name -> kule.previewer.v1.Heading
-	10, // 4: kule.previewer.v1.Block.paragraph:type_name -> kule.previewer.v1.Paragraph
-	12, // 5: kule.previewer.v1.Block.code:type_name -> kule.previewer.v1.Code
-	13, // 6: kule.previewer.v1.Block.row:type_name -> kule.previewer.v1.TableRow
-	14, // 7: kule.previewer.v1.Block.image:type_name -> kule.previewer.v1.ImageInfo
-	11, // 8: kule.previewer.v1.Paragraph.runs:type_name -> kule.previewer.v1.Run
-	15, // 9: kule.previewer.v1.ImageInfo.metadata:type_name -> kule.previewer.v1.ImageInfo.MetadataEntry
-	1,  // 10: kule.previewer.v1.Previewer.Info:input_type -> kule.previewer.v1.InfoRequest
-	3,  // 11: kule.previewer.v1.Previewer.Accepts:input_type -> kule.previewer.v1.AcceptsRequest
-	5,  // 12: kule.previewer.v1.Previewer.Preview:input_type -> kule.previewer.v1.PreviewRequest
-	2,  // 13: kule.previewer.v1.Previewer.Info:output_type -> kule.previewer.v1.InfoResponse
-	4,  // 14: kule.previewer.v1.Previewer.Accepts:output_type -> kule.previewer.v1.AcceptsResponse
-	6,  // 15: kule.previewer.v1.Previewer.Preview:output_type -> kule.previewer.v1.PreviewResponse
-	13, // [13:16] is the sub-list for method output_type
-	10, // [10:13] is the sub-list for method input_type
-	10, // [10:10] is the sub-list for extension type_name
-	10, // [10:10] is the sub-list for extension extendee
-	0,  // [0:10] is the sub-list for field type_name
+	6,  // 1: kule.previewer.v1.PreviewRequest.crop:type_name -> kule.previewer.v1.Region
+	8,  // 2: kule.previewer.v1.PreviewResponse.blocks:type_name -> kule.previewer.v1.Block
+	9,  // 3: kule.previewer.v1.Block.line:type_name -> kule.previewer.v1.TextLine
+	10, // 4: kule.previewer.v1.Block.heading:type_name -> kule.previewer.v1.Heading
+	11, // 5: kule.previewer.v1.Block.paragraph:type_name -> kule.previewer.v1.Paragraph
+	13, // 6: kule.previewer.v1.Block.code:type_name -> kule.previewer.v1.Code
+	14, // 7: kule.previewer.v1.Block.row:type_name -> kule.previewer.v1.TableRow
+	15, // 8: kule.previewer.v1.Block.image:type_name -> kule.previewer.v1.ImageInfo
+	12, // 9: kule.previewer.v1.Paragraph.runs:type_name -> kule.previewer.v1.Run
+	16, // 10: kule.previewer.v1.ImageInfo.metadata:type_name -> kule.previewer.v1.ImageInfo.MetadataEntry
+	1,  // 11: kule.previewer.v1.Previewer.Info:input_type -> kule.previewer.v1.InfoRequest
+	3,  // 12: kule.previewer.v1.Previewer.Accepts:input_type -> kule.previewer.v1.AcceptsRequest
+	5,  // 13: kule.previewer.v1.Previewer.Preview:input_type -> kule.previewer.v1.PreviewRequest
+	2,  // 14: kule.previewer.v1.Previewer.Info:output_type -> kule.previewer.v1.InfoResponse
+	4,  // 15: kule.previewer.v1.Previewer.Accepts:output_type -> kule.previewer.v1.AcceptsResponse
+	7,  // 16: kule.previewer.v1.Previewer.Preview:output_type -> kule.previewer.v1.PreviewResponse
+	14, // [14:17] is the sub-list for method output_type
+	11, // [11:14] is the sub-list for method input_type
+	11, // [11:11] is the sub-list for extension type_name
+	11, // [11:11] is the sub-list for extension extendee
+	0,  // [0:11] is the sub-list for field type_name
 }
 
 func init() { file_previewer_v1_previewer_proto_init() }
@@ -1040,7 +1244,7 @@ func file_previewer_v1_previewer_proto_init() {
 	if File_previewer_v1_previewer_proto != nil {
 		return
 	}
-	file_previewer_v1_previewer_proto_msgTypes[6].OneofWrappers = []any{
+	file_previewer_v1_previewer_proto_msgTypes[7].OneofWrappers = []any{
 		(*Block_Line)(nil),
 		(*Block_Heading)(nil),
 		(*Block_Paragraph)(nil),
@@ -1054,7 +1258,7 @@ func file_previewer_v1_previewer_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_previewer_v1_previewer_proto_rawDesc), len(file_previewer_v1_previewer_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   15,
+			NumMessages:   16,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

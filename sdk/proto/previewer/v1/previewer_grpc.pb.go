@@ -1,6 +1,6 @@
 // kule:protocol-version 1
 //
-// The previewer protocol (drafted; implementations come later): a previewer
+// The previewer protocol: a previewer
 // turns the bytes of one file into a safe render model — plain data the app
 // draws itself (text lines, Markdown blocks, sheet cells, document
 // paragraphs, image metadata), never HTML or script. It has no file system

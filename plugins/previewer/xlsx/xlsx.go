@@ -1,0 +1,222 @@
+// Package xlsx is the built-in previewer for Excel workbooks: every sheet
+// from A1, each cell's value as Excel shows it and its formula where it has
+// one. The workbook is read in memory (excelize on bytes, its unzip limits
+// set so nothing is ever extracted to disk), after ooxml has inflated each
+// part through a cap and refused zip bombs and XML that declares entities.
+package xlsx
+
+import (
+	"bytes"
+	"context"
+	"encoding/xml"
+	"errors"
+	"fmt"
+	"io"
+	"path"
+	"strings"
+
+	"github.com/xuri/excelize/v2"
+
+	"github.com/kulehq/kule/plugins/previewer/internal/ooxml"
+	"github.com/kulehq/kule/plugins/previewer/text"
+	"github.com/kulehq/kule/sdk/previewer"
+)
+
+// Limits of a sheet shown.
+const (
+	MaxColumns = 1_000
+	MaxCell    = 4 << 10
+	MaxSheets  = 256
+)
+
+// Previewer shows Excel workbooks.
+type Previewer struct{}
+
+var _ previewer.Previewer = Previewer{}
+
+// New returns the Excel previewer.
+func New() previewer.Previewer { return Previewer{} }
+
+// Name is "xlsx".
+func (Previewer) Name() string { return "xlsx" }
+
+// Accepts *.xlsx and *.xlsm (macros are never run: only cells are read).
+func (Previewer) Accepts(p string) bool {
+	switch strings.ToLower(path.Ext(p)) {
+	case ".xlsx", ".xlsm":
+		return true
+	}
+	return false
+}
+
+// Preview reads every sheet of req.Content from A1.
+func (Previewer) Preview(ctx context.Context, req previewer.Request) (previewer.Response, error) {
+	pkg, err := ooxml.Open(req.Content, "Excel")
+	if err != nil {
+		return previewer.Response{}, err
+	}
+	if !pkg.Has("xl/workbook.xml") {
+		return previewer.Response{}, ooxml.Refuse("not an Excel workbook (no xl/workbook.xml)")
+	}
+	f, err := excelize.OpenReader(bytes.NewReader(req.Content), excelize.Options{
+		// Every part fits ooxml's caps already; these keep excelize from
+		// extracting a large part to a temporary file, and from reading
+		// more than those caps if a check were ever missed.
+		UnzipSizeLimit:    ooxml.MaxTotal,
+		UnzipXMLSizeLimit: ooxml.MaxTotal,
+	})
+	if err != nil {
+		return previewer.Response{}, ooxml.Refuse("damaged Excel workbook (%v)", err)
+	}
+	defer f.Close()
+	limit := req.Limit()
+	resp := previewer.Response{Kind: previewer.KindSheet}
+	sheets := f.GetSheetList()
+	if len(sheets) > MaxSheets {
+		resp.Notes = append(resp.Notes, fmt.Sprintf("%d sheets: the first %d are shown", len(sheets), MaxSheets))
+		sheets = sheets[:MaxSheets]
+	}
+	paths := sheetParts(pkg)
+	wide, long := 0, 0
+	for _, sheet := range sheets {
+		// Asking excelize for a cell's formula costs a scan of the sheet's
+		// rows; only the cells whose XML holds a formula are asked.
+		withFormula, known := formulaCells(pkg, paths[sheet])
+		if ctx.Err() != nil {
+			return previewer.Response{}, ctx.Err()
+		}
+		rows, err := f.GetRows(sheet)
+		if err != nil {
+			return previewer.Response{}, ooxml.Refuse("sheet %q cannot be read (%v)", sheet, err)
+		}
+		for i, row := range rows {
+			if len(row) == 0 {
+				continue // an empty row: the next one keeps its number
+			}
+			if len(resp.Blocks) == limit {
+				resp.Truncated = true
+				return resp, nil
+			}
+			if len(row) > MaxColumns {
+				wide = max(wide, len(row))
+				row = row[:MaxColumns]
+			}
+			cells := make([]string, len(row))
+			var formulas []string
+			for j, v := range row {
+				v = clean(v)
+				if len(v) > MaxCell {
+					v = text.Cut(v, MaxCell) + "…"
+					long++
+				}
+				cells[j] = v
+				name, err := excelize.CoordinatesToCellName(j+1, i+1)
+				if err != nil || (known && !withFormula[name]) {
+					continue
+				}
+				if fm, err := f.GetCellFormula(sheet, name); err == nil && fm != "" {
+					if formulas == nil {
+						formulas = make([]string, len(row))
+					}
+					formulas[j] = clean(text.Cut(strings.TrimPrefix(fm, "="), MaxCell))
+				}
+			}
+			resp.Blocks = append(resp.Blocks, previewer.Block{Row: &previewer.Row{Sheet: clean(sheet), Number: i + 1, Cells: cells, Formulas: formulas}})
+		}
+	}
+	if wide > 0 {
+		resp.Notes = append(resp.Notes, fmt.Sprintf("rows of up to %d columns: the first %d are shown", wide, MaxColumns))
+	}
+	if long > 0 {
+		resp.Notes = append(resp.Notes, fmt.Sprintf("%d cells longer than %d bytes are cut", long, MaxCell))
+	}
+	return resp, nil
+}
+
+// sheetParts maps each sheet's name to its part ("xl/worksheets/sheet1.xml"),
+// from the workbook and its relationships.
+func sheetParts(pkg *ooxml.Package) map[string]string {
+	out := map[string]string{}
+	wb, err := pkg.Part("xl/workbook.xml")
+	if err != nil {
+		return out
+	}
+	rels, err := pkg.Part("xl/_rels/workbook.xml.rels")
+	if err != nil {
+		return out
+	}
+	target := map[string]string{}
+	eachStart(rels, func(se xml.StartElement) {
+		if se.Name.Local == "Relationship" {
+			t := attr(se, "Target")
+			if strings.HasPrefix(t, "/") {
+				t = strings.TrimPrefix(t, "/")
+			} else {
+				t = path.Join("xl", t)
+			}
+			target[attr(se, "Id")] = t
+		}
+	})
+	eachStart(wb, func(se xml.StartElement) {
+		if se.Name.Local == "sheet" {
+			for _, a := range se.Attr {
+				if a.Name.Local == "id" && a.Name.Space != "" { // r:id, by its prefix (RawToken keeps prefixes)
+					out[attr(se, "name")] = target[a.Value]
+				}
+			}
+		}
+	})
+	return out
+}
+
+// formulaCells are the cells of the sheet part whose XML holds a formula;
+// known is false when the part could not be read (then every cell is asked).
+func formulaCells(pkg *ooxml.Package, part string) (map[string]bool, bool) {
+	data, err := pkg.Part(part)
+	if err != nil {
+		return nil, false
+	}
+	out := map[string]bool{}
+	cur := ""
+	ok := eachStart(data, func(se xml.StartElement) {
+		switch se.Name.Local {
+		case "c":
+			cur = attr(se, "r")
+		case "f":
+			if cur != "" {
+				out[cur] = true
+			}
+		}
+	})
+	return out, ok
+}
+
+// eachStart calls fn for each start element of an XML document and says
+// whether the document was read to its end.
+func eachStart(data []byte, fn func(xml.StartElement)) bool {
+	dec := xml.NewDecoder(bytes.NewReader(data))
+	for {
+		tok, err := dec.RawToken()
+		if errors.Is(err, io.EOF) {
+			return true
+		}
+		if err != nil {
+			return false
+		}
+		if se, ok := tok.(xml.StartElement); ok {
+			fn(se)
+		}
+	}
+}
+
+func attr(se xml.StartElement, local string) string {
+	for _, a := range se.Attr {
+		if a.Name.Local == local {
+			return a.Value
+		}
+	}
+	return ""
+}
+
+// clean makes s valid UTF-8 (a workbook's strings are meant to be).
+func clean(s string) string { return strings.ToValidUTF8(s, "\uFFFD") }
