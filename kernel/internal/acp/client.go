@@ -2,6 +2,7 @@ package acp
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -18,6 +19,18 @@ import (
 // chosen, or "" to answer "cancelled". It never sees allow_always options:
 // Kule does not let an agent keep a permission past one call.
 type AskFunc func(ctx context.Context, q Question) (string, error)
+
+// Answered is the error an AskFunc returns when no person gave the
+// answer: a wait that ran out, a remembered rule, a closed stdin. Option
+// is the answer given (an optionId; "" refuses), By says who or what gave
+// it ("timeout", "rule", "no answer: stdin closed"), and the step records
+// By instead of "person".
+type Answered struct {
+	Option string
+	By     string
+}
+
+func (a *Answered) Error() string { return "answered by " + a.By + ", not by a person" }
 
 // Question is a permission question as the person sees it.
 type Question struct {
@@ -53,8 +66,15 @@ type Options struct {
 	// FirstStep is the number of steps already in steps.jsonl: this run's
 	// steps are numbered after them.
 	FirstStep int
+	// Earlier are the steps already in steps.jsonl (ReadSteps): a loaded
+	// session's replay of one of them is not recorded again.
+	Earlier []Step
 
 	ClientName, ClientVersion string
+	// MCPServers are offered to the agent when a session opens or
+	// continues. The caller decides which may be: Kule offers only the MCP
+	// servers of approved extensions whose own approval was given.
+	MCPServers []MCPServer
 	// CancelGrace is how long a cancelled turn may take to end, and how long
 	// the agent may take to exit once its stdin is closed. Default 5s.
 	CancelGrace time.Duration
@@ -118,7 +138,7 @@ func Start(ctx context.Context, o Options) (*Client, error) {
 	}
 	c := &Client{opts: o, stdin: inW, marker: newMarker(), exited: make(chan struct{}), stderr: &tailBuffer{limit: 8 << 10}}
 	c.files = files{cwd: o.Cwd, copy: o.Copy}
-	c.rec = &recorder{open: map[string]*Step{}, steps: o.Steps, usage: o.Usage, effects: o.Effects, emit: o.OnEvent, now: time.Now, n: o.FirstStep}
+	c.rec = &recorder{open: map[string]*Step{}, steps: o.Steps, usage: o.Usage, effects: o.Effects, emit: o.OnEvent, now: time.Now, n: o.FirstStep, earlier: o.Earlier}
 	tbase := o.Spec
 	if o.TerminalSpec != nil {
 		tbase = *o.TerminalSpec
@@ -210,6 +230,7 @@ func (c *Client) Initialize(ctx context.Context) (AgentInfo, error) {
 		ProtocolVersion: res.ProtocolVersion,
 		LoadSession:     res.AgentCapabilities.LoadSession,
 		ResumeSession:   len(res.AgentCapabilities.SessionCapabilities.Resume) > 0 && string(res.AgentCapabilities.SessionCapabilities.Resume) != "null",
+		Image:           res.AgentCapabilities.PromptCapabilities.Image,
 		Raw:             raw,
 	}
 	if res.AgentInfo != nil {
@@ -243,10 +264,26 @@ func (c *Client) Authenticate(ctx context.Context, methodID string, meta map[str
 	return nil
 }
 
+// mcpServers are the MCP servers the session is offered: Options'
+// MCPServers, never nil (the field is required), each with its lists set.
+func (c *Client) mcpServers() []MCPServer {
+	out := make([]MCPServer, 0, len(c.opts.MCPServers))
+	for _, m := range c.opts.MCPServers {
+		if m.Args == nil {
+			m.Args = []string{}
+		}
+		if m.Env == nil {
+			m.Env = []EnvEntry{}
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
 // NewSession opens a session whose working directory is the copy.
 func (c *Client) NewSession(ctx context.Context) (string, error) {
 	var res newSessionResult
-	if err := c.conn.Call(ctx, "session/new", newSessionParams{Cwd: c.opts.Cwd, McpServers: []any{}}, &res); err != nil {
+	if err := c.conn.Call(ctx, "session/new", newSessionParams{Cwd: c.opts.Cwd, McpServers: c.mcpServers()}, &res); err != nil {
 		var rerr *RPCError
 		if errors.As(err, &rerr) && rerr.Code == CodeAuthRequired {
 			return "", fmt.Errorf("acp: new session: the agent needs a login (%w): set its key (kule agents show NAME names it) or log in to it once outside kule; nothing was changed", err)
@@ -280,7 +317,7 @@ func (c *Client) SetMode(ctx context.Context, modeID string) error {
 // recorded again). ErrNotSupported when the agent offers neither.
 func (c *Client) ContinueSession(ctx context.Context, id string) error {
 	info := c.Info()
-	p := loadSessionParams{SessionID: id, Cwd: c.opts.Cwd, McpServers: []any{}}
+	p := loadSessionParams{SessionID: id, Cwd: c.opts.Cwd, McpServers: c.mcpServers()}
 	switch {
 	case info.ResumeSession:
 		if err := c.conn.Call(ctx, "session/resume", p, nil); err != nil {
@@ -290,11 +327,18 @@ func (c *Client) ContinueSession(ctx context.Context, id string) error {
 		c.rec.mu.Lock()
 		c.rec.mute = true
 		c.rec.mu.Unlock()
+		// The agent replays the conversation as updates; some (Gemini
+		// CLI) go on after answering the load. None of it is new work:
+		// nothing is recorded until the next prompt is sent (Prompt
+		// lifts the mute).
 		err := c.conn.Call(ctx, "session/load", p, nil)
 		c.rec.mu.Lock()
-		c.rec.mute = false
+		c.rec.loaded = id
 		c.rec.mu.Unlock()
 		if err != nil {
+			c.rec.mu.Lock()
+			c.rec.mute = false
+			c.rec.mu.Unlock()
 			return fmt.Errorf("acp: load session %s: %w", id, err)
 		}
 	default:
@@ -306,11 +350,39 @@ func (c *Client) ContinueSession(ctx context.Context, id string) error {
 	return nil
 }
 
+// promptBlocks is the text, then, when the agent takes images, up to
+// MaxImages of them, with the text saying which places they show.
+func promptBlocks(text string, images []Image, takesImages bool) []contentBlock {
+	if !takesImages || len(images) == 0 {
+		return []contentBlock{{Type: "text", Text: text}}
+	}
+	images = images[:min(len(images), MaxImages)]
+	names := make([]string, len(images))
+	for i, im := range images {
+		names[i] = im.Name
+	}
+	text = strings.TrimRight(text, "\n") + "\n\nSent as pictures after this text, in this order: " + strings.Join(names, "; ") + "."
+	blocks := []contentBlock{{Type: "text", Text: text}}
+	for _, im := range images {
+		blocks = append(blocks, contentBlock{Type: "image", MimeType: "image/png", Data: base64.StdEncoding.EncodeToString(im.PNG)})
+	}
+	return blocks
+}
+
 // Prompt sends one turn and waits for its end. When ctx is cancelled the
 // turn is cancelled (session/cancel) and Prompt waits CancelGrace for the
 // agent's "cancelled"; an agent that does not answer in time is stopped.
 // Updates that arrive after the answer are still recorded.
 func (c *Client) Prompt(ctx context.Context, text string) (PromptResult, error) {
+	return c.PromptWith(ctx, text, nil)
+}
+
+// PromptWith is Prompt with images. An agent whose initialize said
+// promptCapabilities.image gets the first MaxImages of them as image
+// content blocks after the text, and the text ends by naming them; any
+// other agent gets the text alone (which names the places already).
+func (c *Client) PromptWith(ctx context.Context, text string, images []Image) (PromptResult, error) {
+	blocks := promptBlocks(text, images, c.Info().Image)
 	c.mu.Lock()
 	sid := c.session
 	if sid == "" {
@@ -325,9 +397,12 @@ func (c *Client) Prompt(ctx context.Context, text string) (PromptResult, error) 
 		c.turn = false
 		c.mu.Unlock()
 	}()
+	c.rec.mu.Lock()
+	c.rec.mute = false // a loaded session's replay ends where the new turn begins
+	c.rec.mu.Unlock()
 	c.rec.turnStart(sid)
 	defer c.rec.turnEnd(sid, false)
-	ch, err := c.conn.Send("session/prompt", promptParams{SessionID: sid, Prompt: []contentBlock{{Type: "text", Text: text}}})
+	ch, err := c.conn.Send("session/prompt", promptParams{SessionID: sid, Prompt: blocks})
 	if err != nil {
 		return PromptResult{}, fmt.Errorf("acp: prompt: %w", err)
 	}
@@ -343,7 +418,7 @@ func (c *Client) Prompt(ctx context.Context, text string) (PromptResult, error) 
 				}
 				return PromptResult{}, fmt.Errorf("acp: prompt: %w", err)
 			}
-			c.rec.promptUsage(sid, res.Usage)
+			c.rec.promptUsage(sid, res.Usage, res.Meta)
 			return res, nil
 		case <-done:
 			done = nil
@@ -554,8 +629,22 @@ func (c *Client) permission(ctx context.Context, p permissionParams) permissionR
 			q.Paths = append(q.Paths, l.Path)
 		}
 		id, err := c.opts.Ask(ctx, q)
+		var auto *Answered
 		switch {
+		case errors.As(err, &auto):
+			// Answered, but by no person: record who or what did.
+			rec.By = auto.By
+			chosen = auto.Option
+			if chosen != "" && !offered(offer, chosen) {
+				rec.Note = "the answer was not among the options: " + chosen
+				chosen = choose("reject_once", "reject_always")
+			} else if chosen == "" {
+				chosen = choose("reject_once", "reject_always")
+			}
 		case err != nil:
+			// Nobody answered (stdin closed, the asker gone): Kule
+			// refused, and says so.
+			rec.By = "no answer"
 			rec.Note = "not answered: " + err.Error()
 			chosen = choose("reject_once", "reject_always")
 		case id != "" && !offered(offer, id):

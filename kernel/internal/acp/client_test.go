@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -468,6 +469,13 @@ func TestClientPermissions(t *testing.T) {
 		}, `{"full":{"outcome":{"optionId":"no","outcome":"selected"}},"noonce":{"outcome":{"optionId":"no","outcome":"selected"}}}`, "person"},
 		"the person picks what was not offered": {func(context.Context, Question) (string, error) { return "always", nil },
 			`{"full":{"outcome":{"optionId":"no","outcome":"selected"}},"noonce":{"outcome":{"optionId":"no","outcome":"selected"}}}`, "person"},
+		// Automatic answers say who or what answered, never "person".
+		"nobody answers (stdin closed)": {func(context.Context, Question) (string, error) { return "", io.EOF },
+			`{"full":{"outcome":{"optionId":"no","outcome":"selected"}},"noonce":{"outcome":{"optionId":"no","outcome":"selected"}}}`, "no answer"},
+		"the wait runs out": {func(context.Context, Question) (string, error) { return "", &Answered{Option: "no", By: "timeout"} },
+			`{"full":{"outcome":{"optionId":"no","outcome":"selected"}},"noonce":{"outcome":{"optionId":"no","outcome":"selected"}}}`, "timeout"},
+		"a remembered rule answers": {func(context.Context, Question) (string, error) { return "", &Answered{Option: "once", By: "rule"} },
+			`{"full":{"outcome":{"optionId":"once","outcome":"selected"}},"noonce":{"outcome":{"optionId":"no","outcome":"selected"}}}`, "rule"},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -499,7 +507,10 @@ func TestClientContinueSession(t *testing.T) {
 	for _, script := range []string{"load", "resume"} {
 		t.Run(script, func(t *testing.T) {
 			t.Parallel()
-			h := startPeer(t, script, nil)
+			// The earlier run recorded the call the agent replays.
+			h := startPeer(t, script, func(o *Options) {
+				o.Earlier = []Step{{N: 1, Session: "sess-old", ID: "old", Title: "old call", Status: "completed"}}
+			})
 			if _, err := h.c.Initialize(context.Background()); err != nil {
 				t.Fatal(err)
 			}
@@ -521,5 +532,29 @@ func TestClientContinueSession(t *testing.T) {
 	h.c.Initialize(context.Background())
 	if err := h.c.ContinueSession(context.Background(), "x"); !errors.Is(err, ErrNotSupported) {
 		t.Errorf("continue on an agent without load: %v", err)
+	}
+}
+
+// TestMCPServersOfferedInSessionNew: the MCP servers the caller offers
+// reach the agent in session/new, in ACP's stdio shape; none offered is an
+// empty list, never null.
+func TestMCPServersOfferedInSessionNew(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		offer []MCPServer
+		want  string
+	}{
+		{nil, `[]`},
+		{[]MCPServer{{Name: "search", Command: "search-mcp", Args: []string{"--stdio"}}}, `[{"args":["--stdio"],"command":"search-mcp","env":[],"name":"search"}]`},
+	} {
+		h := startPeer(t, "mcp", func(o *Options) { o.MCPServers = tc.offer })
+		h.open(t)
+		if _, err := h.c.Prompt(context.Background(), "what were you offered?"); err != nil {
+			t.Fatal(err)
+		}
+		b, err := os.ReadFile(filepath.Join(h.copy, "offered.json"))
+		if err != nil || string(b) != tc.want {
+			t.Fatalf("the agent was offered %s (%v); want %s", b, err, tc.want)
+		}
 	}
 }

@@ -110,3 +110,32 @@ func splitLines(b []byte) [][]byte {
 	return out
 }
 func timeZero() time.Time { return time.Time{} }
+
+// FuzzQuotaUsage: whatever a prompt answer's _meta holds, quotaUsage
+// returns nothing or ACP usage whose total is the sum of its parts.
+func FuzzQuotaUsage(f *testing.F) {
+	f.Add([]byte(`{"quota":{"token_count":{"input_tokens":12,"output_tokens":7},"model_usage":[]}}`))
+	f.Add([]byte(`{"quota":{"token_count":{"input_tokens":-1,"output_tokens":7}}}`))
+	f.Add([]byte(`{"quota":null}`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		u := quotaUsage(b)
+		if u == nil {
+			return
+		}
+		var got struct{ InputTokens, OutputTokens, TotalTokens int64 }
+		if err := json.Unmarshal(u, &got); err != nil || got.InputTokens < 0 || got.OutputTokens < 0 || got.TotalTokens != got.InputTokens+got.OutputTokens {
+			t.Fatalf("quotaUsage(%s) = %s", b, u)
+		}
+	})
+}
+
+func TestQuotaUsage(t *testing.T) {
+	t.Parallel()
+	got := string(quotaUsage([]byte(`{"quota":{"token_count":{"input_tokens":12,"output_tokens":7},"model_usage":[]}}`)))
+	if got != `{"inputTokens":12,"outputTokens":7,"totalTokens":19}` {
+		t.Fatalf("Gemini CLI's _meta.quota read as %s", got)
+	}
+	if quotaUsage([]byte(`{"other":1}`)) != nil || quotaUsage(nil) != nil {
+		t.Fatal("usage made up where there is none")
+	}
+}

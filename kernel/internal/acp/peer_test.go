@@ -7,8 +7,11 @@ package acp
 
 import (
 	"bufio"
+	"bytes"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"image/png"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -22,6 +25,8 @@ type peer struct {
 	sid    string
 	cwd    string
 	queued []map[string]any // messages read while waiting for something else
+	script string
+	mcp    any // the mcpServers session/new offered
 }
 
 func (p *peer) send(v map[string]any) {
@@ -130,6 +135,7 @@ func (p *peer) handshake(caps map[string]any) {
 		switch m["method"] {
 		case "session/new":
 			p.cwd = m["params"].(map[string]any)["cwd"].(string)
+			p.mcp = m["params"].(map[string]any)["mcpServers"]
 			p.sid = "sess-1"
 			p.reply(m, map[string]any{"sessionId": p.sid, "_meta": map[string]any{"a": 1}})
 			return
@@ -140,6 +146,10 @@ func (p *peer) handshake(caps map[string]any) {
 			p.update(map[string]any{"sessionUpdate": "user_message_chunk", "content": map[string]any{"type": "text", "text": "old prompt"}})
 			p.update(map[string]any{"sessionUpdate": "tool_call", "toolCallId": "old", "title": "old call", "status": "completed"})
 			p.reply(m, nil)
+			if p.script == "load" {
+				// Gemini CLI goes on replaying after its answer.
+				p.update(map[string]any{"sessionUpdate": "tool_call", "toolCallId": "old", "title": "old call replayed late", "status": "completed"})
+			}
 			return
 		case "session/resume":
 			p.sid = m["params"].(map[string]any)["sessionId"].(string)
@@ -151,7 +161,7 @@ func (p *peer) handshake(caps map[string]any) {
 }
 
 func runPeer(script string) {
-	p := &peer{in: bufio.NewReader(os.Stdin)}
+	p := &peer{in: bufio.NewReader(os.Stdin), script: script}
 	switch script {
 	case "basic":
 		p.handshake(nil)
@@ -204,6 +214,14 @@ func runPeer(script string) {
 		fmt.Fprintf(os.Stderr, "CHILD %d\n", child.Process.Pid)
 		p.text(fmt.Sprintf("child %d", child.Process.Pid))
 		time.Sleep(time.Hour)
+	case "mcp":
+		// It tells what MCP servers it was offered: in a file of the copy.
+		p.handshake(nil)
+		pr := p.expect("session/prompt")
+		b, _ := json.Marshal(p.mcp)
+		os.WriteFile(filepath.Join(p.cwd, "offered.json"), b, 0o644)
+		p.reply(pr, map[string]any{"stopReason": "end_turn"})
+		p.expect("never")
 	case "error":
 		p.handshake(nil)
 		pr := p.expect("session/prompt")
@@ -297,6 +315,36 @@ func runPeer(script string) {
 		p.handshake(caps)
 		pr := p.expect("session/prompt")
 		p.text("continued " + p.sid)
+		p.reply(pr, map[string]any{"stopReason": "end_turn"})
+		p.expect("never")
+	case "images", "noimages":
+		// Says back what the prompt held: each block's type, and each
+		// image's size as its PNG decodes.
+		p.handshake(map[string]any{"promptCapabilities": map[string]any{"image": script == "images"}})
+		pr := p.expect("session/prompt")
+		var seen []string
+		for _, b := range pr["params"].(map[string]any)["prompt"].([]any) {
+			b := b.(map[string]any)
+			switch b["type"] {
+			case "text":
+				seen = append(seen, "text:"+b["text"].(string))
+			case "image":
+				raw, err := base64.StdEncoding.DecodeString(b["data"].(string))
+				if err != nil {
+					seen = append(seen, "image:bad base64")
+					continue
+				}
+				cfg, err := png.DecodeConfig(bytes.NewReader(raw))
+				if err != nil || b["mimeType"] != "image/png" {
+					seen = append(seen, fmt.Sprintf("image:bad png %v %v", b["mimeType"], err))
+					continue
+				}
+				seen = append(seen, fmt.Sprintf("image:%dx%d", cfg.Width, cfg.Height))
+			default:
+				seen = append(seen, fmt.Sprintf("other:%v", b["type"]))
+			}
+		}
+		p.text(strings.Join(seen, "\n"))
 		p.reply(pr, map[string]any{"stopReason": "end_turn"})
 		p.expect("never")
 	default:

@@ -52,7 +52,7 @@ type PermissionRecord struct {
 	Options  []PermissionOption `json:"options"`
 	Chosen   string             `json:"chosen"`         // optionId, or "" when cancelled
 	Kind     string             `json:"kind,omitempty"` // the chosen option's kind
-	By       string             `json:"by"`             // "default" or "person"
+	By       string             `json:"by"`             // "default" (Kule's allow_once), "person", "no answer", or what answered (Answered.By: "timeout", "rule")
 	Note     string             `json:"note,omitempty"`
 	ToolCall json.RawMessage    `json:"tool_call,omitempty"`
 }
@@ -66,6 +66,7 @@ type Usage struct {
 	Size    *int64          `json:"size,omitempty"`
 	Cost    json.RawMessage `json:"cost,omitempty"`
 	Tokens  json.RawMessage `json:"tokens,omitempty"` // the prompt response's usage
+	Via     string          `json:"via,omitempty"`    // where the agent put it when not in usage ("_meta.quota": Gemini CLI)
 }
 
 // EventType says what an Event carries.
@@ -108,7 +109,9 @@ type recorder struct {
 	lastErr error
 	emit    func(Event)
 	now     func() time.Time
-	mute    bool // replaying a loaded session: nothing is new
+	mute    bool   // replaying a loaded session: nothing is new
+	loaded  string // the session continued by session/load, whose replay may come late
+	earlier []Step // the steps of earlier runs (Options.Earlier)
 	werr    error
 }
 
@@ -283,7 +286,55 @@ func (r *recorder) rawStepLocked(session, kind string, raw json.RawMessage) {
 	r.send(Event{Type: EventRaw, Step: s, Raw: raw})
 }
 
+// quotaUsage reads the usage Gemini CLI puts in a prompt answer's
+// _meta.quota.token_count as ACP's usage (inputTokens, outputTokens,
+// totalTokens); nil when there is none.
+func quotaUsage(meta json.RawMessage) json.RawMessage {
+	if len(meta) == 0 {
+		return nil
+	}
+	var m struct {
+		Quota *struct {
+			TokenCount *struct {
+				Input  *int64 `json:"input_tokens"`
+				Output *int64 `json:"output_tokens"`
+			} `json:"token_count"`
+		} `json:"quota"`
+	}
+	if json.Unmarshal(meta, &m) != nil || m.Quota == nil || m.Quota.TokenCount == nil || m.Quota.TokenCount.Input == nil || m.Quota.TokenCount.Output == nil {
+		return nil
+	}
+	in, out := *m.Quota.TokenCount.Input, *m.Quota.TokenCount.Output
+	if in < 0 || out < 0 {
+		return nil
+	}
+	b, _ := json.Marshal(map[string]int64{"inputTokens": in, "outputTokens": out, "totalTokens": in + out})
+	return b
+}
+
+// replayed reports whether a tool call update is a loaded session's
+// replay of a step an earlier run recorded: the same session and
+// toolCallId, already final when it first appears (new work starts pending
+// or in progress). Gemini CLI replays so after answering session/load.
+func (r *recorder) replayed(session string, f toolCallFields) bool {
+	if r.loaded == "" || session != r.loaded || f.Status == nil || !final(*f.Status) {
+		return false
+	}
+	if _, open := r.open[f.ToolCallID]; open {
+		return false
+	}
+	for _, s := range r.earlier {
+		if s.Session == session && s.ID == f.ToolCallID {
+			return true
+		}
+	}
+	return false
+}
+
 func (r *recorder) toolCall(session string, f toolCallFields, raw json.RawMessage) {
+	if r.replayed(session, f) {
+		return
+	}
 	s, ok := r.open[f.ToolCallID]
 	if !ok {
 		// A tool_call_update for a call Kule has not seen (it came first,
@@ -466,13 +517,17 @@ func (r *recorder) endLocked(session string, final bool) {
 	r.send(Event{Type: EventStepEnd, Step: s})
 }
 
-func (r *recorder) promptUsage(session string, usage json.RawMessage) {
+func (r *recorder) promptUsage(session string, usage, meta json.RawMessage) {
+	via := ""
 	if len(usage) == 0 || string(usage) == "null" {
-		return
+		if usage = quotaUsage(meta); usage == nil {
+			return
+		}
+		via = "_meta.quota"
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	line := Usage{Time: r.now(), Session: session, Source: "prompt", Tokens: usage}
+	line := Usage{Time: r.now(), Session: session, Source: "prompt", Tokens: usage, Via: via}
 	r.writeLine(r.usage, line)
 	r.send(Event{Type: EventUsage, Raw: usage, Usage: &line})
 }

@@ -43,6 +43,7 @@ type AgentInfo struct {
 	Name, Version   string
 	LoadSession     bool // session/load offered
 	ResumeSession   bool // session/resume offered
+	Image           bool // promptCapabilities.image: the prompt may hold images
 	AuthMethods     []AuthMethod
 	Raw             json.RawMessage // the whole answer
 }
@@ -54,20 +55,40 @@ type initializeResult struct {
 		SessionCapabilities struct {
 			Resume json.RawMessage `json:"resume"`
 		} `json:"sessionCapabilities"`
+		PromptCapabilities struct {
+			Image bool `json:"image"`
+		} `json:"promptCapabilities"`
 	} `json:"agentCapabilities"`
 	AuthMethods []json.RawMessage `json:"authMethods"`
 	AgentInfo   *implementation   `json:"agentInfo"`
 }
 
 type newSessionParams struct {
-	Cwd        string `json:"cwd"`
-	McpServers []any  `json:"mcpServers"`
+	Cwd        string      `json:"cwd"`
+	McpServers []MCPServer `json:"mcpServers"`
 }
 
 type loadSessionParams struct {
-	SessionID  string `json:"sessionId"`
-	Cwd        string `json:"cwd"`
-	McpServers []any  `json:"mcpServers"`
+	SessionID  string      `json:"sessionId"`
+	Cwd        string      `json:"cwd"`
+	McpServers []MCPServer `json:"mcpServers"`
+}
+
+// MCPServer is an MCP server offered to the agent in session/new (and
+// session/load, session/resume): a command the agent starts itself and
+// speaks MCP to on its stdio, so it runs wherever the agent runs, inside
+// the task's sandbox. ACP's stdio transport, which every agent supports.
+type MCPServer struct {
+	Name    string     `json:"name"`
+	Command string     `json:"command"`
+	Args    []string   `json:"args"`
+	Env     []EnvEntry `json:"env"`
+}
+
+// EnvEntry is one variable of an MCP server's environment.
+type EnvEntry struct {
+	Name  string `json:"name"`
+	Value string `json:"value"`
 }
 
 type newSessionResult struct {
@@ -75,9 +96,21 @@ type newSessionResult struct {
 }
 
 type contentBlock struct {
-	Type string `json:"type"`
-	Text string `json:"text,omitempty"`
+	Type     string `json:"type"`
+	Text     string `json:"text,omitempty"`
+	MimeType string `json:"mimeType,omitempty"`
+	Data     string `json:"data,omitempty"` // an image's bytes, base64
 }
+
+// Image is a PNG sent with a prompt to an agent that takes images. Name
+// says in the prompt's text what it shows.
+type Image struct {
+	Name string
+	PNG  []byte
+}
+
+// MaxImages is the most images one prompt carries.
+const MaxImages = 3
 
 type promptParams struct {
 	SessionID string         `json:"sessionId"`
@@ -88,6 +121,9 @@ type promptParams struct {
 type PromptResult struct {
 	StopReason string          `json:"stopReason"` // end_turn, max_tokens, max_turn_requests, refusal, cancelled
 	Usage      json.RawMessage `json:"usage,omitempty"`
+	// Meta is the answer's _meta: Gemini CLI reports its usage there
+	// (quota.token_count), not in usage.
+	Meta json.RawMessage `json:"_meta,omitempty"`
 }
 
 type cancelParams struct {

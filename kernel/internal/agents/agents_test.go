@@ -167,7 +167,15 @@ command = ["codex-acp"]
 	if _, err := s.Get("nobody"); !errors.Is(err, ErrNoAgent) || !strings.Contains(err.Error(), "claude-code") {
 		t.Errorf("unknown agent: %v", err)
 	}
-	for _, st := range Check(s, CheckOptions{KuleHome: home, PackagesRoot: t.TempDir()}) {
+	old := nodeVersion
+	nodeVersion = func() int { return 22 } // what the built-ins need
+	defer func() { nodeVersion = old }()
+	root, err := os.MkdirTemp("/var/tmp", "kule-packages-") // outside the /tmp the sandbox replaces
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(root)
+	for _, st := range Check(s, CheckOptions{KuleHome: home, PackagesRoot: root}) {
 		if st.Profile.Name == "opencode" && st.Approved {
 			t.Errorf("check says the changed profile is approved")
 		}
@@ -391,7 +399,15 @@ func TestCheckSaysWhatIsMissing(t *testing.T) {
 			t.Errorf("gemini's auth: %v", st.Auth)
 		}
 	}
-	for _, st := range Check(s, CheckOptions{KuleHome: home, PackagesRoot: t.TempDir()}) {
+	old := nodeVersion
+	nodeVersion = func() int { return 22 } // what the built-ins need
+	defer func() { nodeVersion = old }()
+	root, err := os.MkdirTemp("/var/tmp", "kule-packages-") // outside the /tmp the sandbox replaces
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(root)
+	for _, st := range Check(s, CheckOptions{KuleHome: home, PackagesRoot: root}) {
 		if _, err := exec.LookPath("npm"); err == nil && !st.CanStart() {
 			t.Errorf("%s cannot start here: %v %v", st.Profile.Name, st.Problem, st.Missing)
 		}

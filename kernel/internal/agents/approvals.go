@@ -29,10 +29,11 @@ func readApprovals(kuleHome string) (map[string]Approval, error) {
 	return m, nil
 }
 
-// Approved reports whether p may run: a built-in always, a person's profile
-// when the lock file pins exactly its present hash.
+// Approved reports whether p may run: a built-in as it ships always; a
+// person's profile, or a built-in with a setting of theirs, when the lock
+// file pins exactly its present hash.
 func Approved(kuleHome string, p Profile) (bool, error) {
-	if p.Builtin {
+	if p.Builtin && p.Setting == "" {
 		return true, nil
 	}
 	aps, err := readApprovals(kuleHome)
@@ -62,7 +63,7 @@ func CheckApproved(kuleHome string, p Profile) error {
 // Approve pins p's present hash. A profile that fails its checks cannot be
 // approved.
 func Approve(kuleHome string, p Profile, all []Profile) error {
-	if p.Builtin {
+	if p.Builtin && p.Setting == "" {
 		return nil
 	}
 	if err := Validate(p, all); err != nil {

@@ -18,17 +18,74 @@ import (
 	"github.com/kulehq/kule/kernel/internal/atomicfile"
 )
 
-// PackagesRoot is ~/.local/share/kule/packages: where npx agents are
-// installed, once per exact version. No sandbox can write it.
+// PackagesRoot is ~/.local/share/kule/packages (or under $XDG_DATA_HOME):
+// where npx agents are installed, once per exact version. No sandbox can
+// write it. The sandbox gives each task its own /tmp, so a root there would
+// be empty inside it: with a home under /tmp the root is a folder of the
+// person's own in /var/tmp instead (UnderTmp tells when even that fails).
 func PackagesRoot() (string, error) {
+	root := ""
 	if d := os.Getenv("XDG_DATA_HOME"); d != "" {
-		return filepath.Join(d, "kule", "packages"), nil
+		root = filepath.Join(d, "kule", "packages")
+	} else {
+		home, err := os.UserHomeDir()
+		if err != nil {
+			return "", fmt.Errorf("agents: packages: %w", err)
+		}
+		root = filepath.Join(home, ".local", "share", "kule", "packages")
 	}
-	home, err := os.UserHomeDir()
+	if !UnderTmp(root) {
+		return root, nil
+	}
+	if alt, err := outsideTmp(); err == nil {
+		return filepath.Join(alt, "packages"), nil
+	}
+	return root, nil // kule agents says it cannot start there
+}
+
+// SandboxTmp is where the sandbox puts each task's own /tmp.
+const SandboxTmp = "/tmp"
+
+// UnderTmp reports whether p (resolved as far as it exists) lies in
+// SandboxTmp, which the sandbox replaces with the task's own.
+func UnderTmp(p string) bool {
+	p = filepath.Clean(p)
+	rest := ""
+	for cur := p; ; cur = filepath.Dir(cur) {
+		if real, err := filepath.EvalSymlinks(cur); err == nil {
+			p = filepath.Join(real, rest)
+			break
+		}
+		if cur == filepath.Dir(cur) {
+			break
+		}
+		rest = filepath.Join(filepath.Base(cur), rest)
+	}
+	tmp := SandboxTmp
+	if real, err := filepath.EvalSymlinks(tmp); err == nil {
+		tmp = real
+	}
+	return p == tmp || strings.HasPrefix(p, tmp+"/")
+}
+
+// outsideTmp is /var/tmp/kule-UID, made 0700 if missing: Kule's folder
+// for agents when the home is under /tmp. /var/tmp is shared by every
+// user, so one that is not a plain folder of this user's, closed to
+// others, is refused.
+func outsideTmp() (string, error) {
+	dir := filepath.Join("/var/tmp", fmt.Sprintf("kule-%d", os.Getuid()))
+	if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
+		return "", err
+	}
+	fi, err := os.Lstat(dir)
 	if err != nil {
-		return "", fmt.Errorf("agents: packages: %w", err)
+		return "", err
 	}
-	return filepath.Join(home, ".local", "share", "kule", "packages"), nil
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !fi.IsDir() || !ok || int(st.Uid) != os.Getuid() || fi.Mode().Perm()&0o077 != 0 || UnderTmp(dir) {
+		return "", fmt.Errorf("agents: %s is not a folder of yours closed to others", dir)
+	}
+	return dir, nil
 }
 
 // PackageDir is where pkg is (or will be) installed under root.
@@ -135,6 +192,9 @@ func Launch(ctx context.Context, p Profile, root string, install bool, out io.Wr
 	if pkg.Runner != "npx" {
 		return append([]string(nil), p.Command...), nil
 	}
+	if need := NodeNeed(p, root); need != "" && checkNode {
+		return nil, fmt.Errorf("%w: %s cannot start here: install %s (nothing was started)", ErrNode, p.Name, need)
+	}
 	if !Installed(root, pkg) {
 		if !install {
 			return nil, fmt.Errorf("%w: %s@%s is not installed yet", ErrNotInstall, pkg.Name, pkg.Version)
@@ -149,6 +209,9 @@ func Launch(ctx context.Context, p Profile, root string, install bool, out io.Wr
 	}
 	if _, err := os.Stat(bin); errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("agents: %s@%s: its program %s is missing; delete %s to install it again", pkg.Name, pkg.Version, bin, PackageDir(root, pkg))
+	}
+	if need := NodeNeed(p, root); need != "" && checkNode {
+		return nil, fmt.Errorf("%w: %s cannot start here: install %s (nothing was started)", ErrNode, p.Name, need)
 	}
 	return append([]string{"node", bin}, pkg.Args...), nil
 }

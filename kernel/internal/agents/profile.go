@@ -15,6 +15,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
@@ -30,6 +31,7 @@ var (
 	ErrDuplicate   = errors.New("agents: two profiles with one name")
 	ErrNotInstall  = errors.New("agents: cannot install")
 	ErrRegistry    = errors.New("agents: registry")
+	ErrNode        = errors.New("agents: this machine's node is too old")
 )
 
 // Profile says how to start one agent and what it may open in the sandbox.
@@ -38,22 +40,36 @@ type Profile struct {
 	Name        string              `toml:"name" json:"name"`
 	Description string              `toml:"description,omitempty" json:"description,omitempty"`
 	Command     []string            `toml:"command" json:"command"`
-	State       []string            `toml:"state,omitempty" json:"state,omitempty"`         // what it may write, under ~
-	Login       []string            `toml:"login,omitempty" json:"login,omitempty"`         // its login; hidden from every other agent
-	ReadOnly    []string            `toml:"read_only,omitempty" json:"read_only,omitempty"` // its settings, hooks, instructions: read-only inside
-	Keys        map[string][]string `toml:"keys,omitempty" json:"keys,omitempty"`           // variable → hosts its key is put into by the proxy
-	Hosts       []string            `toml:"hosts,omitempty" json:"hosts,omitempty"`         // HTTPS hosts it reaches while it runs
-	PassEnv     []string            `toml:"pass_env,omitempty" json:"pass_env,omitempty"`   // variables passed as they are
-	Env         map[string]string   `toml:"env,omitempty" json:"env,omitempty"`             // variables set for it
-	OwnHome     string              `toml:"own_home,omitempty" json:"own_home,omitempty"`   // HOME, CODEX_HOME, CLAUDE_CONFIG_DIR: a home of its own in Kule
-	Mode        string              `toml:"mode,omitempty" json:"mode,omitempty"`           // the ACP session mode to set (session/set_mode)
-	Auth        string              `toml:"auth,omitempty" json:"auth,omitempty"`           // the ACP auth method to use when the agent asks for a login
+	State       []string            `toml:"state,omitempty" json:"state,omitempty"`               // what it may write, under ~
+	Login       []string            `toml:"login,omitempty" json:"login,omitempty"`               // its login; hidden from every other agent
+	ReadOnly    []string            `toml:"read_only,omitempty" json:"read_only,omitempty"`       // its settings, hooks, instructions: read-only inside
+	Keys        map[string][]string `toml:"keys,omitempty" json:"keys,omitempty"`                 // variable → hosts its key is put into by the proxy
+	Hosts       []string            `toml:"hosts,omitempty" json:"hosts,omitempty"`               // HTTPS hosts it reaches while it runs
+	PassEnv     []string            `toml:"pass_env,omitempty" json:"pass_env,omitempty"`         // variables passed as they are
+	Env         map[string]string   `toml:"env,omitempty" json:"env,omitempty"`                   // variables set for it
+	OwnHome     string              `toml:"own_home,omitempty" json:"own_home,omitempty"`         // HOME, CODEX_HOME, CLAUDE_CONFIG_DIR: a home of its own in Kule, one for each task
+	HomeOf      string              `toml:"home_of,omitempty" json:"home_of,omitempty"`           // the folder under ~ that own_home stands for (".codex"); "" for ~ itself
+	SelfWritten []string            `toml:"self_written,omitempty" json:"self_written,omitempty"` // parts of read_only the agent writes itself as it starts (its bundled skills): taken out after each run like the rest, without a word
+	Mode        string              `toml:"mode,omitempty" json:"mode,omitempty"`                 // the ACP session mode to set (session/set_mode)
+	Auth        string              `toml:"auth,omitempty" json:"auth,omitempty"`                 // the ACP auth method to use when the agent asks for a login
+	EndpointEnv string              `toml:"endpoint_env,omitempty" json:"endpoint_env,omitempty"` // the variable that points it at another endpoint (ANTHROPIC_BASE_URL); kule agents set NAME base_url=URL sets it
+	Node        int                 `toml:"node,omitzero" json:"node,omitempty"`                  // the oldest Node major version its package runs on (22); the installed package's engines.node is read too
+	EndpointKey string              `toml:"endpoint_key,omitempty" json:"endpoint_key,omitempty"` // when set, endpoint_env holds a JSON object with the URL under this key (Codex's CODEX_CONFIG: openai_base_url)
 
 	// Builtin is true for the profiles that ship with Kule; Source names
 	// the file a profile came from.
 	Builtin bool   `toml:"-" json:"-"`
 	Source  string `toml:"-" json:"-"`
+	// Setting says what `kule agents set` changed ("base_url=…"), "" when
+	// nothing: a built-in with a setting runs once approved, as a
+	// person's profile does.
+	Setting string   `toml:"-" json:"-"`
+	unset   *Profile // the profile before its setting, to set it anew
 }
+
+// checkNode, when false, lets Launch start a package on a Node older than
+// it needs (the tests' knob).
+var checkNode = true
 
 type profileFile struct {
 	Agent []Profile `toml:"agent"`
@@ -89,7 +105,7 @@ func Parse(data []byte, source string) ([]Profile, error) {
 		for i, k := range und {
 			keys[i] = k.String()
 		}
-		return nil, fmt.Errorf("%w: %s: unknown keys %s (the keys are name, description, command, state, login, read_only, keys, hosts, pass_env, env, own_home, mode, auth)", ErrInvalid, source, strings.Join(keys, ", "))
+		return nil, fmt.Errorf("%w: %s: unknown keys %s (the keys are name, description, command, state, login, read_only, keys, hosts, pass_env, env, own_home, home_of, self_written, node, mode, auth, endpoint_env, endpoint_key)", ErrInvalid, source, strings.Join(keys, ", "))
 	}
 	for i := range f.Agent {
 		f.Agent[i].Source = source
@@ -112,6 +128,14 @@ func PersonalPath(kuleHome string) string { return filepath.Join(kuleHome, "agen
 // Load reads the built-in profiles (each *.toml in builtins) and the
 // person's agents.toml in kuleHome (missing is fine), and checks each.
 func Load(builtins fs.FS, kuleHome string) (*Set, error) {
+	return LoadWith(builtins, kuleHome, nil)
+}
+
+// LoadWith is Load with more profiles after the person's: approved
+// extensions' (kernel.Agents hands them). They are checked, named and
+// approved as a person's are (never built-in), and their names come last:
+// one cannot take a built-in's or a person's name.
+func LoadWith(builtins fs.FS, kuleHome string, extra []Profile) (*Set, error) {
 	s := &Set{Problems: map[string]error{}, Personal: PersonalPath(kuleHome)}
 	names, err := fs.Glob(builtins, "*.toml")
 	if err != nil {
@@ -144,6 +168,10 @@ func Load(builtins fs.FS, kuleHome string) (*Set, error) {
 		}
 		s.Profiles = append(s.Profiles, ps...)
 	}
+	for _, p := range extra {
+		p.Builtin, p.Setting, p.unset = false, "", nil
+		s.Profiles = append(s.Profiles, p)
+	}
 	seen := map[string]bool{}
 	kept := s.Profiles[:0]
 	for _, p := range s.Profiles {
@@ -155,11 +183,40 @@ func Load(builtins fs.FS, kuleHome string) (*Set, error) {
 		kept = append(kept, p)
 	}
 	s.Profiles = kept
+	if settings, err := ReadSettings(kuleHome); err != nil {
+		s.Problems[""] = err
+	} else {
+		for name, st := range settings {
+			i := slices.IndexFunc(s.Profiles, func(p Profile) bool { return p.Name == name })
+			if i < 0 {
+				s.Skipped = append(s.Skipped, fmt.Errorf("%w: %s names %q, which is no profile (kule agents set %s base_url= takes it back)", ErrSetting, SettingsPath(kuleHome), name, name))
+				continue
+			}
+			p, err := applySetting(s.Profiles[i], st, kuleHome)
+			if err != nil {
+				s.Problems[name] = err
+			}
+			s.Profiles[i] = p
+		}
+	}
+	var shipped []Profile
 	for _, p := range s.Profiles {
-		if err := Validate(p, s.Profiles); err != nil {
-			if p.Builtin {
+		if p.Builtin {
+			shipped = append(shipped, p)
+		}
+	}
+	for _, p := range s.Profiles {
+		if p.Builtin && p.Setting == "" {
+			// A built-in is checked against the built-ins alone: a
+			// person's profile that overlaps one is that profile's
+			// problem (Validate names the built-in), never the built-in's,
+			// which would stop every command.
+			if err := Validate(p, shipped); err != nil {
 				return nil, err
 			}
+			continue
+		}
+		if err := Validate(p, s.Profiles); err != nil {
 			s.Problems[p.Name] = err
 		}
 	}
@@ -183,15 +240,21 @@ func (s *Set) Get(name string) (Profile, error) {
 	return Profile{}, fmt.Errorf("%w: %q (there are: %s; `kule agents registry` lists more)", ErrNoAgent, name, strings.Join(names, ", "))
 }
 
-// AppendPersonal adds a profile to agents.toml (creating it), after the
-// same checks Load makes. The profile then waits for approval.
-func AppendPersonal(kuleHome string, p Profile, all []Profile) error {
+// CheckAppend returns why AppendPersonal would refuse p, nil if it would
+// take it: `agents add --dry-run` and `add` say the same.
+func CheckAppend(p Profile, all []Profile) error {
 	for _, q := range all {
 		if q.Name == p.Name {
 			return fmt.Errorf("%w: %q is already a profile (%s)", ErrDuplicate, p.Name, q.Source)
 		}
 	}
-	if err := Validate(p, all); err != nil {
+	return Validate(p, all)
+}
+
+// AppendPersonal adds a profile to agents.toml (creating it), after the
+// same checks Load makes. The profile then waits for approval.
+func AppendPersonal(kuleHome string, p Profile, all []Profile) error {
+	if err := CheckAppend(p, all); err != nil {
 		return err
 	}
 	path := PersonalPath(kuleHome)
@@ -219,4 +282,23 @@ func AppendPersonal(kuleHome string, p Profile, all []Profile) error {
 		return fmt.Errorf("agents: write %s: %w; it is as it was", path, err)
 	}
 	return nil
+}
+
+// OwnRel is where rel, a path under ~ the profile names, lies in the
+// agent's own home: rel itself when own_home stands for ~, rel below
+// home_of otherwise; false when it lies outside what own_home stands for.
+func (p Profile) OwnRel(rel string) (string, bool) {
+	c, err := homePath(rel)
+	if err != nil {
+		return "", false
+	}
+	if p.HomeOf == "" {
+		return c, true
+	}
+	base, err := homePath(p.HomeOf)
+	if err != nil {
+		return "", false
+	}
+	r, ok := strings.CutPrefix(c, base+"/")
+	return r, ok
 }

@@ -2,7 +2,11 @@ package agents
 
 import (
 	"fmt"
+	"net"
+	"net/netip"
 	"path"
+	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/kulehq/kule/kernel/internal/credentials"
@@ -106,8 +110,11 @@ func Validate(p Profile, all []Profile) error {
 		}
 	}
 	for _, h := range p.Hosts {
+		if _, _, ok := Endpoint(h); ok {
+			continue
+		}
 		if !hostRE.MatchString(h) {
-			return refuse(p, "host %q is not a host name (no scheme, port, path or bare wildcard)", h)
+			return refuse(p, "host %q is not a host name or a host:port endpoint (no scheme, path or bare wildcard; an address needs its port: \"127.0.0.1:11434\")", h)
 		}
 	}
 	for v, hosts := range p.Keys {
@@ -118,8 +125,11 @@ func Validate(p Profile, all []Profile) error {
 			return refuse(p, "keys: %s names no host its key may go to", v)
 		}
 		for _, h := range hosts {
+			if _, _, ok := Endpoint(h); ok {
+				continue
+			}
 			if !hostRE.MatchString(h) || strings.HasPrefix(h, "*.") {
-				return refuse(p, "keys: %s: %q must be one exact host name", v, h)
+				return refuse(p, "keys: %s: %q must be one exact host name or a host:port endpoint", v, h)
 			}
 		}
 	}
@@ -145,6 +155,17 @@ func Validate(p Profile, all []Profile) error {
 			return refuse(p, "env: %s is a key", v)
 		}
 	}
+	if v := p.EndpointEnv; v != "" {
+		if !varRE.MatchString(v) || dangerousEnv[v] || IsProxyVar(v) {
+			return refuse(p, "endpoint_env: %q cannot point the agent at an endpoint", v)
+		}
+		if _, ok := p.Keys[v]; ok {
+			return refuse(p, "endpoint_env: %s is a key", v)
+		}
+	}
+	if p.EndpointKey != "" && (p.EndpointEnv == "" || !varRE.MatchString(p.EndpointKey)) {
+		return refuse(p, "endpoint_key: %q needs endpoint_env, and is a name of letters, digits and '_'", p.EndpointKey)
+	}
 	if p.Mode != "" && !modeRE.MatchString(p.Mode) {
 		return refuse(p, "mode %q is not an ACP mode id", p.Mode)
 	}
@@ -156,7 +177,63 @@ func Validate(p Profile, all []Profile) error {
 	default:
 		return refuse(p, "own_home %q: it may be HOME, CODEX_HOME, CLAUDE_CONFIG_DIR, GEMINI_CLI_HOME, XDG_CONFIG_HOME or XDG_DATA_HOME", p.OwnHome)
 	}
+	for _, sw := range p.SelfWritten {
+		c, err := homePath(sw)
+		if err != nil {
+			return refuse(p, "self_written %q: %v", sw, err)
+		}
+		if !slices.ContainsFunc(p.ReadOnly, func(ro string) bool { r, err := homePath(ro); return err == nil && within(c, r) }) {
+			return refuse(p, "self_written %q lies in none of read_only", sw)
+		}
+	}
+	if p.Node < 0 || p.Node > 999 {
+		return refuse(p, "node %d is not a Node major version", p.Node)
+	}
+	if p.HomeOf != "" {
+		if p.OwnHome == "" {
+			return refuse(p, "home_of says what own_home stands for; it needs own_home")
+		}
+		if _, err := homePath(p.HomeOf); err != nil {
+			return refuse(p, "home_of %q: %v", p.HomeOf, err)
+		}
+	}
 	return nil
+}
+
+// Endpoint reads a profile host that names one endpoint, host:port: a host
+// name ("localhost", "llm.corp.example"), an IPv4 address or a bracketed
+// IPv6 one, and a port from 1 to 65535. A model on this machine or the
+// person's network is named this way: the proxy dials such an endpoint on
+// loopback or a private network because it is named, and no other port.
+func Endpoint(s string) (host string, port int, ok bool) {
+	h, ps, err := net.SplitHostPort(s)
+	if err != nil || ps == "" || ps[0] == '0' || len(ps) > 5 {
+		return "", 0, false
+	}
+	n, err := strconv.Atoi(ps)
+	if err != nil || n < 1 || n > 65535 {
+		return "", 0, false
+	}
+	if a, err := netip.ParseAddr(h); err == nil {
+		if a.Zone() != "" || (a.Is6() && !strings.HasPrefix(s, "[")) {
+			return "", 0, false
+		}
+		return a.String(), n, a.String() == h || a.Is6()
+	}
+	if !hostRE.MatchString(h) || strings.HasPrefix(h, "*.") {
+		return "", 0, false
+	}
+	return h, n, true
+}
+
+// IsProxyVar reports whether v is one of the proxy variables the sandbox
+// sets: no profile may point them elsewhere.
+func IsProxyVar(v string) bool {
+	switch strings.ToUpper(v) {
+	case "HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY":
+		return true
+	}
+	return false
 }
 
 // homePath cleans a path relative to ~ and refuses what is not one.

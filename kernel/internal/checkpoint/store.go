@@ -29,7 +29,6 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -43,6 +42,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/format/objfile"
 	"github.com/go-git/go-git/v5/storage/filesystem"
 	"github.com/kulehq/kule/kernel/internal/atomicfile"
+	"github.com/kulehq/kule/kernel/internal/lazyre"
 )
 
 // Errors a caller can test for with errors.Is.
@@ -71,7 +71,7 @@ const StoreDir = "store.git"
 // instead of decompressing it into memory.
 const largeObject = 1 << 20
 
-var recordName = regexp.MustCompile(`^[1-9][0-9]{0,17}\.json$`)
+var recordName = lazyre.New(`^[1-9][0-9]{0,17}\.json$`)
 
 // Store is one task's checkpoint store. It is safe for use by several
 // goroutines; several processes must be serialised by the task lock.

@@ -8,6 +8,7 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"unsafe"
 
@@ -103,27 +104,11 @@ func copyFile(src string, dirfd int, name, dst string, want walk.Item, reflink, 
 			res.Content = buf
 		}
 	} else {
-		h := sha256.New()
-		buf := make([]byte, 1<<20)
-		var n int64
-		for {
-			k, err := readFull(in, buf)
-			if err != nil {
-				return res, &os.PathError{Op: "read", Path: src, Err: err}
-			}
-			if k == 0 {
-				break
-			}
-			if err := writeAll(out, buf[:k]); err != nil {
-				return res, &os.PathError{Op: "write", Path: dst, Err: err}
-			}
-			h.Write(buf[:k])
-			n += int64(k)
+		hash, err := copyLarge(in, out, src, dst, st)
+		if err != nil {
+			return res, err
 		}
-		if n != st.Size {
-			return res, fmt.Errorf("%s: %w (size %d, read %d)", src, ErrChanged, st.Size, n)
-		}
-		copy(res.Hash[:], h.Sum(nil))
+		res.Hash = hash
 	}
 	if isRoot {
 		_ = unix.Fchown(out, int(st.Uid), int(st.Gid)) // best effort, as cp -a
@@ -141,6 +126,95 @@ func copyFile(src string, dirfd int, name, dst string, want walk.Item, reflink, 
 	res.Stat = walk.FromStat(want.Path, &ost)
 	ok = true
 	return res, nil
+}
+
+// largeChunk is how much of a large file one copy_file_range moves before
+// the piece is hashed.
+const largeChunk = 8 << 20
+
+// copyLarge copies a file larger than smallFile from in to out and returns
+// its sha256. The bytes move inside the kernel (copy_file_range: no copy
+// through this process, what cp does); each piece is then read back from
+// the page cache to be hashed. Where copy_file_range cannot copy between
+// the two (an old kernel, two file systems that refuse it), it reads and
+// writes. A file that changed while it was copied (its size or change time
+// moved) is ErrChanged: the hash would not be of what was copied.
+func copyLarge(in, out int, src, dst string, st unix.Stat_t) ([32]byte, error) {
+	var sum [32]byte
+	h := sha256.New()
+	buf := make([]byte, largeChunk)
+	var n int64
+	kernelCopy := useCopyFileRange
+	for {
+		var k int
+		var err error
+		if kernelCopy {
+			roff, woff := n, n
+			k, err = unix.CopyFileRange(in, &roff, out, &woff, largeChunk, 0)
+			if err == unix.EINTR {
+				continue
+			}
+			if err != nil && n == 0 && (errors.Is(err, unix.ENOSYS) || errors.Is(err, unix.EXDEV) || errors.Is(err, unix.EOPNOTSUPP) || errors.Is(err, unix.EINVAL)) {
+				kernelCopy = false // nothing copied yet: read and write instead
+				continue
+			}
+			if err != nil {
+				return sum, &os.PathError{Op: "copy_file_range", Path: dst, Err: err}
+			}
+			if k > 0 {
+				if err := preadFull(in, buf[:k], n); err != nil {
+					return sum, &os.PathError{Op: "read", Path: src, Err: err}
+				}
+			}
+		} else {
+			if k, err = readFull(in, buf); err != nil {
+				return sum, &os.PathError{Op: "read", Path: src, Err: err}
+			}
+			if k > 0 {
+				if err := writeAll(out, buf[:k]); err != nil {
+					return sum, &os.PathError{Op: "write", Path: dst, Err: err}
+				}
+			}
+		}
+		if k == 0 {
+			break
+		}
+		h.Write(buf[:k])
+		n += int64(k)
+	}
+	if n != st.Size {
+		return sum, fmt.Errorf("%s: %w (size %d, read %d)", src, ErrChanged, st.Size, n)
+	}
+	var after unix.Stat_t
+	if err := unix.Fstat(in, &after); err != nil {
+		return sum, &os.PathError{Op: "stat", Path: src, Err: err}
+	}
+	if after.Size != st.Size || after.Ctim != st.Ctim || after.Mtim != st.Mtim {
+		return sum, fmt.Errorf("%s: %w (it was written to during the copy)", src, ErrChanged)
+	}
+	copy(sum[:], h.Sum(nil))
+	return sum, nil
+}
+
+// useCopyFileRange is false only in tests of the read-and-write path.
+var useCopyFileRange = true
+
+// preadFull reads len(b) bytes at off, or fails.
+func preadFull(fd int, b []byte, off int64) error {
+	for len(b) > 0 {
+		k, err := unix.Pread(fd, b, off)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		if k == 0 {
+			return io.ErrUnexpectedEOF
+		}
+		b, off = b[k:], off+int64(k)
+	}
+	return nil
 }
 
 // isRoot: ownership is copied only by root (as cp -a does), asked once.

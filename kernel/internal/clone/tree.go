@@ -11,6 +11,7 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"golang.org/x/sys/unix"
 
@@ -25,6 +26,11 @@ import (
 const (
 	Reflink = "reflink" // copy and base are both clones of the folder
 	Copy    = "copy"    // a plain copy; base keeps the manifest and small files
+	// Overlay's copy and base are made as Copy's are; each command then
+	// runs over an overlayfs whose lower layer is the copy and whose upper
+	// layer takes its writes, folded back into the copy when it ends
+	// (kernel/internal/overlay).
+	Overlay = "overlay"
 )
 
 // Options tune Tree.
@@ -34,6 +40,16 @@ type Options struct {
 	Backend string
 	// Workers copying files at once; 0 means min(GOMAXPROCS*2, 8).
 	Workers int
+	// Progress, when set, counts the work as it is done, for a caller that
+	// shows it (a progress bar) from another goroutine.
+	Progress *Progress
+}
+
+// Progress is a Tree's work: its totals, known once the folder is walked,
+// and what is done so far. Its fields are read while Tree runs.
+type Progress struct {
+	TotalFiles, TotalBytes atomic.Int64
+	Files, Bytes           atomic.Int64
 }
 
 // heavyDirs are directories whose files a plain-copy base does not keep: they
@@ -67,13 +83,31 @@ type Result struct {
 // baseDir (which must exist and be empty). It returns the manifest; the caller
 // saves it.
 func Tree(folder, copyDir, baseDir string, opt Options) (*Result, error) {
+	if err := CheckBackend(opt.Backend); err != nil {
+		return nil, fmt.Errorf("clone: %w", err)
+	}
 	w, err := walk.Walk(folder, walk.Options{})
 	if err != nil {
 		return nil, err
 	}
+	if p := opt.Progress; p != nil {
+		var files, bytes int64
+		for _, it := range w.Items {
+			if it.Type != effects.TypeDir {
+				files++
+				bytes += it.Size
+			}
+		}
+		p.TotalFiles.Store(files)
+		p.TotalBytes.Store(bytes)
+	}
 	backend := opt.Backend
 	if backend == "" {
 		backend = detect(folder, copyDir, w.Items)
+	}
+	made := backend // what the copy and base are made as
+	if backend == Overlay {
+		made = Copy
 	}
 	var st os.FileInfo
 	if st, err = os.Stat(folder); err != nil {
@@ -82,8 +116,8 @@ func Tree(folder, copyDir, baseDir string, opt Options) (*Result, error) {
 	if err := os.Mkdir(copyDir, st.Mode().Perm()|0o700); err != nil {
 		return nil, fmt.Errorf("clone: %w", err)
 	}
-	c := &cloner{folder: folder, copyDir: copyDir, backend: backend}
-	if backend == Reflink {
+	c := &cloner{folder: folder, copyDir: copyDir, backend: made, progress: opt.Progress}
+	if made == Reflink {
 		c.baseTree = filepath.Join(baseDir, "tree")
 		if err := os.Mkdir(c.baseTree, 0o700); err != nil {
 			return nil, fmt.Errorf("clone: %w", err)
@@ -130,6 +164,7 @@ type cloner struct {
 	backend         string
 	baseTree        string // reflink: base/tree
 	pack            *packWriter
+	progress        *Progress
 }
 
 func (c *cloner) run(w *walk.Result, workers int) (*Result, error) {
@@ -174,7 +209,12 @@ func (c *cloner) run(w *walk.Result, workers int) (*Result, error) {
 					if e.Type == effects.TypeDir {
 						continue
 					}
+					size := e.Size
 					p, err := c.one(e)
+					if c.progress != nil {
+						c.progress.Files.Add(1)
+						c.progress.Bytes.Add(size)
+					}
 					if err != nil || p != nil {
 						mu.Lock()
 						if err != nil && firstErr == nil {
@@ -329,26 +369,64 @@ func (p *packWriter) close() error {
 }
 
 // AppendPack adds content to an existing base pack (after a commit) and
-// returns where it went.
+// returns where it went, synced.
 func AppendPack(baseDir string, b []byte) (off, n int64, err error) {
-	root, err := beneath.Open(baseDir)
+	a, err := OpenPack(baseDir)
 	if err != nil {
 		return 0, 0, err
+	}
+	off, n, err = a.Append(b)
+	if cerr := a.Close(); err == nil {
+		err = cerr
+	}
+	return off, n, err
+}
+
+// PackAppender adds many contents to a base pack and syncs them once, at
+// Close: a commit of 500 files paid 500 fsyncs of the pack, one per
+// AppendPack. What it appended is durable only once Close returned nil, so
+// the manifest naming it is saved after.
+type PackAppender struct {
+	f   *os.File
+	off int64
+}
+
+// OpenPack opens baseDir's pack (made if missing) beneath baseDir.
+func OpenPack(baseDir string) (*PackAppender, error) {
+	root, err := beneath.Open(baseDir)
+	if err != nil {
+		return nil, err
 	}
 	defer root.Close()
 	f, err := root.OpenFile(PackName, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
 	if err != nil {
-		return 0, 0, err
+		return nil, err
 	}
-	defer f.Close()
 	st, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	return &PackAppender{f: f, off: st.Size()}, nil
+}
+
+// Append writes b at the pack's end and returns where it went.
+func (a *PackAppender) Append(b []byte) (off, n int64, err error) {
+	k, err := a.f.Write(b)
+	a.off += int64(k)
 	if err != nil {
 		return 0, 0, err
 	}
-	if _, err := f.Write(b); err != nil {
-		return 0, 0, err
+	return a.off - int64(k), int64(k), nil
+}
+
+// Close syncs what was appended and closes the pack.
+func (a *PackAppender) Close() error {
+	err := a.f.Sync()
+	if cerr := a.f.Close(); err == nil {
+		err = cerr
 	}
-	return st.Size(), int64(len(b)), f.Sync()
+	return err
 }
 
 // Base reads what a task's base keeps.

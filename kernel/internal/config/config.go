@@ -20,6 +20,10 @@ type Config struct {
 	Sandbox SandboxConfig `toml:"sandbox"`
 	Policy  PolicyConfig  `toml:"policy,omitempty"`
 	Limits  LimitsConfig  `toml:"limits,omitempty"`
+	// Graduation holds the thresholds of graduation (graduation.go).
+	Graduation GraduationConfig `toml:"graduation,omitempty"`
+	// Transports are the chat cockpits (transports.go).
+	Transports []TransportConfig `toml:"transport,omitempty"`
 }
 
 // Path is config.toml inside the Kule home root.

@@ -20,7 +20,9 @@ func FuzzLoad(f *testing.F) {
 	f.Add([]byte("[sandbox]\naccept_weaker = true\ndevices = [\"snd\"]\nno_gpu = true\n\n[sandbox.reveal]\n\"/home/p/code/proj\" = [\"/home/p/code/shared\", \"/home/p/code/ui\"]\n"))
 	f.Add([]byte("[limits]\ncpu = 1.5\nmemory = 1073741824\ndisk = 2147483648\ntime = 600000000000\nidle = 60000000000\ntask_time = 3600000000000\ngpu = \"off\"\npids = 512\n"))
 	f.Add([]byte(""))
+	f.Add([]byte("[[transport]]\nname = \"slack\"\nchannel = \"C0KULE\"\noperators = [\"U1\"]\nbot_secret = \"KULE_TRANSPORT_SLACK_BOT\"\napp_secret = \"KULE_TRANSPORT_SLACK_APP\"\n"))
 	c := &Config{}
+	c.SetTransport(TransportConfig{Name: "discord", Channel: "100", Operators: []string{"200"}, BotSecret: "KULE_TRANSPORT_DISCORD_BOT", Folder: "~/notes"})
 	c.Sandbox.AcceptWeaker = true
 	c.Sandbox.AddReveal("/home/p/code/proj", "/home/p/code/shared")
 	c.Policy.Choice = "balanced"

@@ -5,6 +5,8 @@
 package credentials
 
 import (
+	"fmt"
+	"os"
 	"path"
 	"path/filepath"
 	"strings"
@@ -53,11 +55,17 @@ var AgentLogins = []string{
 // AgentHomes is where Kule keeps the homes of agents that get one of their
 // own (each holds that agent's login), for the person whose home is home,
 // with dataHome the value of XDG_DATA_HOME ("" when unset).
+// A home under /tmp (which the sandbox replaces with each task's own) has
+// them in /var/tmp/kule-UID instead, as the agents' packages are.
 func AgentHomes(home, dataHome string) string {
+	dir := filepath.Join(home, ".local", "share", "kule", "agent-homes")
 	if dataHome != "" && filepath.IsAbs(dataHome) {
-		return filepath.Join(dataHome, "kule", "agent-homes")
+		dir = filepath.Join(dataHome, "kule", "agent-homes")
 	}
-	return filepath.Join(home, ".local", "share", "kule", "agent-homes")
+	if dir == "/tmp" || strings.HasPrefix(dir, "/tmp/") {
+		return filepath.Join("/var/tmp", fmt.Sprintf("kule-%d", os.Getuid()), "agent-homes")
+	}
+	return dir
 }
 
 // Holds reports whether rel (slash-separated, relative to the home) is one

@@ -32,6 +32,7 @@ import (
 	"strings"
 
 	"github.com/kulehq/kule/kernel/internal/atomicfile"
+	"github.com/kulehq/kule/kernel/internal/lazyre"
 	"github.com/kulehq/kule/kernel/internal/secrets"
 )
 
@@ -160,8 +161,8 @@ var (
 		"glpat-", "xoxb-", "xoxp-", "xoxa-", "xapp-", "AKIA", "ASIA", "AIza", "ya29.", "hf_", "npm_", "pypi-", "SG.", "shpat_", "sq0atp-", "dop_v1_"}
 	notSecret  = map[string]bool{"true": true, "false": true, "yes": true, "no": true, "on": true, "off": true, "null": true, "none": true, "nil": true}
 	urlPassRe  = regexp.MustCompile(`^[a-zA-Z][a-zA-Z0-9+.-]*://[^/@:\s]*:[^/@\s]+@`)
-	jwtRe      = regexp.MustCompile(`^eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.`)
-	numberRe   = regexp.MustCompile(`^[0-9]{1,6}$`)
+	jwtRe      = lazyre.New(`^eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.`)
+	numberRe   = lazyre.New(`^[0-9]{1,6}$`)
 	tokenishRe = regexp.MustCompile(`^[A-Za-z0-9+/=_.\-]+$`)
 )
 

@@ -241,6 +241,53 @@ func Adopt(l Layer, home string) error {
 	return root.Remove(legacyRecord)
 }
 
+// Track makes the layer at l.Dir one that holds only some paths of home,
+// taken out of a run one at a time (what a run changed in an agent's home
+// and Kule kept aside), and records what home holds at rel now (a file, or
+// every file of a folder) as what the layer's version of rel changes.
+// Changes, Diff, Apply and Undo then treat rel as for any layer. A record
+// naming another home is started anew.
+func Track(l Layer, home, rel string) error {
+	if !localPath(rel) {
+		return fmt.Errorf("home layer: %q is not a path inside a home", rel)
+	}
+	snap, err := readSnapshot(l)
+	if err != nil || snap.Home != home {
+		if _, statErr := os.Stat(l.Record); err != nil && !errors.Is(statErr, fs.ErrNotExist) {
+			return err // there, but unreadable or damaged: not written over
+		}
+		snap = &snapshot{Home: home, Files: map[string]string{}}
+	}
+	for f := range snap.Files {
+		if f == rel || strings.HasPrefix(f, rel+"/") {
+			delete(snap.Files, f)
+		}
+	}
+	src := filepath.Join(home, filepath.FromSlash(rel))
+	err = filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) && p == src {
+				return nil // home has none: the layer's version adds it
+			}
+			return err
+		}
+		if !d.Type().IsRegular() {
+			return nil // a folder is walked; a link or a special file is not a version
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		r, _ := filepath.Rel(home, p)
+		snap.Files[filepath.ToSlash(r)] = hashOf(b)
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("home layer: read %s: %w", src, err)
+	}
+	return saveSnapshot(l, snap)
+}
+
 // localPath: rel is a clean, slash-separated path inside the home.
 func localPath(rel string) bool {
 	return rel != "" && filepath.IsLocal(rel) && filepath.ToSlash(filepath.Clean(rel)) == rel
@@ -306,6 +353,21 @@ func Changes(l Layer) ([]Change, error) {
 	return out, err
 }
 
+// Ready fails where Changes would (no record, a damaged one, a directory
+// that cannot be opened beneath its root) without reading the layer's
+// files: a command's start needs only to know the layer is there before it
+// points HOME at it, and Changes reads every file of the layer.
+func Ready(l Layer) error {
+	if _, err := readSnapshot(l); err != nil {
+		return err
+	}
+	root, err := beneath.Open(l.Dir)
+	if err != nil {
+		return fmt.Errorf("home layer: %w", err)
+	}
+	return root.Close()
+}
+
 func readSnapshot(l Layer) (*snapshot, error) {
 	b, err := os.ReadFile(l.Record)
 	if err != nil {
@@ -319,6 +381,15 @@ func readSnapshot(l Layer) (*snapshot, error) {
 		s.Files = map[string]string{}
 	}
 	return &s, nil
+}
+
+// HomeOf is the home the layer's record names: where Apply writes.
+func HomeOf(l Layer) (string, error) {
+	s, err := readSnapshot(l)
+	if err != nil {
+		return "", err
+	}
+	return s.Home, nil
 }
 
 // readLayer reads the task's version of rel, beneath the layer's root.

@@ -2,7 +2,8 @@
 // to run, plugins and agent profiles alike, each pinned by its exact version
 // and by hashes that name their scheme ("sha256:<hex>"), as Terraform's
 // provider lock file does. It is the one approval store: kernel/internal/pluginhost
-// and kernel/internal/agents read and change their own section through Update.
+// kernel/internal/agents and kernel/internal/extensions read and change their
+// own section through Update.
 //
 // The file is TOML:
 //
@@ -17,6 +18,16 @@
 //
 //	[agents.mine]
 //	hashes = ["sha256:<canonical profile JSON>"]
+//	approved = 2026-12-01T23:00:00Z
+//
+//	[extensions."me.hello"]
+//	version = "0.1.0"
+//	hashes = ["sha256:<the .kulext file>"]
+//	approved = 2026-12-01T23:00:00Z
+//
+//	[extensions."me.hello/mcp/search"]     # a part with an approval of its own
+//	version = "0.1.0"
+//	hashes = ["sha256:<the part's canonical JSON>"]
 //	approved = 2026-12-01T23:00:00Z
 //
 // Before kule.lock, approvals lived in two JSON files, plugins/approvals.json
@@ -116,12 +127,17 @@ func Digest(scheme, sum string) string {
 type Lock struct {
 	Plugins map[string]Entry
 	Agents  map[string]Entry
+	// Extensions are JavaScript extensions by id, pinned by version and
+	// the sha256 of their .kulext, and the parts of an extension that wait
+	// for an approval of their own ("<id>/agent/<name>", "<id>/mcp/<name>").
+	Extensions map[string]Entry
 }
 
 type doc struct {
-	Format  int              `toml:"format"`
-	Plugins map[string]Entry `toml:"plugins,omitempty"`
-	Agents  map[string]Entry `toml:"agents,omitempty"`
+	Format     int              `toml:"format"`
+	Plugins    map[string]Entry `toml:"plugins,omitempty"`
+	Agents     map[string]Entry `toml:"agents,omitempty"`
+	Extensions map[string]Entry `toml:"extensions,omitempty"`
 }
 
 // Path is $KULE_HOME/kule.lock.
@@ -142,9 +158,9 @@ func Parse(data []byte) (*Lock, error) {
 	if d.Format != Format {
 		return nil, fmt.Errorf("%w: format %d, this Kule reads format %d", ErrDamaged, d.Format, Format)
 	}
-	l := &Lock{Plugins: d.Plugins, Agents: d.Agents}
+	l := &Lock{Plugins: d.Plugins, Agents: d.Agents, Extensions: d.Extensions}
 	l.init()
-	for section, m := range map[string]map[string]Entry{"plugins": l.Plugins, "agents": l.Agents} {
+	for section, m := range map[string]map[string]Entry{"plugins": l.Plugins, "agents": l.Agents, "extensions": l.Extensions} {
 		for name, e := range m {
 			if err := checkEntry(e); err != nil {
 				return nil, fmt.Errorf("%w: %s.%s: %v", ErrDamaged, section, name, err)
@@ -199,6 +215,9 @@ func (l *Lock) init() {
 	if l.Agents == nil {
 		l.Agents = map[string]Entry{}
 	}
+	if l.Extensions == nil {
+		l.Extensions = map[string]Entry{}
+	}
 }
 
 // Encode renders the lock file, sorted by section and name.
@@ -209,7 +228,7 @@ func (l *Lock) Encode() ([]byte, error) {
 		"# entry takes that approval back.\n")
 	enc := toml.NewEncoder(&b)
 	enc.Indent = ""
-	if err := enc.Encode(doc{Format: Format, Plugins: l.Plugins, Agents: l.Agents}); err != nil {
+	if err := enc.Encode(doc{Format: Format, Plugins: l.Plugins, Agents: l.Agents, Extensions: l.Extensions}); err != nil {
 		return nil, err
 	}
 	return b.Bytes(), nil

@@ -41,6 +41,9 @@ func TestParse(t *testing.T) {
 			Plugins: map[string]Entry{"tokei": {Kind: "differ", Version: "1.2.0", Hashes: []string{"sha256:" + hexA}, Manifest: "sha256:" + hexB, Approved: when}},
 			Agents:  map[string]Entry{"mine": {Hashes: []string{"sha256:" + hexB}, Approved: when}},
 		}},
+		{name: "extension", in: "format = 1\n[extensions.\"me.hello\"]\nversion = \"0.1.0\"\nhashes = [\"sha256:" + hexA + "\"]\napproved = 2026-12-01T23:00:00Z\n",
+			want: &Lock{Plugins: map[string]Entry{}, Agents: map[string]Entry{}, Extensions: map[string]Entry{"me.hello": {Version: "0.1.0", Hashes: []string{"sha256:" + hexA}, Approved: when}}}},
+		{name: "extension bare hex", in: "format = 1\n[extensions.x]\nhashes = [\"" + hexA + "\"]\n", err: "does not name its scheme"},
 		{name: "empty sections", in: "format = 1\n", want: &Lock{Plugins: map[string]Entry{}, Agents: map[string]Entry{}}},
 		{name: "later scheme kept", in: "format = 1\n[agents.x]\nhashes = [\"h1:abc\", \"sha256:" + hexA + "\"]\napproved = 2026-12-01T23:00:00Z\n",
 			want: &Lock{Plugins: map[string]Entry{}, Agents: map[string]Entry{"x": {Hashes: []string{"h1:abc", "sha256:" + hexA}, Approved: when}}}},
@@ -65,6 +68,9 @@ func TestParse(t *testing.T) {
 			}
 			if err != nil {
 				t.Fatal(err)
+			}
+			if tc.want.Extensions == nil {
+				tc.want.Extensions = map[string]Entry{}
 			}
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Fatalf("(-want +got):\n%s", diff)
@@ -91,6 +97,8 @@ func TestLegacyFilesHonouredAndMigrated(t *testing.T) {
 	want := &Lock{
 		Plugins: map[string]Entry{"tokei": {Kind: "differ", Version: "1.2.0", Hashes: []string{"sha256:" + hexA}, Manifest: "sha256:" + hexB, Approved: when}},
 		Agents:  map[string]Entry{"mine": {Hashes: []string{"sha256:" + hexB}, Approved: when}},
+		// The older files held no extensions.
+		Extensions: map[string]Entry{},
 	}
 	got, err := Read(home)
 	if err != nil {

@@ -109,6 +109,70 @@ func (m *Manifest) Remove(path string) {
 	m.Entries = out
 }
 
+// Replace drops the entry at each of tops and everything below it, then puts
+// in every entry of add (the last one wins where two share a path), in one
+// pass over the manifest: O(entries + changes·log), where a Remove and a Set
+// per changed path cost O(entries) each.
+func (m *Manifest) Replace(tops []string, add []Entry) {
+	type span struct{ lo, hi int }
+	spans := make([]span, 0, 2*len(tops))
+	for _, p := range tops {
+		i := sort.Search(len(m.Entries), func(i int) bool { return m.Entries[i].Path >= p })
+		if i < len(m.Entries) && m.Entries[i].Path == p {
+			spans = append(spans, span{i, i + 1})
+		}
+		prefix := p + "/"
+		lo := sort.Search(len(m.Entries), func(i int) bool { return m.Entries[i].Path >= prefix })
+		hi := lo + sort.Search(len(m.Entries)-lo, func(k int) bool {
+			q := m.Entries[lo+k].Path
+			return len(q) < len(prefix) || q[:len(prefix)] != prefix
+		})
+		if hi > lo {
+			spans = append(spans, span{lo, hi})
+		}
+	}
+	sort.Slice(spans, func(i, j int) bool { return spans[i].lo < spans[j].lo })
+	adds := append([]Entry(nil), add...)
+	sort.SliceStable(adds, func(i, j int) bool { return adds[i].Path < adds[j].Path })
+	uniq := adds[:0]
+	for _, e := range adds {
+		if len(uniq) > 0 && uniq[len(uniq)-1].Path == e.Path {
+			uniq[len(uniq)-1] = e
+			continue
+		}
+		uniq = append(uniq, e)
+	}
+	out := make([]Entry, 0, len(m.Entries)+len(uniq))
+	si, ai := 0, 0
+	for i := 0; i < len(m.Entries); i++ {
+		for si < len(spans) && spans[si].hi <= i {
+			si++
+		}
+		if si < len(spans) && spans[si].lo <= i {
+			// covered: a later span may reach further, so skip to its end
+			end := spans[si].hi
+			for sj := si + 1; sj < len(spans) && spans[sj].lo < end; sj++ {
+				end = max(end, spans[sj].hi)
+			}
+			i = end - 1
+			continue
+		}
+		e := m.Entries[i]
+		for ai < len(uniq) && uniq[ai].Path < e.Path {
+			out = append(out, uniq[ai])
+			ai++
+		}
+		if ai < len(uniq) && uniq[ai].Path == e.Path {
+			out = append(out, uniq[ai])
+			ai++
+			continue
+		}
+		out = append(out, e)
+	}
+	out = append(out, uniq[ai:]...)
+	m.Entries = out
+}
+
 const magic = "KULEMAN1"
 
 // Encode writes m in its binary form.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -67,7 +68,7 @@ func BenchmarkDifferCall(b *testing.B) {
 }
 
 // BenchmarkStart measures starting a plugin process — a built-in (exec,
-// go-plugin handshake with AutoMTLS) and a third-party one (sealed
+// go-plugin handshake with sdk/plugintls's mutual TLS) and a third-party one (sealed
 // in-memory copy and sha256 first) — in the sandbox (namespaces, mounts,
 // two Landlock domains, one more exec) against the named peer, the same
 // starts unsandboxed, in one loop.
@@ -103,4 +104,57 @@ func BenchmarkStart(b *testing.B) {
 	if d[0] > 0 {
 		b.ReportMetric(float64(d[2])/float64(d[0]), "ratio-builtin-sandboxed/plain")
 	}
+}
+
+// BenchmarkStartTLS measures a built-in's start and handshake with the
+// host's pinned P-256 mutual TLS (sdk/plugintls) against the named peer,
+// go-plugin's AutoMTLS (a P-521 key on each side), unsandboxed and in the
+// sandbox, interleaved in one loop. The CPU time of kule and the plugin
+// together is reported too, since the machine is shared.
+func BenchmarkStartTLS(b *testing.B) {
+	ctx := context.Background()
+	direct := newHost(b, txtBuiltin("lines"))
+	boxed := sandboxedHost(b, "", txtBuiltin("lines"))
+	var d, cpu [4]time.Duration // direct pinned, direct AutoMTLS, boxed pinned, boxed AutoMTLS
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		for j, h := range []*Host{direct, direct, boxed, boxed} {
+			h.opts.MaxStarts = 1 << 30
+			h.autoMTLS = j%2 == 1
+			c0 := cpuTime(b)
+			t0 := time.Now()
+			p, err := h.get(ctx, "differ", "lines", true)
+			if err != nil {
+				b.Fatal(err)
+			}
+			d[j] += time.Since(t0)
+			h.drop(p) // Kill waits for the process, so its CPU is counted
+			cpu[j] += cpuTime(b) - c0
+		}
+	}
+	n := float64(b.N)
+	for j, name := range []string{"pinned", "automtls", "pinned-sandboxed", "automtls-sandboxed"} {
+		b.ReportMetric(d[j].Seconds()*1000/n, "ms-"+name+"/start")
+		b.ReportMetric(cpu[j].Seconds()*1000/n, "ms-cpu-"+name+"/start")
+	}
+	if d[0] > 0 && d[2] > 0 && cpu[0] > 0 && cpu[2] > 0 {
+		b.ReportMetric(float64(d[1])/float64(d[0]), "ratio-automtls/pinned")
+		b.ReportMetric(float64(d[3])/float64(d[2]), "ratio-automtls/pinned-sandboxed")
+		b.ReportMetric(float64(cpu[1])/float64(cpu[0]), "ratio-cpu-automtls/pinned")
+		b.ReportMetric(float64(cpu[3])/float64(cpu[2]), "ratio-cpu-automtls/pinned-sandboxed")
+	}
+}
+
+// cpuTime is the user+system time of this process and its waited-for
+// children so far.
+func cpuTime(b *testing.B) time.Duration {
+	var self, kids syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &self); err != nil {
+		b.Fatal(err)
+	}
+	if err := syscall.Getrusage(syscall.RUSAGE_CHILDREN, &kids); err != nil {
+		b.Fatal(err)
+	}
+	tv := func(t syscall.Timeval) time.Duration { return time.Duration(t.Nano()) }
+	return tv(self.Utime) + tv(self.Stime) + tv(kids.Utime) + tv(kids.Stime)
 }

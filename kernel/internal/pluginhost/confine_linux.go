@@ -63,7 +63,8 @@ func ConfineMain(arg string) int {
 
 // restrictPlugin applies the plugin's own Landlock domain to this thread:
 // read and execute only the files the profile lists, make and remove entries
-// only in the socket directory, no TCP bind or connect, and no signals or
+// only in the socket directory, no TCP bind and no connect but to the
+// proxy's port (a transport), and no signals or
 // abstract Unix sockets beyond the domain.
 func restrictPlugin(c confinement) error {
 	abi, err := ll.LandlockGetABIVersion()
@@ -79,6 +80,9 @@ func restrictPlugin(c confinement) error {
 		// go-plugin's server makes a temp file, removes it and binds its
 		// socket there: nothing else in the file system is writable.
 		rules = append(rules, landlock.PathAccess(ll.AccessFSMakeReg|ll.AccessFSReadFile|ll.AccessFSWriteFile|ll.AccessFSRemoveFile|ll.AccessFSMakeSock, c.SocketDir))
+	}
+	if c.ConnectPort > 0 {
+		rules = append(rules, landlock.ConnectTCP(uint16(c.ConnectPort)))
 	}
 	fd, flags, err := cfg.NewRulesetFD(rules...)
 	if err != nil {

@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/kulehq/kule/sdk/previewer"
 )
 
 // TestExampleDiffer takes contrib/example-differ the way a person would:
@@ -83,5 +85,58 @@ func TestExampleDiffer(t *testing.T) {
 	}
 	if d := h3.DifferFor(ctx, "conf/app.ini"); d != nil {
 		t.Fatalf("DifferFor chose the changed plugin: %v", d)
+	}
+}
+
+// TestExamplePreviewer takes contrib/example-previewer the way a person
+// would: build it with its build.sh, install it, see it refused before
+// approval, approve it, and preview a file with it in the sandbox.
+func TestExamplePreviewer(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the example previewer; skipped with -short")
+	}
+	if _, err := exec.LookPath("go"); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatal("go is not on PATH")
+		}
+		t.Skip("go is not on PATH")
+	}
+	out := filepath.Join(t.TempDir(), "out")
+	build := exec.Command("bash", filepath.Join("..", "..", "..", "contrib", "example-previewer", "build.sh"), out)
+	if b, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("build.sh: %v\n%s", err, b)
+	}
+	h := newHost(t)
+	ctx := context.Background()
+	m, err := h.Install(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.get(ctx, "previewer", m.Name, false); !errors.Is(err, ErrNotApproved) {
+		t.Fatalf("start before approval = %v, want ErrNotApproved", err)
+	}
+	if p := h.PreviewerFor(ctx, "conf/app.ini"); p != nil {
+		t.Fatalf("an unapproved previewer was chosen: %v", p)
+	}
+	if _, err := h.Approve(m.Name); err != nil {
+		t.Fatal(err)
+	}
+	opts := h.opts
+	opts.CmdFactory = nil
+	if sandboxOK() {
+		opts.Sandbox = nil
+	} else {
+		t.Log("the sandbox is not available here; the example runs unsandboxed")
+		opts.CmdFactory = DirectCmd
+	}
+	h2 := New(h.home, opts)
+	t.Cleanup(h2.Close)
+	p := h2.PreviewerFor(ctx, "conf/app.ini")
+	if p == nil || p.Name() != "ini-preview" || p.Builtin() {
+		t.Fatalf("PreviewerFor = %v, want ini-preview", p)
+	}
+	r, err := p.Preview(ctx, previewer.Request{Path: "conf/app.ini", Content: []byte("[server]\nport = 80\n")})
+	if err != nil || len(r.Blocks) != 2 || r.Blocks[0].Heading.Text != "server" || r.Blocks[1].Row.Cells[1] != "80" {
+		t.Fatalf("preview = %+v, %v", r, err)
 	}
 }

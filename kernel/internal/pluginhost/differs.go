@@ -6,9 +6,6 @@ import (
 	"fmt"
 	"sort"
 
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
-
 	"github.com/kulehq/kule/sdk/differ"
 	sdkplugin "github.com/kulehq/kule/sdk/plugin"
 )
@@ -16,55 +13,17 @@ import (
 // Differ is a differ plugin as the kernel uses it: every call goes to the
 // plugin's process with a deadline, and what comes back is checked before it
 // is returned.
-type Differ struct {
-	h       *Host
-	name    string
-	builtin bool
-}
+type Differ struct{ handle }
 
-// Name is the differ's name ("go", "ini").
-func (d *Differ) Name() string { return d.name }
-
-// Builtin says whether the differ is compiled into kule.
-func (d *Differ) Builtin() bool { return d.builtin }
-
-// String is "differ go (built-in)" or "differ ini".
-func (d *Differ) String() string {
-	if d.builtin {
-		return "differ " + d.name + " (built-in)"
-	}
-	return "differ " + d.name
-}
-
-// call runs f on the plugin's process with the host's per-call deadline; a
-// process that crashed or hung is stopped so the next call starts afresh.
+// call runs f on the differ's process (handle.call); a differ without the
+// asked method answers sdkplugin.ErrUnimplemented.
 func (d *Differ) call(ctx context.Context, what string, f func(ctx context.Context, c *sdkplugin.DifferClient) error) error {
-	p, err := d.h.get(ctx, "differ", d.name, d.builtin)
-	if err != nil {
-		return err
-	}
-	cctx, cancel := context.WithTimeout(ctx, d.h.opts.CallTimeout)
-	defer cancel()
-	err = f(cctx, p.differ)
-	if err == nil {
-		return nil
-	}
-	if errors.Is(err, sdkplugin.ErrUnimplemented) {
-		return err
-	}
-	// gRPC may report the deadline a moment before the context's own timer
-	// marks it done: either is the call running out of time.
-	if (cctx.Err() != nil || status.Code(err) == codes.DeadlineExceeded) && ctx.Err() == nil {
-		d.h.drop(p)
-		d.h.opts.Logger.Warn("plugin call timed out; plugin stopped", "plugin", d.name, "call", what, "timeout", d.h.opts.CallTimeout)
-		return fmt.Errorf("%w: %s: %s took longer than %v; the plugin was stopped", ErrCall, d, what, d.h.opts.CallTimeout)
-	}
-	if mustRestart(p, err) {
-		d.h.drop(p)
-		d.h.opts.Logger.Warn("plugin call failed; plugin stopped", "plugin", d.name, "call", what, "error", err)
-		return fmt.Errorf("%w: %s: %s: the plugin stopped answering (%v)", ErrCall, d, what, err)
-	}
-	return fmt.Errorf("%w: %s: %s: %v", ErrCall, d, what, err)
+	return d.handle.call(ctx, what, func(err error) bool { return errors.Is(err, sdkplugin.ErrUnimplemented) }, func(ctx context.Context, p *proc) error {
+		if p.differ == nil {
+			return fmt.Errorf("%w: %s is not a differ", ErrHandshake, d)
+		}
+		return f(ctx, p.differ)
+	})
 }
 
 // Entities asks the differ for the entities of src and checks them
@@ -102,7 +61,8 @@ func (d *Differ) Merge(ctx context.Context, path string, base, ours, theirs []by
 	return r, nil
 }
 
-// scanDiffers reads the manifests of installed differs once per host.
+// scanDiffers reads the manifests of installed differs and previewers once
+// per host.
 func (h *Host) scanDiffers() []installed {
 	h.mu.Lock()
 	if h.scanned {
@@ -125,7 +85,7 @@ func (h *Host) scanDiffers() []installed {
 			h.notice("plugin %s is not used: %v", n, err)
 			continue
 		}
-		if in.manifest.Kind != "differ" {
+		if in.manifest.Kind != "differ" && in.manifest.Kind != "previewer" {
 			continue
 		}
 		if a, ok := aps[n]; ok && reasonByRecord(in, &a) == "" {
@@ -149,50 +109,27 @@ func (h *Host) scanDiffers() []installed {
 }
 
 // DifferFor returns the differ that reads the file at path (a slash path
-// relative to the folder), or nil when none does. Precedence: approved
-// third-party differs whose patterns match and whose Accepts agrees, by name;
-// then built-ins in table order, except those a third-party plugin of the
-// same name replaces. A third-party differ that waits for approval or fails
-// to start is passed over, and Notices says why.
+// relative to the folder), or nil when none does; precedence as pluginFor
+// says.
 func (h *Host) DifferFor(ctx context.Context, path string) *Differ {
-	third := h.scanDiffers()
-	replaced := map[string]bool{}
-	for _, in := range third {
-		if !in.approved {
-			continue // waits for approval: the built-in of that name, if any, still reads
-		}
-		replaced[in.manifest.Name] = true
-		if !in.manifest.Matches(path) {
-			continue
-		}
-		d := &Differ{h: h, name: in.manifest.Name}
-		var ok bool
-		err := d.call(ctx, "accepts "+path, func(ctx context.Context, c *sdkplugin.DifferClient) (err error) {
+	x, ok := h.pluginFor(ctx, "differ", path, func(ctx context.Context, x handle) (ok bool, err error) {
+		err = (&Differ{x}).call(ctx, "accepts "+path, func(ctx context.Context, c *sdkplugin.DifferClient) (err error) {
 			ok, err = c.Accepts(ctx, path)
 			return err
 		})
-		if err != nil {
-			h.notice("plugin %s is not used for %s: %v", in.manifest.Name, path, err)
-			continue
-		}
-		if ok {
-			return d
-		}
+		return ok, err
+	})
+	if !ok {
+		return nil
 	}
-	for _, b := range h.opts.Builtins {
-		if b.Kind != "differ" || replaced[b.Name] || b.Accepts == nil || !b.Accepts(path) {
-			continue
-		}
-		return &Differ{h: h, name: b.Name, builtin: true}
-	}
-	return nil
+	return &Differ{x}
 }
 
 // IsBuiltinReplaced reports whether an approved installed plugin replaces
 // the built-in differ name.
 func (h *Host) IsBuiltinReplaced(name string) bool {
 	for _, in := range h.scanDiffers() {
-		if in.approved && in.manifest.Name == name {
+		if in.approved && in.manifest.Name == name && in.manifest.Kind == "differ" {
 			return true
 		}
 	}

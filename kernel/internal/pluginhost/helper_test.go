@@ -20,6 +20,7 @@ import (
 
 	"github.com/kulehq/kule/sdk/differ"
 	sdkplugin "github.com/kulehq/kule/sdk/plugin"
+	"github.com/kulehq/kule/sdk/plugintls"
 )
 
 func TestMain(m *testing.M) {
@@ -50,6 +51,14 @@ func servePlugin(mode string) {
 	dir := markerDir(os.Getppid())
 	_ = os.MkdirAll(dir, 0o700)
 	_ = os.WriteFile(filepath.Join(dir, mode), []byte(os.Args[0]), 0o600)
+	if strings.HasPrefix(mode, "prev") {
+		servePreviewer(mode)
+		return
+	}
+	if strings.HasPrefix(mode, "chat") {
+		serveTransport(mode)
+		return
+	}
 	hs, _ := sdkplugin.Handshake(sdkplugin.KindDiffer)
 	switch mode {
 	case "badcookie":
@@ -61,7 +70,15 @@ func servePlugin(mode string) {
 	if mode == "merger" {
 		d = fakeMerger{fakeDiffer{mode: mode}}
 	}
-	goplugin.Serve(sdkplugin.DifferServeConfig(d, hs))
+	cfg := sdkplugin.DifferServeConfig(d, hs)
+	switch mode {
+	case "legacy": // built against an sdk before sdk/plugintls: go-plugin's own AutoMTLS
+		goplugin.Serve(cfg)
+	case "impostor", "unpinned":
+		serveAttacker(mode, cfg)
+	default:
+		plugintls.Serve(cfg)
+	}
 }
 
 // fakeDiffer names the lines of *.txt files ("line <first word>") and

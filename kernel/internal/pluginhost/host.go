@@ -95,6 +95,10 @@ type LaunchSpec struct {
 	Exe *os.File
 	// Permissions are what the plugin's approved manifest asks for.
 	Permissions []string
+	// ProxyAddr and ProxyToken are the proxy a kind with network (a
+	// transport) reaches it through; Reads are more files it may read.
+	ProxyAddr, ProxyToken string
+	Reads                 []string
 }
 
 // CmdFactory builds the command that starts a plugin outside the sandbox.
@@ -151,6 +155,13 @@ type Host struct {
 	selfOnce sync.Once // what the kule binary links, for built-ins
 	selfList []string
 	selfErr  error
+
+	// unpinned takes the host's certificate pin away (any certificate a
+	// plugin presents is taken): the guard removed, for attack tests.
+	unpinned bool
+	// autoMTLS starts plugins with go-plugin's AutoMTLS, the scheme
+	// sdk/plugintls replaced: the peer of the start benchmark.
+	autoMTLS bool
 }
 
 // New returns a host on the Kule home root (KULE_HOME).

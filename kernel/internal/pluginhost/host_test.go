@@ -90,9 +90,22 @@ func writeManifest(t testing.TB, path string, m Manifest) {
 	t.Helper()
 	var b strings.Builder
 	fmt.Fprintf(&b, "name = %q\nkind = %q\nversion = %q\nexecutable = %q\nsha256 = %q\ndescription = %q\n", m.Name, m.Kind, m.Version, m.Executable, m.SHA256, m.Description)
+	if len(m.Permissions) > 0 {
+		fmt.Fprintf(&b, "permissions = [\"%s\"]\n", strings.Join(m.Permissions, `", "`))
+	}
 	if len(m.Differ.Patterns) > 0 {
 		fmt.Fprintf(&b, "\n[differ]\npatterns = [")
 		for i, p := range m.Differ.Patterns {
+			if i > 0 {
+				b.WriteString(", ")
+			}
+			fmt.Fprintf(&b, "%q", p)
+		}
+		b.WriteString("]\n")
+	}
+	if len(m.Previewer.Patterns) > 0 {
+		fmt.Fprintf(&b, "\n[previewer]\npatterns = [")
+		for i, p := range m.Previewer.Patterns {
 			if i > 0 {
 				b.WriteString(", ")
 			}

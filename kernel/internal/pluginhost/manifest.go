@@ -33,6 +33,8 @@ const maxManifest = 64 << 10
 //
 //	[differ]
 //	patterns = ["*.ini", "*.cfg"]    # file names it may read; required
+//
+// A previewer names its files the same way in a [previewer] section.
 type Manifest struct {
 	Name        string       `toml:"name"`
 	Kind        string       `toml:"kind"`
@@ -42,6 +44,7 @@ type Manifest struct {
 	Permissions []string     `toml:"permissions"`
 	Description string       `toml:"description"`
 	Differ      DifferConfig `toml:"differ"`
+	Previewer   DifferConfig `toml:"previewer"`
 }
 
 // DifferConfig is the [differ] section of a differ's manifest.
@@ -135,13 +138,29 @@ func (m Manifest) check() error {
 	} else if len(m.Differ.Patterns) > 0 {
 		return fmt.Errorf("%w: a %s has no [differ] section", ErrManifest, m.Kind)
 	}
+	if m.Kind == "previewer" {
+		if len(m.Previewer.Patterns) == 0 {
+			return fmt.Errorf("%w: [previewer] patterns: name the files the previewer reads, e.g. [\"*.ini\"]", ErrManifest)
+		}
+		for _, p := range m.Previewer.Patterns {
+			if _, err := path.Match(p, ""); err != nil || p == "" || len(p) > 256 {
+				return fmt.Errorf("%w: [previewer] pattern %q is not a valid pattern", ErrManifest, p)
+			}
+		}
+	} else if len(m.Previewer.Patterns) > 0 {
+		return fmt.Errorf("%w: a %s has no [previewer] section", ErrManifest, m.Kind)
+	}
 	return nil
 }
 
-// Matches says whether a differ's patterns take the file at rel (a slash
+// Matches says whether a differ's (or a previewer's) patterns take the file at rel (a slash
 // path relative to the folder).
 func (m Manifest) Matches(rel string) bool {
-	for _, p := range m.Differ.Patterns {
+	pats := m.Differ.Patterns
+	if m.Kind == "previewer" {
+		pats = m.Previewer.Patterns
+	}
+	for _, p := range pats {
 		subject := path.Base(rel)
 		if strings.Contains(p, "/") {
 			subject = rel

@@ -99,14 +99,14 @@ func TestSandboxedBuiltinAndThirdParty(t *testing.T) {
 func TestSandboxedMisbehaving(t *testing.T) {
 	h := sandboxedHost(t, "", txtBuiltin("crash"), txtBuiltin("hang"))
 	ctx := context.Background()
-	crash := &Differ{h: h, name: "crash", builtin: true}
+	crash := &Differ{handle{h: h, kind: "differ", name: "crash", builtin: true}}
 	if _, err := crash.Entities(ctx, "a.txt", []byte("boom\n")); !errors.Is(err, ErrCall) {
 		t.Errorf("crash = %v, want ErrCall", err)
 	}
 	if es, err := crash.Entities(ctx, "a.txt", []byte("fine\n")); err != nil || len(es) != 1 {
 		t.Errorf("after a crash the plugin restarts: %+v, %v", es, err)
 	}
-	hang := &Differ{h: h, name: "hang", builtin: true}
+	hang := &Differ{handle{h: h, kind: "differ", name: "hang", builtin: true}}
 	// Started under the usual timeout first: a slow start (a race-built
 	// plugin in its sandbox, on a loaded machine) must not be taken for
 	// the hang.
@@ -125,7 +125,7 @@ func TestSandboxFailsClosed(t *testing.T) {
 	h := sandboxedHost(t, "", txtBuiltin("lines"))
 	// A helper executable that is not kule: the sandbox cannot start.
 	h.opts.Sandbox.Exe = "/nonexistent/kule"
-	d := &Differ{h: h, name: "lines", builtin: true}
+	d := &Differ{handle{h: h, kind: "differ", name: "lines", builtin: true}}
 	_, err := d.Entities(context.Background(), "a.txt", []byte("a\n"))
 	if !errors.Is(err, ErrSandbox) {
 		t.Fatalf("entities with no sandbox = %v, want ErrSandbox", err)
@@ -133,9 +133,13 @@ func TestSandboxFailsClosed(t *testing.T) {
 	if !strings.Contains(err.Error(), "did not run") {
 		t.Errorf("error %q does not say the plugin did not run", err)
 	}
-	// A kind whose profile is declared but not built does not start.
-	if _, err := h.start(context.Background(), "transport", "slack", true); !errors.Is(err, ErrNotBuilt) {
-		t.Errorf("transport start = %v, want ErrNotBuilt", err)
+	// A kind without a profile does not start; a transport without its
+	// proxy does not either.
+	if _, err := h.sandboxRunner(LaunchSpec{Kind: "nonesuch", Name: "x", Args: []string{"kule"}}); !errors.Is(err, ErrNotBuilt) {
+		t.Errorf("start of a kind without a profile = %v, want ErrNotBuilt", err)
+	}
+	if _, err := h.sandboxRunner(LaunchSpec{Kind: "transport", Name: "slack", Args: []string{"kule"}}); !errors.Is(err, ErrSandbox) || !strings.Contains(err.Error(), "no proxy") {
+		t.Errorf("transport without a proxy = %v, want ErrSandbox: no proxy", err)
 	}
 }
 
@@ -215,7 +219,7 @@ func TestSandboxAttacks(t *testing.T) {
 		src := strings.Join(attempts, "\n") + "\n"
 		var d *Differ
 		if builtin {
-			d = &Differ{h: h, name: "attacker", builtin: true}
+			d = &Differ{handle{h: h, kind: "differ", name: "attacker", builtin: true}}
 		} else {
 			if _, err := h.Install(makePlugin(t, "attacker", nil)); err != nil {
 				t.Fatal(err)
@@ -223,7 +227,7 @@ func TestSandboxAttacks(t *testing.T) {
 			if _, err := h.Approve("attacker"); err != nil {
 				t.Fatal(err)
 			}
-			d = &Differ{h: h, name: "attacker"}
+			d = &Differ{handle{h: h, kind: "differ", name: "attacker"}}
 		}
 		es, err := d.Entities(context.Background(), "a.txt", []byte(src))
 		if err != nil {

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -33,9 +34,13 @@ import (
 //     private directory the host removes when the plugin ends; RLIMIT_FSIZE
 //     of one byte keeps any file made there empty), no signals or abstract
 //     Unix sockets out of the domain, and its own PID namespace.
-//   - transport: declared, not built. It would get the network to the hosts
-//     its approved manifest names only (the proxy, judged per host); until
-//     that is built a transport does not start at all (ErrNotBuilt).
+//   - transport: the same mounts and its own Landlock domain, but the
+//     network through a proxy the caller runs for it (StartOptions.Proxy):
+//     the sandbox's network namespace holds only a forwarder to that proxy,
+//     the plugin's domain allows TCP connect to the forwarder's port and
+//     nothing else, and it may read, besides its executable and libraries,
+//     the files StartOptions.Reads names (the system's CA bundle). Which
+//     hosts it reaches, and which secrets go there, the proxy decides.
 //
 // go-plugin's client connects to the address the plugin prints. A TCP
 // loopback address inside the plugin's network namespace is not reachable
@@ -66,6 +71,7 @@ type confinement struct {
 	ExeOnStdin   bool     // execute the sealed copy on stdin, not this binary
 	Read         []string // files the plugin may read and execute
 	SocketDir    string   // where it may make its go-plugin socket
+	ConnectPort  int      // >0: the one TCP port it may connect to (its proxy's forwarder)
 	AcceptWeaker bool
 }
 
@@ -83,7 +89,8 @@ type Profile struct {
 var Profiles = map[string]Profile{
 	"differ":    {Network: runner.NetworkNone, Built: true, Says: "no network, no file writes, reads only its executable and the libraries it links"},
 	"previewer": {Network: runner.NetworkNone, Built: true, Says: "no network, no file writes, reads only its executable and the libraries it links"},
-	"transport": {Network: runner.NetworkProxy, Built: false, Says: "network to its own hosts only (not built yet: a transport does not start)"},
+	"transport": {Network: runner.NetworkProxy, Built: true, Says: "network only through its proxy, to its chat service's hosts; no file writes; reads only its executable, the libraries it links and the system's CA bundle"},
+	"extension": {Network: runner.NetworkNone, Built: true, Says: "the extension host: no network, no file writes, reads only the kule binary and the libraries it links; the package's files come over its socket"},
 }
 
 // sandboxRun is a go-plugin runner that starts the plugin through
@@ -103,6 +110,8 @@ type sandboxRun struct {
 	err              error // from sandbox.Run: set up failed, or wait failed
 
 	box string // the sandbox's tmp, home and caches for this start; removed at the end
+
+	started func(pid int) // told the sandbox's pid, when set
 }
 
 var _ gprunner.Runner = (*sandboxRun)(nil)
@@ -120,7 +129,12 @@ func (r *sandboxRun) Start(context.Context) error {
 	}
 	r.stdoutR, r.stderrR = outR, errR
 	r.spec.Stdout, r.spec.Stderr = outW, errW
-	r.spec.Started = func(pid int) { r.pid.Store(int64(pid)) }
+	r.spec.Started = func(pid int) {
+		r.pid.Store(int64(pid))
+		if r.started != nil {
+			r.started(pid)
+		}
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	r.cancel = cancel
 	r.done = make(chan struct{})
@@ -241,7 +255,18 @@ func (h *Host) sandboxRunner(spec LaunchSpec) (func(hclog.Logger, *exec.Cmd, str
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s %q: read what its executable links: %v", ErrSandbox, spec.Kind, spec.Name, err)
 	}
-	c.Read = reads
+	c.Read = append(reads, spec.Reads...)
+	if prof.Network == runner.NetworkProxy {
+		if spec.ProxyAddr == "" {
+			return nil, fmt.Errorf("%w: %s %q: no proxy was given for its network", ErrSandbox, spec.Kind, spec.Name)
+		}
+		_, port, err := net.SplitHostPort(spec.ProxyAddr)
+		n, err2 := strconv.Atoi(port)
+		if err != nil || err2 != nil || n <= 0 {
+			return nil, fmt.Errorf("%w: %s %q: proxy address %q", ErrSandbox, spec.Kind, spec.Name, spec.ProxyAddr)
+		}
+		c.ConnectPort = n
+	}
 	home, err := filepath.Abs(h.home)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrSandbox, err)
@@ -269,6 +294,8 @@ func (h *Host) sandboxRunner(spec LaunchSpec) (func(hclog.Logger, *exec.Cmd, str
 			Env:           []string{},
 			TaskEnv:       cmd.Env, // go-plugin's handshake variables
 			Network:       prof.Network,
+			ProxyAddr:     spec.ProxyAddr,
+			ProxyToken:    spec.ProxyToken,
 			FileSizeLimit: 1,
 		}
 		if spec.Exe != nil {

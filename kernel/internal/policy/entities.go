@@ -61,6 +61,10 @@ func newBuilder(task TaskInfo, deletions int) *builder {
 	if len(task.ModelHosts) > 0 {
 		b.modelHost = map[string]bool{}
 		for _, h := range task.ModelHosts {
+			if host, port, err := SplitHostPort(h); err == nil {
+				b.modelHost[hostKey(host, port)] = true // an endpoint, [::1]:8080 as ::1:8080
+				continue
+			}
 			b.modelHost[cleanHost(h)] = true
 		}
 	}
@@ -117,7 +121,9 @@ func (b *builder) host(r Request) (types.Entity, tagMask) {
 	known := knownHosts[h]
 	tags := known.tags
 	agents := known.agents
-	if b.modelHost[h] && b.task.Agent != "" {
+	// A profile names a model host by name (any port) or a local
+	// endpoint by host:port (that port only).
+	if (b.modelHost[h] || b.modelHost[hostKey(h, r.Port)]) && b.task.Agent != "" {
 		tags |= bModelAPI
 		agents = append(slices.Clip(agents), b.task.Agent)
 	}

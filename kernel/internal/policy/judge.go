@@ -104,7 +104,7 @@ func (e *Engine) judgeOne(b *builder, r Request) Verdict {
 	if len(lifted) > 0 {
 		sort.Strings(lifted)
 		v.Outcome, v.Rules = Pass, compact(lifted)
-		v.Reason = "approved before and remembered (kule rules)"
+		v.Reason = RememberedReason
 		return v
 	}
 
@@ -122,7 +122,7 @@ func (e *Engine) judgeOne(b *builder, r Request) Verdict {
 			for _, reason := range diag.Reasons {
 				if e.meta[reason.PolicyID].For == NoRule {
 					v.Outcome, v.Rules = Pass, []string{NoRule}
-					v.Reason = "approved before and remembered (kule rules)"
+					v.Reason = RememberedReason
 					return v
 				}
 			}

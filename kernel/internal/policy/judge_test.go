@@ -217,6 +217,22 @@ func TestModelAPIOnlyWhileAgentRuns(t *testing.T) {
 	check(t, judgeOne(t, e, prof, NetRequest(hostsTagged(TagModelAPI)[0], 443)), want{Ask, "unknown-hosts"})
 }
 
+// A profile's local endpoint (host:port) passes for its agent on that port
+// alone: another port of the same machine still waits.
+func TestModelEndpointIsOnePort(t *testing.T) {
+	t.Parallel()
+	e := mustLoad(t, t.TempDir(), "", Balanced)
+	prof := TaskInfo{ID: "1", Agent: "mine", AgentRunning: true, ModelHosts: []string{"127.0.0.1:11434", "localhost:4000", "[::1]:8080"}}
+	check(t, judgeOne(t, e, prof, NetRequest("127.0.0.1", 11434)), want{Pass, "agent-model-api"})
+	check(t, judgeOne(t, e, prof, NetRequest("localhost", 4000)), want{Pass, "agent-model-api"})
+	check(t, judgeOne(t, e, prof, NetRequest("::1", 8080)), want{Pass, "agent-model-api"})
+	check(t, judgeOne(t, e, prof, NetRequest("127.0.0.1", 22)), want{Ask, "unknown-hosts"})
+	check(t, judgeOne(t, e, prof, NetRequest("localhost", 11434)), want{Ask, "unknown-hosts"})
+	stopped := prof
+	stopped.AgentRunning = false
+	check(t, judgeOne(t, e, stopped, NetRequest("127.0.0.1", 11434)), want{Ask, "unknown-hosts"})
+}
+
 func TestCarefulAsksEveryChange(t *testing.T) {
 	t.Parallel()
 	e := mustLoad(t, t.TempDir(), "", Careful)

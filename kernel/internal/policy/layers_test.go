@@ -270,6 +270,44 @@ func TestForget(t *testing.T) {
 	check(t, judgeOne(t, e, gitTask, NetRequest("c.example", 443)), want{Pass, "unknown-hosts"})
 }
 
+// TestForgetIfMovedNumber: a page listed a.example as number 1; meanwhile
+// number 1 was forgotten elsewhere, and c.example moved into its place. A
+// forget of "number 1, which is a.example" leaves c.example remembered;
+// without the check under the lock it would have been forgotten.
+func TestForgetIfMovedNumber(t *testing.T) {
+	t.Parallel()
+	for _, checked := range []bool{true, false} {
+		home, folder := t.TempDir(), t.TempDir()
+		for _, h := range []string{"a.example:443", "c.example:443"} {
+			if _, err := AllowHost(home, folder, h); err != nil {
+				t.Fatal(err)
+			}
+		}
+		shown, err := ReadRemembered(home)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := Forget(home, 1); err != nil { // another window's forget
+			t.Fatal(err)
+		}
+		is := func(r Remembered) bool { return r.Subject == shown[0].Subject }
+		if !checked {
+			is = nil
+		}
+		_, err = ForgetIf(home, 1, is)
+		rs, _ := ReadRemembered(home)
+		if checked {
+			if !errors.Is(err, ErrRuleMoved) || len(rs) != 1 || rs[0].Subject != "c.example:443" {
+				t.Fatalf("ForgetIf of a moved number: %v, rules left %v; want ErrRuleMoved and c.example kept", err, rs)
+			}
+			continue
+		}
+		if err != nil || len(rs) != 0 {
+			t.Fatalf("without the check the wrong rule should go: %v, rules left %v", err, rs)
+		}
+	}
+}
+
 func TestWouldLet(t *testing.T) {
 	t.Parallel()
 	home, folder, other := t.TempDir(), t.TempDir(), t.TempDir()

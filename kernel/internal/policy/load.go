@@ -65,8 +65,9 @@ type Rule struct {
 	File     string  // the file it was read from (builtin/… for built-ins)
 	Line     int
 	// For remembered permits: the rule they let through and the folder.
-	For    string
-	Folder string
+	For       string
+	Folder    string
+	graduated bool
 }
 
 // Engine judges requests with the rules Load found. It does not change once
@@ -175,6 +176,7 @@ func load(kuleHome, folder, choice, person string, layer Layer) (*Engine, error)
 			}
 			id := cedar.PolicyID(fmt.Sprintf("remembered/%d", r.N))
 			rule := r.Rule
+			rule.graduated = r.Graduated != ""
 			e.remembered[id] = r.policy
 			e.meta[id] = &rule
 			e.rules = append(e.rules, &rule)

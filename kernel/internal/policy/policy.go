@@ -47,6 +47,9 @@ var (
 	ErrUnknownChoice = errors.New("no such built-in policy")
 	// ErrNoSuchRule is returned by Forget for a number not in the list.
 	ErrNoSuchRule = errors.New("no such remembered rule")
+	// ErrRuleMoved is returned by ForgetIf when number n is no longer the
+	// rule the caller showed.
+	ErrRuleMoved = errors.New("that number is now another remembered rule")
 	// ErrBadHost is returned for a HOST:PORT that does not parse.
 	ErrBadHost = errors.New("not a HOST:PORT")
 )
@@ -217,6 +220,10 @@ func (o Outcome) MarshalText() ([]byte, error) {
 // NoRule is the rule named when nothing permits a request.
 const NoRule = "no-rule-lets-it-pass"
 
+// RememberedReason is the reason of a verdict that passed by a remembered
+// approval (kule rules): one path or one host:port the person approved.
+const RememberedReason = "approved before and remembered (kule rules)"
+
 // Verdict is the policy's answer to one request.
 type Verdict struct {
 	Request Request `json:"request"`
@@ -304,3 +311,7 @@ func (r Ruling) Summary() []string {
 func hostKey(host string, port int) string {
 	return fmt.Sprintf("%s:%d", host, port)
 }
+
+// HostKey is host:port as rules and requests name a host: the host
+// cleaned (lower case, no brackets, no trailing dot) and the port.
+func HostKey(host string, port int) string { return hostKey(cleanHost(host), port) }

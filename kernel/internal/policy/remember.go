@@ -34,11 +34,24 @@ type Remembered struct {
 	Subject string // the path or host:port
 	Host    bool   // Subject is a host:port
 	Added   string // when it was remembered (RFC 3339)
-	policy  *cedar.Policy
+	// Graduated is the id of the graduation proposal this rule was made
+	// from (package graduation), "" for an approval the person remembered.
+	// A graduated rule may name no path (Subject ""): it then lifts its
+	// rule for every path of the folder. It never applies to a run with
+	// untrusted input (Engine.WithoutGraduated).
+	Graduated string
+	policy    *cedar.Policy
 }
 
 // String renders the remembered approval as `kule rules` lists it.
 func (r Remembered) String() string {
+	if r.Graduated != "" {
+		subject := "every path"
+		if r.Subject != "" {
+			subject = quote(r.Subject)
+		}
+		return fmt.Sprintf("%d. %s · lets %s through in %s (graduated, proposal %s)", r.N, subject, r.Rule.For, r.Rule.Folder, r.Graduated)
+	}
 	return fmt.Sprintf("%d. %s · lets %s through in %s", r.N, quote(r.Subject), r.Rule.For, r.Rule.Folder)
 }
 
@@ -70,6 +83,11 @@ func ReadRemembered(kuleHome string) ([]Remembered, error) {
 		r.Rule.ID = fmt.Sprintf("remembered-%d", r.N)
 		if pol.Effect() != cedar.Permit || r.Rule.For == "" || r.Rule.Folder == "" {
 			return nil, fmt.Errorf("policy: %s:%d: a remembered rule is a permit with @rule and @folder: %w (fix or delete that rule in the file; nothing is committed until then)", p, line, ErrPolicy)
+		}
+		r.Graduated = string(ann["graduated"])
+		if _, all := (*xast.Policy)(pol.AST()).Resource.(xast.ScopeTypeAll); all && r.Graduated != "" && !needsSubject[r.Rule.For] {
+			out = append(out, r)
+			continue
 		}
 		eq, ok := (*xast.Policy)(pol.AST()).Resource.(xast.ScopeTypeEq)
 		if !ok || (eq.Entity.Type != PathType && eq.Entity.Type != HostType) {
@@ -249,7 +267,13 @@ func addRemembered(kuleHome, folder string, adds []addition) ([]Remembered, []st
 
 // Forget takes back remembered approval number n (as `kule rules` numbers
 // them) and returns it.
-func Forget(kuleHome string, n int) (Remembered, error) {
+func Forget(kuleHome string, n int) (Remembered, error) { return ForgetIf(kuleHome, n, nil) }
+
+// ForgetIf is Forget when rule n is still the one the caller showed (is
+// reports true), judged under the same lock as the cut: between a list
+// and a forget another command can forget a rule and move the numbers.
+// A rule that is not the one shown is left, and nothing is changed.
+func ForgetIf(kuleHome string, n int, is func(Remembered) bool) (Remembered, error) {
 	lock, err := task.LockFile(RulesPath(kuleHome) + ".lock")
 	if err != nil {
 		return Remembered{}, fmt.Errorf("policy: forget: %w", err)
@@ -263,6 +287,9 @@ func Forget(kuleHome string, n int) (Remembered, error) {
 		return Remembered{}, fmt.Errorf("policy: forget %d: %w (`kule rules` lists %d)", n, ErrNoSuchRule, len(rs))
 	}
 	gone := rs[n-1]
+	if is != nil && !is(gone) {
+		return Remembered{}, fmt.Errorf("policy: forget %d: %w; nothing was changed", n, ErrRuleMoved)
+	}
 	src, err := os.ReadFile(RulesPath(kuleHome))
 	if err != nil {
 		return Remembered{}, fmt.Errorf("policy: forget: %w", err)

@@ -1,7 +1,10 @@
 package proxy
 
 import (
+	"net"
 	"net/netip"
+	"strconv"
+	"strings"
 )
 
 // nonGlobalPrefixes are the ranges of the IANA IPv4 and IPv6
@@ -82,4 +85,59 @@ func nonGlobal(a netip.Addr) bool {
 		}
 	}
 	return false
+}
+
+// LoopbackName reports whether host, as a connection names it, is this
+// machine's loopback: "localhost" (and names under it, which resolvers
+// answer with loopback), or an address in 127/8 or ::1.
+func LoopbackName(host string) bool {
+	h := normHost(strings.Trim(host, "[]"))
+	if h == "localhost" || strings.HasSuffix(h, ".localhost") {
+		return true
+	}
+	a, err := netip.ParseAddr(h)
+	return err == nil && a.Unmap().IsLoopback()
+}
+
+// remoteLoopback reports whether c is connected to a loopback address.
+func remoteLoopback(c net.Conn) bool {
+	ta, ok := c.RemoteAddr().(*net.TCPAddr)
+	return ok && ta.IP.IsLoopback()
+}
+
+// secretHostKey is where a secret's host goes in the proxy's table: an
+// exact name ("api.example.com", any port, over TLS) as it is, or an
+// endpoint ("localhost:4000", "127.0.0.1:11434": that port alone) as
+// host:port. name is the host name the run's authority must sign for when
+// the secret's requests are read inside TLS; "" for an address, which the
+// authority never signs.
+func secretHostKey(h string) (key, name string) {
+	h = strings.TrimSpace(h)
+	if host, port, err := net.SplitHostPort(h); err == nil {
+		host = normHost(host)
+		key = net.JoinHostPort(host, port)
+		if net.ParseIP(host) == nil && !LoopbackName(host) {
+			name = host // a loopback endpoint's key goes in plain HTTP (plainTunnel, forward)
+		}
+		return key, name
+	}
+	h = normHost(h)
+	if net.ParseIP(h) != nil {
+		return h, ""
+	}
+	return h, h
+}
+
+// secretsFor are the secrets that go to host:port: those kept for the
+// host (any port) and those kept for that very endpoint.
+func (p *Proxy) secretsFor(host string, port int) []*Secret {
+	a := p.secrets[host]
+	b := p.secrets[net.JoinHostPort(host, strconv.Itoa(port))]
+	if len(b) == 0 {
+		return a
+	}
+	if len(a) == 0 {
+		return b
+	}
+	return append(append([]*Secret(nil), a...), b...)
 }

@@ -205,6 +205,7 @@ func TestNonGlobalAddressRefused(t *testing.T) {
 				t.Fatalf("%s resolves to %s: the proxy went on to dial %q", name, addr, reached)
 			}
 		}
+		p.Close() // every handler has logged its connection
 		if guardOn {
 			for _, e := range p.Entries() {
 				if !strings.Contains(e.Error, "not a public internet address") {
@@ -212,6 +213,5 @@ func TestNonGlobalAddressRefused(t *testing.T) {
 				}
 			}
 		}
-		p.Close()
 	}
 }

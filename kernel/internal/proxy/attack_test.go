@@ -266,6 +266,9 @@ func TestPrivateAddressRefused(t *testing.T) {
 	if resp.StatusCode != http.StatusBadGateway {
 		t.Fatalf("CONNECT localhost:22: status %d, want 502", resp.StatusCode)
 	}
+	// A connection is logged when its handler ends, which can be just after
+	// the client has read the answer; Close waits for every handler.
+	p.Close()
 	if e := p.Entries(); len(e) != 1 || !strings.Contains(e[0].Error, "not a public internet address") {
 		t.Fatalf("log: %+v", e)
 	}

@@ -36,6 +36,11 @@ const (
 	guardMethodOverride                   // method-override headers and fields are refused at registries
 	guardEncodedForms                     // the value's base64, hex, URL and JSON forms are blanked too
 	guardRanges                           // Range is dropped from requests to a secret's host
+	guardNamedLocal                       // an IP literal reaches a non-global address only when named
+	guardPlainLoopback                    // keys go over plain HTTP only to a named loopback endpoint
+	guardFramePaths                       // in a WebSocket frame a placeholder is replaced only at the secret's FramePaths
+	guardWSExtensions                     // a WebSocket extension the server agrees to unasked is refused
+	guardSpentLease                       // a lease that gives no value refuses the request
 )
 
 // on reports whether the check g is in force.

@@ -153,7 +153,7 @@ func itoa(n int) string { return strconvItoa(n) }
 
 func testDecider(_ context.Context, host string, port int) Decision {
 	switch host {
-	case apiHost, gitHost, plainHost, "direct.example.test", "big.example.test":
+	case apiHost, gitHost, plainHost, "direct.example.test", "big.example.test", gatewayHost:
 		return Decision{Allow: true, Rule: "test-hosts"}
 	case registryHost:
 		return Decision{Allow: true, Rule: "package-registries"}

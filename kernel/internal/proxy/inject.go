@@ -1,11 +1,14 @@
 package proxy
 
 import (
+	"bufio"
 	"bytes"
 	"crypto/rand"
 	"encoding/base64"
 	"encoding/hex"
+	"fmt"
 	"io"
+	"net/http"
 	"regexp"
 	"strings"
 
@@ -15,10 +18,59 @@ import (
 // Secret is one value the proxy puts into requests to its hosts in place of
 // its placeholder.
 type Secret struct {
-	Name        string   // e.g. STRIPE_KEY
-	Value       string   // the real value; never leaves the proxy except to Hosts
-	Placeholder string   // what the task's commands see; made by Start when empty
-	Hosts       []string // the hosts it may be sent to (exact names)
+	Name        string // e.g. STRIPE_KEY
+	Value       string // the real value; never leaves the proxy except to Hosts
+	Placeholder string // what the task's commands see; made by Start when empty
+	// Hosts it may be sent to: exact names (over TLS, any port), or
+	// endpoints as host:port ("localhost:4000", "127.0.0.1:11434": that
+	// port only; over plain HTTP only where it is this machine's loopback).
+	Hosts []string
+	// FramePaths are the places in a WebSocket text message (a JSON
+	// object, dotted paths: "d.token") where the placeholder is replaced,
+	// on a connection to one of Hosts; none: never in a frame (see
+	// websocket.go).
+	FramePaths []string
+	// Lease, when set, gives the value at each request instead of Value: a
+	// leased credential that renews within its budget; Value is then the
+	// lease's first value. An error (the lease is spent) refuses the
+	// request and sends nothing: the proxy fails closed. Release is called
+	// once when the proxy closes.
+	Lease   func() (string, error)
+	Release func()
+}
+
+// current is secrets with each leased value as its lease gives it now, or
+// the refusal of a lease that gives none.
+func (p *Proxy) current(secrets []*Secret) ([]*Secret, string) {
+	var out []*Secret
+	for i, s := range secrets {
+		if s.Lease == nil {
+			if out != nil {
+				out = append(out, s)
+			}
+			continue
+		}
+		if out == nil {
+			out = append(make([]*Secret, 0, len(secrets)), secrets[:i]...)
+		}
+		v, err := s.Lease()
+		if err == nil && (v == "" || strings.ContainsFunc(v, func(r rune) bool { return r < ' ' && r != '\t' || r == 0x7f })) {
+			err = fmt.Errorf("the lease of %s gave no usable value", s.Name)
+		}
+		if err != nil && p.on(guardSpentLease) {
+			return nil, err.Error()
+		}
+		c := *s
+		if err != nil {
+			v = s.Value // unguarded: the first value goes on being sent
+		}
+		c.Value = v
+		out = append(out, &c)
+	}
+	if out == nil {
+		return secrets, ""
+	}
+	return out, ""
 }
 
 // PlaceholderPrefix starts every placeholder Kule hands out.
@@ -321,4 +373,45 @@ func (b *blanker) Read(p []byte) (int, error) {
 	n := copy(p, b.buf[b.off:b.cut])
 	b.off += n
 	return n, nil
+}
+
+// putSecrets puts the secrets of host into the credential headers of h
+// (see rewriteCredentials), asks for an answer it can blank (identity
+// coding, no range), and records in e which secrets went. A credential
+// that is not a placeholder of these secrets is refused with 403 and
+// nothing is sent: ok is false and the connection ends.
+func (p *Proxy) putSecrets(w *bufio.Writer, req *framing.Request, target, host string, h framing.Header, secrets []*Secret, e *Entry, used map[string]bool) (_ framing.Header, ok bool) {
+	h, names, foreign := rewriteCredentials(h, secrets)
+	if foreign != "" {
+		e.Refusals = append(e.Refusals, req.Method+" "+clip(target)+" (foreign credential in "+foreign+")")
+		writeError(w, http.StatusForbidden, fmt.Sprintf("the request to %s carries a credential in %s that Kule does not hold for this host; use $%s", host, foreign, secrets[0].Name))
+		return nil, false
+	}
+	for _, n := range names {
+		if !used[n] {
+			used[n] = true
+			e.Secrets = append(e.Secrets, n)
+		}
+	}
+	h = h.Del("Accept-Encoding")
+	h = append(h, framing.Field{Name: "Accept-Encoding", Value: "identity"})
+	if p.on(guardRanges) {
+		// A range of an answer can hold part of the value, shorter than
+		// anything the blanker can match; ranges put together give it
+		// whole. The whole answer is asked for, and blanked.
+		h = h.Del("Range").Del("If-Range")
+	}
+	return h, true
+}
+
+// leased is secrets with their leases' values now (see current); a lease
+// that gives none refuses the request with 403 and nothing is sent.
+func (p *Proxy) leased(w *bufio.Writer, req *framing.Request, target string, secrets []*Secret, e *Entry) ([]*Secret, bool) {
+	out, refusal := p.current(secrets)
+	if refusal != "" {
+		e.Refusals = append(e.Refusals, req.Method+" "+clip(target)+" (lease spent)")
+		writeError(w, http.StatusForbidden, refusal)
+		return nil, false
+	}
+	return out, true
 }

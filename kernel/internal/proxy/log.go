@@ -26,10 +26,13 @@ type Entry struct {
 	Verdict     string    `json:"verdict"`
 	Rule        string    `json:"rule,omitempty"`
 	Reason      string    `json:"reason,omitempty"`
+	Named       bool      `json:"named,omitempty"`       // the exact host:port was named by the person (a local endpoint may be reached)
+	Loopback    bool      `json:"loopback,omitempty"`    // the host is, or was reached at, this machine's loopback
 	Intercepted bool      `json:"intercepted,omitempty"` // the proxy read the requests inside TLS
 	Secrets     []string  `json:"secrets,omitempty"`     // names of the secrets sent on it
 	Refusals    []string  `json:"refusals,omitempty"`    // requests refused inside the connection
 	Requests    int       `json:"requests,omitempty"`    // requests read (intercepted or plain HTTP)
+	WebSockets  int       `json:"websockets,omitempty"`  // WebSocket upgrades relayed (frames read, see websocket.go)
 	BytesUp     int64     `json:"bytes_up"`
 	BytesDown   int64     `json:"bytes_down"`
 	Error       string    `json:"error,omitempty"`

@@ -70,6 +70,13 @@ type Decision struct {
 	Allow  bool
 	Rule   string // the rule that decided, e.g. "package-registries"
 	Reason string // for a refusal, e.g. "waits for approval"
+	// Named says the person named this exact host:port (an agent
+	// profile's endpoint, kule exec --allow-host, a remembered rule, a
+	// question they answered). Only a named connection may lead to a
+	// loopback, private or other non-global address: a model on this
+	// machine or the person's network is reached because it was named,
+	// never because a name resolved there.
+	Named bool
 }
 
 // Decider judges a connection to host:port (host in lower case, no brackets).
@@ -104,9 +111,10 @@ type Config struct {
 	UpstreamRoots  *x509.CertPool
 	SystemRootsPEM []byte
 
-	// Dial connects upstream; nil dials directly and refuses names that
-	// resolve to loopback, private or link-local addresses (an IP literal the
-	// decider allowed is dialled as asked).
+	// Dial connects upstream; nil dials directly and refuses to connect to
+	// a loopback, private, link-local or other non-global address unless
+	// the decision was Named (an IP literal as much as a name resolving
+	// there).
 	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
 
 	// Token, when set, must come with every request to the proxy as
@@ -205,9 +213,11 @@ func Begin(ctx context.Context, cfg Config) (*Proxy, error) {
 		sp := &s
 		p.all = append(p.all, sp)
 		for _, h := range s.Hosts {
-			h = normHost(h)
-			p.secrets[h] = append(p.secrets[h], sp)
-			hosts = append(hosts, h)
+			key, name := secretHostKey(h)
+			p.secrets[key] = append(p.secrets[key], sp)
+			if name != "" {
+				hosts = append(hosts, name)
+			}
 		}
 	}
 	for _, r := range cfg.Registries {
@@ -342,6 +352,11 @@ func (p *Proxy) Close() error {
 	}
 	p.mu.Unlock()
 	p.wg.Wait()
+	for _, s := range p.all {
+		if s.Release != nil {
+			s.Release()
+		}
+	}
 	return err
 }
 
@@ -484,7 +499,7 @@ func splitHostPort(hp string, defPort int) (string, int, error) {
 }
 
 func (p *Proxy) refuse(bw *bufio.Writer, host string, port int, d Decision) {
-	p.log.add(Entry{Time: time.Now().UTC(), Host: host, Port: port, Verdict: Refused, Rule: d.Rule, Reason: d.Reason})
+	p.log.add(Entry{Time: time.Now().UTC(), Host: host, Port: port, Verdict: Refused, Rule: d.Rule, Reason: d.Reason, Loopback: LoopbackName(host)})
 	msg := fmt.Sprintf("connection to %s:%d refused by the task's policy", host, port)
 	if d.Reason != "" {
 		msg += ": " + d.Reason
@@ -495,16 +510,23 @@ func (p *Proxy) refuse(bw *bufio.Writer, host string, port int, d Decision) {
 	writeError(bw, http.StatusForbidden, msg)
 }
 
-func (p *Proxy) dial(host string, port int) (net.Conn, error) {
+// dial connects to host:port. Unless named (see Decision.Named), every
+// address it would connect to must be globally reachable: a host name
+// resolving into the machine or its networks, and an IP literal there, are
+// refused before a byte is sent.
+func (p *Proxy) dial(host string, port int, named bool) (net.Conn, error) {
 	addr := net.JoinHostPort(host, strconv.Itoa(port))
 	ctx, cancel := context.WithTimeout(p.ctx, 30*time.Second)
 	defer cancel()
 	if p.cfg.Dial != nil {
 		return p.cfg.Dial(ctx, "tcp", addr)
 	}
-	literal := net.ParseIP(host) != nil
+	check := !named
+	if net.ParseIP(host) != nil && !p.on(guardNamedLocal) {
+		check = false // the check taken away: a literal the decider allowed is dialled as asked
+	}
 	d := net.Dialer{Resolver: p.cfg.resolver, Control: func(_, address string, _ syscall.RawConn) error {
-		if !literal {
+		if check {
 			if err := p.globalOnly(host, address); err != nil {
 				return err
 			}
@@ -532,17 +554,17 @@ func (p *Proxy) globalOnly(host, address string) error {
 		}
 	}
 	if nonGlobal(ip) {
-		return fmt.Errorf("%w: %s is %s, which is not a public internet address (loopback, private, carrier-grade NAT, link-local or reserved); nothing was sent to it", ErrPrivateAddress, host, h)
+		return fmt.Errorf("%w: %s is %s, which is not a public internet address (loopback, private, carrier-grade NAT, link-local or reserved); nothing was sent to it (a local model or gateway is reached when its exact host:port is named: a profile's hosts, kule exec --allow-host, kule rules allow)", ErrPrivateAddress, host, h)
 	}
 	return nil
 }
 
-func (p *Proxy) intercepted(host string) bool {
-	if len(p.hosts) == 0 {
-		return false
+func (p *Proxy) intercepted(host string, port int) bool {
+	if len(p.hosts) == 0 || net.ParseIP(host) != nil {
+		return false // the run's authority signs no certificate for an address
 	}
 	_, ok := p.registry[host]
-	return ok || len(p.secrets[host]) > 0
+	return ok || len(p.secretsFor(host, port)) > 0
 }
 
 // connect handles CONNECT: a refusal, a plain tunnel, or an intercepted one.
@@ -557,8 +579,8 @@ func (p *Proxy) connect(c net.Conn, br *bufio.Reader, bw *bufio.Writer, req *fra
 		p.refuse(bw, host, port, d)
 		return
 	}
-	e := Entry{Time: time.Now().UTC(), Host: host, Port: port, Verdict: Tunneled, Rule: d.Rule}
-	up, err := p.dial(host, port)
+	e := Entry{Time: time.Now().UTC(), Host: host, Port: port, Verdict: Tunneled, Rule: d.Rule, Named: d.Named, Loopback: LoopbackName(host)}
+	up, err := p.dial(host, port, d.Named)
 	if err != nil {
 		e.Error = "connect: " + err.Error()
 		p.log.add(e)
@@ -570,7 +592,13 @@ func (p *Proxy) connect(c net.Conn, br *bufio.Reader, bw *bufio.Writer, req *fra
 		return
 	}
 	defer p.track(up, false)
-	if p.intercepted(host) {
+	e.Loopback = e.Loopback || remoteLoopback(up)
+	if secrets := p.secretsFor(host, port); len(secrets) > 0 && LoopbackName(host) && remoteLoopback(up) && !p.intercepted(host, port) {
+		p.plainTunnel(c, br, up, host, port, &e, secrets) // a local model's key, over plain HTTP inside the tunnel
+		p.log.add(e)
+		return
+	}
+	if p.intercepted(host, port) {
 		e.Intercepted = true
 		p.intercept(c, br, bw, up, host, port, &e)
 		p.log.add(e)
@@ -783,31 +811,21 @@ func (p *Proxy) intercept(c net.Conn, br *bufio.Reader, bw *bufio.Writer, up net
 			break
 		}
 		h := req.Header
-		secrets := p.secrets[host]
+		secrets := p.secretsFor(host, port)
 		if len(secrets) > 0 {
-			var names []string
-			var foreign string
-			h, names, foreign = rewriteCredentials(h, secrets)
-			if foreign != "" {
-				e.Refusals = append(e.Refusals, req.Method+" "+clip(target)+" (foreign credential in "+foreign+")")
-				writeError(cbw, http.StatusForbidden, fmt.Sprintf("the request to %s carries a credential in %s that Kule does not hold for this host; use $%s", host, foreign, secrets[0].Name))
+			var ok bool
+			if secrets, ok = p.leased(cbw, req, target, secrets, e); !ok {
 				break
 			}
-			for _, n := range names {
-				if !used[n] {
-					used[n] = true
-					e.Secrets = append(e.Secrets, n)
-				}
+			if h, ok = p.putSecrets(cbw, req, target, host, h, secrets, e, used); !ok {
+				break
 			}
-			h = h.Del("Accept-Encoding")
-			h = append(h, framing.Field{Name: "Accept-Encoding", Value: "identity"})
-			if p.on(guardRanges) {
-				// A range of an answer can hold part of the value,
-				// shorter than anything the blanker can match; ranges
-				// put together give it whole. The whole answer is asked
-				// for, and blanked.
-				h = h.Del("Range").Del("If-Range")
+		}
+		if isWebSocket(req) {
+			if err := p.webSocket(cbr, cbw, ubr, ubw, func() { upTLS.Close() }, func() { c.Close() }, req, target, h, secrets, e); err != nil {
+				e.Error = err.Error()
 			}
+			break
 		}
 		keep, err := p.exchange(cbw, ubr, ubw, func() { upTLS.Close() }, req, target, h, p.blankValues(secrets))
 		if err != nil {
@@ -936,7 +954,7 @@ func (p *Proxy) exchange(cbw *bufio.Writer, ubr *bufio.Reader, ubw *bufio.Writer
 		resp.Header.Del(k)
 	}
 	if resp.StatusCode == http.StatusSwitchingProtocols {
-		writeError(cbw, http.StatusNotImplemented, "protocol upgrades (WebSocket) are not relayed on intercepted hosts")
+		writeError(cbw, http.StatusNotImplemented, "protocol upgrades other than WebSocket are not relayed on intercepted hosts")
 		return false, nil
 	}
 	if len(blankVals) > 0 {
@@ -970,6 +988,39 @@ func (f flushingWriter) Write(p []byte) (int, error) {
 	return n, err
 }
 
+// copyBufSize is the piece a relayed body is read in. The 32 KiB io.Copy
+// would use cost a read and a write system call per 32 KiB, most of a
+// plain-HTTP download's time through the proxy; one read still returns
+// whatever has arrived, so a streamed answer goes on as it comes.
+const copyBufSize = 256 << 10
+
+var copyBufs = sync.Pool{New: func() any { b := make([]byte, copyBufSize); return &b }}
+
+// ReadFrom relays r in pieces of up to copyBufSize, each written and
+// flushed as soon as it is read (io.Copy and the response writer use it in
+// place of their own 32 KiB buffer).
+func (f flushingWriter) ReadFrom(r io.Reader) (int64, error) {
+	bp := copyBufs.Get().(*[]byte)
+	defer copyBufs.Put(bp)
+	buf := *bp
+	var total int64
+	for {
+		n, rerr := r.Read(buf)
+		if n > 0 {
+			if _, err := f.Write(buf[:n]); err != nil {
+				return total, err
+			}
+			total += int64(n)
+		}
+		if rerr == io.EOF {
+			return total, nil
+		}
+		if rerr != nil {
+			return total, rerr
+		}
+	}
+}
+
 // forwarder is the upstream connection of plain-HTTP forwarding on one client
 // connection; a request for another host:port ends it and makes a new one.
 type forwarder struct {
@@ -981,6 +1032,8 @@ type forwarder struct {
 	ubw        *bufio.Writer
 	e          Entry
 	upN, downN int64
+	onLoopback bool            // named as loopback and reached there: keys may go in plain HTTP
+	used       map[string]bool // the secrets put into its requests
 }
 
 func (f *forwarder) finish() {
@@ -1016,8 +1069,8 @@ func (p *Proxy) forward(c net.Conn, bw *bufio.Writer, req *framing.Request, fw *
 			p.refuse(bw, host, port, d)
 			return false, nil
 		}
-		nf := &forwarder{p: p, host: host, port: port, e: Entry{Time: time.Now().UTC(), Host: host, Port: port, Verdict: Forwarded, Rule: d.Rule}}
-		up, err := p.dial(host, port)
+		nf := &forwarder{p: p, host: host, port: port, e: Entry{Time: time.Now().UTC(), Host: host, Port: port, Verdict: Forwarded, Rule: d.Rule, Named: d.Named, Loopback: LoopbackName(host)}}
+		up, err := p.dial(host, port, d.Named)
 		if err != nil {
 			nf.e.Error = "connect: " + err.Error()
 			p.log.add(nf.e)
@@ -1028,6 +1081,11 @@ func (p *Proxy) forward(c net.Conn, bw *bufio.Writer, req *framing.Request, fw *
 			up.Close()
 			return false, nil
 		}
+		// Keys go over plain HTTP only to an endpoint named as this
+		// machine's loopback and reached there: nothing else sees the
+		// bytes between the proxy and it.
+		nf.onLoopback = LoopbackName(host) && remoteLoopback(up)
+		nf.e.Loopback = nf.e.Loopback || remoteLoopback(up)
 		nf.raw = up
 		nf.up = countingConn{Conn: up, r: &nf.downN, w: &nf.upN}
 		nf.ubr = bufio.NewReaderSize(nf.up, 32<<10)
@@ -1046,18 +1104,34 @@ func (p *Proxy) forward(c net.Conn, bw *bufio.Writer, req *framing.Request, fw *
 		writeError(bw, http.StatusForbidden, reason+": "+req.Method+" "+clip(target)+" to "+host+" is refused; registries are read-only to commands and answer only requests for packages by name")
 		return false, fw
 	}
-	if len(p.secrets[host]) > 0 {
-		for _, f := range req.Header {
-			if IsCredentialHeader(f.Name) {
-				fw.e.Refusals = append(fw.e.Refusals, req.Method+" "+clip(target)+" (credential over plain http)")
-				writeError(bw, http.StatusForbidden, "credentials for "+host+" go only over https")
+	h := req.Header
+	secrets := p.secretsFor(host, port)
+	if len(secrets) > 0 {
+		if !fw.onLoopback && p.on(guardPlainLoopback) {
+			for _, f := range req.Header {
+				if IsCredentialHeader(f.Name) {
+					fw.e.Refusals = append(fw.e.Refusals, req.Method+" "+clip(target)+" (credential over plain http)")
+					writeError(bw, http.StatusForbidden, "credentials for "+host+" go only over https, or over plain http to an endpoint on this machine's loopback; nothing was sent")
+					return false, fw
+				}
+			}
+			secrets = nil
+		} else {
+			if fw.used == nil {
+				fw.used = map[string]bool{}
+			}
+			var ok bool
+			if secrets, ok = p.leased(bw, req, target, secrets, &fw.e); !ok {
+				return false, fw
+			}
+			if h, ok = p.putSecrets(bw, req, target, host, h, secrets, &fw.e, fw.used); !ok {
 				return false, fw
 			}
 		}
 	}
-	h := req.Header.Del("Host")
+	h = h.Del("Host")
 	h = append(framing.Header{{Name: "Host", Value: u.Host}}, h...)
-	keep, err := p.exchange(bw, fw.ubr, fw.ubw, func() { fw.up.Close() }, req, target, h, nil)
+	keep, err := p.exchange(bw, fw.ubr, fw.ubw, func() { fw.up.Close() }, req, target, h, p.blankValues(secrets))
 	if err != nil {
 		fw.e.Error = err.Error()
 	}

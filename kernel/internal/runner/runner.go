@@ -33,6 +33,13 @@ type Task struct {
 	Tmp     string // the task's own /tmp and TMPDIR
 	Home    string // the task's home layer
 	KuleDir string // $KULE_HOME, hidden from every command
+	// Upper and Work, where set, make the copy an overlayfs inside the
+	// sandbox: Copy its lower layer (never written while the command
+	// runs), Upper the layer that takes every write, Work overlay's own
+	// scratch directory (on Upper's file system). A runner with no mount
+	// namespace of its own (Direct) runs the command in the copy itself,
+	// which ends the same once the upper layer is folded: it is empty.
+	Upper, Work string
 }
 
 // Spec is one command to run.
@@ -51,6 +58,12 @@ type Spec struct {
 	Network    Network
 	ProxyAddr  string // host:port of the task's proxy, when Network is NetworkProxy
 	ProxyToken string // the proxy's per-run token, carried in the proxy URL
+
+	// ReadOnlyInTask are paths inside the task's home layer or caches that
+	// the command reads but may not change while it runs (an agent's
+	// instructions and settings, placed in its home by Kule): a sandbox
+	// shows each read-only at its own path. The direct runner ignores it.
+	ReadOnlyInTask []string
 
 	// TaskEnv is added to the command's environment after a sandbox has
 	// filtered Env: the task's own values (the proxy's CA bundle, secret

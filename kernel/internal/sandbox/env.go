@@ -115,7 +115,13 @@ func CacheEnv(dir string) []string {
 }
 
 // ProxyEnv returns the proxy variables pointing at 127.0.0.1:port, with the
-// proxy's per-run token as the URL's password when there is one.
+// proxy's per-run token as the URL's password when there is one. NO_PROXY
+// is empty: loopback goes through the proxy too. Inside the sandbox the
+// only loopback port a command may connect to is the proxy's (Landlock),
+// so a loopback address sent around the proxy reached nothing and left no
+// trace; through the proxy a local model the person named (Ollama on
+// 127.0.0.1:11434, a gateway on localhost:4000) is reached on the host,
+// and every other loopback attempt is refused and logged in network.jsonl.
 func ProxyEnv(port int, token ...string) []string {
 	u := "http://127.0.0.1:" + strconv.Itoa(port)
 	if len(token) > 0 && token[0] != "" {
@@ -124,7 +130,7 @@ func ProxyEnv(port int, token ...string) []string {
 	return []string{
 		"HTTP_PROXY=" + u, "HTTPS_PROXY=" + u, "ALL_PROXY=" + u,
 		"http_proxy=" + u, "https_proxy=" + u, "all_proxy=" + u,
-		"NO_PROXY=localhost,127.0.0.1,::1", "no_proxy=localhost,127.0.0.1,::1",
+		"NO_PROXY=", "no_proxy=",
 	}
 }
 

@@ -21,6 +21,7 @@ type guards struct {
 	seccompErrno int  // the filter's answer, when not 0 (EPERM when 0)
 	sockets      bool // hide no sockets beyond the fixed list
 	caEnv        bool // the person's certificate variables win over the task's
+	pins         bool // no pins over the folders that hold ReadOnlyInTask
 	// landlock changes the command's Landlock ruleset before it goes to
 	// the helper: a test hands it rules of its own, to show the helper
 	// applies those and no others.

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kulehq/kule/kernel/internal/overlay"
 	"github.com/kulehq/kule/kernel/internal/runner"
 )
 
@@ -157,6 +158,14 @@ func newWorldAt(t testing.TB, r string) *world {
 		Tmp: filepath.Join(dir, "tmp"), Home: filepath.Join(dir, "home"), KuleDir: w.kule,
 	}
 	write(t, filepath.Join(w.task.Copy, "main.go"), "package main // the copy")
+	if os.Getenv("KULE_TEST_BACKEND") == "overlay" { // every test, the escapes too, over an overlay copy
+		w.task.Upper, w.task.Work = filepath.Join(dir, "overlay", "upper"), filepath.Join(dir, "overlay", "work")
+		for _, d := range []string{w.task.Upper, w.task.Work} {
+			if err := os.MkdirAll(d, 0o700); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
 	w.other = filepath.Join(w.kule, "tasks", "feedface")
 	write(t, filepath.Join(w.other, "copy", "secret.txt"), marker+" other task")
 	write(t, filepath.Join(w.kule, "keys", "history.key"), marker+" key")
@@ -166,6 +175,28 @@ func newWorldAt(t testing.TB, r string) *world {
 	w.attacker = attackerBinary(t)
 	w.env = []string{"HOME=" + w.home, "PATH=/usr/local/bin:/usr/bin:/bin", "LANG=C"}
 	return w
+}
+
+// landed is where a write of the running command to rel in its copy shows
+// from outside: the copy itself, or the overlay's upper layer until the
+// command ends and the layer is folded.
+func (w *world) landed(rel string) string {
+	if w.task.Upper != "" {
+		return filepath.Join(w.task.Upper, rel)
+	}
+	return filepath.Join(w.task.Copy, rel)
+}
+
+// fold folds the overlay's upper layer into the copy, as Kule does after a
+// command; without an overlay there is nothing to fold.
+func (w *world) fold(t *testing.T) {
+	t.Helper()
+	if w.task.Upper == "" {
+		return
+	}
+	if _, err := overlay.Fold(w.task.Upper, w.task.Copy); err != nil {
+		t.Fatalf("fold the overlay: %v", err)
+	}
 }
 
 func (w *world) sandbox() *Sandbox {
@@ -201,6 +232,11 @@ func (w *world) run(t *testing.T, s *Sandbox, spec runner.Spec) result {
 	code, err := s.Run(context.Background(), spec)
 	if err != nil {
 		t.Fatalf("run %q: %v (stderr: %s)", spec.Args, err, errb.String())
+	}
+	if spec.Task.Upper != "" { // as Kule does after every command over an overlay
+		if _, err := overlay.Fold(spec.Task.Upper, spec.Task.Copy); err != nil {
+			t.Fatalf("fold the overlay after %q: %v", spec.Args, err)
+		}
 	}
 	return result{code, out.String(), errb.String()}
 }

@@ -56,6 +56,7 @@ func decodePlanC(b []byte) (*plan, error) {
 	p := &plan{
 		Shape: C.GoString(cp.shape), Args: strs(cp.args), Dir: C.GoString(cp.dir), Env: strs(cp.env),
 		Copy: C.GoString(cp.copy), Tmp: C.GoString(cp.tmp), Home: C.GoString(cp.home), Cache: C.GoString(cp.cache),
+		Upper: C.GoString(cp.upper), Work: C.GoString(cp.work),
 		FSize: int64(cp.fsize), Writable: strs(cp.writable), ReadOnly: strs(cp.readonly), Keep: strs(cp.keep),
 		HideDirs: strs(cp.hide_dirs), HideFiles: strs(cp.hide_files),
 		Devices: strs(cp.devices), NetNS: cp.netns != 0, ProxyPort: int(cp.proxy_port),

@@ -65,6 +65,7 @@ struct kule_plan {
 	char *dir;
 	struct kule_strs env;
 	char *copy, *tmp, *home, *cache;
+	char *upper, *work; // "" or the copy's overlay layers
 	int64_t fsize;
 	struct kule_strs writable, readonly, keep, hide_dirs, hide_files;
 	size_t nlinks;

@@ -66,6 +66,16 @@ struct trees {
 	size_t n, cap;
 };
 
+static void push_tree(struct trees *t, int fd, const char *target, int is_dir) {
+	if (t->n == t->cap) {
+		t->cap = t->cap ? 2 * t->cap : 16;
+		t->v = realloc(t->v, t->cap * sizeof *t->v);
+		if (!t->v)
+			kule_die("out of memory");
+	}
+	t->v[t->n++] = (struct tree){fd, target, is_dir};
+}
+
 static void take(struct trees *t, const char *src, const char *target, int rw, int dev) {
 	struct stat st;
 	if (stat(src, &st) != 0)
@@ -84,13 +94,35 @@ static void take(struct trees *t, const char *src, const char *target, int rw, i
 	}
 	if (k_mount_setattr(fd, "", AT_EMPTY_PATH | K_AT_RECURSIVE, set, clr) != 0)
 		kule_die("keep %s visible: set its mount flags: %s", src, kule_why(errno));
-	if (t->n == t->cap) {
-		t->cap = t->cap ? 2 * t->cap : 16;
-		t->v = realloc(t->v, t->cap * sizeof *t->v);
-		if (!t->v)
-			kule_die("out of memory");
-	}
-	t->v[t->n++] = (struct tree){fd, target, S_ISDIR(st.st_mode)};
+	push_tree(t, fd, target, S_ISDIR(st.st_mode));
+}
+
+// take_overlay makes the copy an overlayfs, detached like a taken tree:
+// the copy its one lower layer, the plan's upper layer taking every write.
+// It is made here, in the sandbox's own user namespace, with userxattr
+// (the mark an unprivileged overlay keeps its whiteouts and opaque
+// directories with), which also turns redirect_dir and metacopy off: its
+// upper layer is one Kule folds back entry by entry.
+static void take_overlay(struct trees *t, const struct kule_plan *p) {
+	int fs = syscall(SYS_fsopen, "overlay", K_FSOPEN_CLOEXEC);
+	if (fs < 0)
+		kule_die("the copy's overlay: fsopen: %s (this kernel has no overlayfs a user namespace may mount; use the copy backend)", kule_why(errno));
+	// lowerdir+ takes the path whole (no ':' or ',' parsing), Linux 6.8+.
+	if (syscall(SYS_fsconfig, fs, K_FSCONFIG_SET_STRING, "lowerdir+", p->copy, 0) != 0)
+		kule_die("the copy's overlay: lower layer %s: %s", p->copy, kule_why(errno));
+	const char *kv[][2] = {{"upperdir", p->upper}, {"workdir", p->work}};
+	for (size_t i = 0; i < sizeof kv / sizeof kv[0]; i++)
+		if (syscall(SYS_fsconfig, fs, K_FSCONFIG_SET_STRING, kv[i][0], kv[i][1], 0) != 0)
+			kule_die("the copy's overlay: %s=%s: %s", kv[i][0], kv[i][1], kule_why(errno));
+	if (syscall(SYS_fsconfig, fs, K_FSCONFIG_SET_FLAG, "userxattr", NULL, 0) != 0)
+		kule_die("the copy's overlay: userxattr: %s", kule_why(errno));
+	if (syscall(SYS_fsconfig, fs, K_FSCONFIG_CMD_CREATE, NULL, NULL, 0) != 0)
+		kule_die("the copy's overlay: mount: %s", kule_why(errno));
+	int m = syscall(SYS_fsmount, fs, K_FSMOUNT_CLOEXEC, K_MOUNT_ATTR_NOSUID | K_MOUNT_ATTR_NODEV);
+	if (m < 0)
+		kule_die("the copy's overlay: fsmount: %s", kule_why(errno));
+	kule_close(fs, "the overlay's context");
+	push_tree(t, m, p->copy, 1);
 }
 
 static void place(const struct tree *t) {
@@ -205,8 +237,11 @@ static void hide(const struct kule_plan *p, const struct trees *t, struct fds *t
 				kule_die("hide %s: %s: %s", d, what, kule_why(errno));
 			continue;
 		}
-		if (mount_("tmpfs", d, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, "mode=0755,size=1m,nr_inodes=4096") != 0)
+		if (mount_("tmpfs", d, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, "mode=0755,size=1m,nr_inodes=4096") != 0) {
+			if (errno == ENOENT)
+				continue; // gone since the lstat: nothing left to hide, as if it had never been
 			kule_die("hide %s: %s", d, kule_why(errno));
+		}
 		int fd = open(d, O_PATH | O_DIRECTORY | O_CLOEXEC);
 		if (fd < 0)
 			kule_die("hide %s: %s", d, kule_why(errno));
@@ -218,8 +253,14 @@ static void hide(const struct kule_plan *p, const struct trees *t, struct fds *t
 			continue;
 		if (lstat(f, &st) != 0)
 			continue;
-		if (mount_("/dev/null", f, "", MS_BIND, "") != 0)
+		if (mount_("/dev/null", f, "", MS_BIND, "") != 0) {
+			// A socket of another session (a daemon that just stopped) may go
+			// between the lstat and the mount: then there is nothing to hide,
+			// the same as when the lstat finds nothing.
+			if (errno == ENOENT)
+				continue;
 			kule_die("hide %s: %s", f, kule_why(errno));
+		}
 	}
 }
 
@@ -231,7 +272,10 @@ static int by_name(const void *a, const void *b) {
 // reveals and keeps into t, the named devices into devs) before anything
 // is hidden.
 static void take_trees(const struct kule_plan *p, struct trees *t, struct trees *devs) {
-	take(t, p->copy, p->copy, 1, 0);
+	if (p->upper[0])
+		take_overlay(t, p);
+	else
+		take(t, p->copy, p->copy, 1, 0);
 	take(t, p->home, p->home, 1, 0);
 	take(t, p->cache, p->cache, 1, 0);
 	take(t, p->tmp, "/tmp", 1, 0);

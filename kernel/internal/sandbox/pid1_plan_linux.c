@@ -10,6 +10,7 @@
 
 const char kule_plan_shape[] =
 	"Args:[]string;Dir:string;Env:[]string;Copy:string;Tmp:string;Home:string;Cache:string;"
+	"Upper:string;Work:string;"
 	"FSize:int64;Writable:[]string;ReadOnly:[]string;Keep:[]string;"
 	"HideDirs:[]string;HideFiles:[]string;Links:[]sandbox.link;Path:string;Target:string;"
 	"Devices:[]string;NetNS:bool;ProxyPort:int;"
@@ -176,6 +177,8 @@ const char *kule_plan_decode(const unsigned char *b, size_t n, struct kule_plan 
 	p->tmp = str(&d);
 	p->home = str(&d);
 	p->cache = str(&d);
+	p->upper = str(&d);
+	p->work = str(&d);
 	p->fsize = varint(&d);
 	p->writable = strs(&d);
 	p->readonly = strs(&d);

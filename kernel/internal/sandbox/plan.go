@@ -30,9 +30,11 @@ type plan struct {
 	Tmp      string   // mounted writable at /tmp
 	Home     string   // the task's home layer: writable
 	Cache    string   // the task's package caches: writable
+	Upper    string   // set: Copy is mounted as an overlayfs's lower layer, with this upper
+	Work     string   // the overlayfs's work directory (with Upper)
 	FSize    int64    // RLIMIT_FSIZE for the command, when positive
-	Writable []string // --allow-write: writable at their own paths
-	ReadOnly []string // revealed projects: read-only at their own paths
+	Writable []string // --allow-write, and the folders that hold ReadOnlyInTask: writable at their own paths
+	ReadOnly []string // revealed projects and ReadOnlyInTask: read-only at their own paths
 	Keep     []string // PATH/SDK folders and the git dir inside hidden areas
 
 	// Strong and Soft are what HideDirs and HideFiles are made from, as
@@ -149,7 +151,7 @@ func (s *Sandbox) plan(spec runner.Spec) (*plan, error) {
 	}
 	d := pl.dirs
 	p := &plan{
-		Args: spec.Args, Dir: d.work, Copy: d.copy, Tmp: d.tmp, Home: d.home, Cache: d.cache, FSize: spec.FileSizeLimit,
+		Args: spec.Args, Dir: d.work, Copy: d.copy, Tmp: d.tmp, Home: d.home, Cache: d.cache, Upper: d.upper, Work: d.ovlWork, FSize: spec.FileSizeLimit,
 		NetNS: spec.Network != runner.NetworkOpen, NoTCP: spec.Network == runner.NetworkNone,
 		Seccomp: s.seccompErrno(),
 	}
@@ -173,6 +175,13 @@ func (s *Sandbox) plan(spec runner.Spec) (*plan, error) {
 	}
 	p.Keep = pl.keeps()
 	pl.hides(p, runLinks)
+	// Inside the task's own trees: after the hides, which they neither
+	// open nor hide.
+	ro, pins, err := pl.readOnlyInTask()
+	if err != nil {
+		return nil, err
+	}
+	p.ReadOnly, p.Writable = append(p.ReadOnly, ro...), append(p.Writable, pins...)
 	devs, refused, err := s.devices()
 	if err != nil {
 		if refused != "" {
@@ -203,6 +212,7 @@ type planning struct {
 // real path (what the helper mounts).
 type taskDirs struct {
 	copy, tmp, home, cache, kule string // real paths
+	upper, ovlWork               string // the overlay's layers, real, or ""
 	work                         string // the working directory, real, inside copy
 	// As named (home and cache as made from the task's folder): the
 	// --allow-write check refuses a link below either form.
@@ -240,6 +250,20 @@ func (pl *planning) taskDirs() error {
 	}
 	if d.cache, err = pl.madeDir("the task's caches", d.namedCache); err != nil {
 		return err
+	}
+	if (t.Upper == "") != (t.Work == "") {
+		return fmt.Errorf("%w: an overlay needs both an upper and a work directory", ErrBadSpec)
+	}
+	if t.Upper != "" {
+		if d.upper, err = pl.res.realDir(t.Upper); err != nil {
+			return fmt.Errorf("%w: the overlay's upper layer: %w", ErrBadSpec, err)
+		}
+		if d.ovlWork, err = pl.res.realDir(t.Work); err != nil {
+			return fmt.Errorf("%w: the overlay's work directory: %w", ErrBadSpec, err)
+		}
+		if within(d.upper, d.copy) || within(d.copy, d.upper) || within(d.ovlWork, d.copy) {
+			return fmt.Errorf("%w: the overlay's layers %s and %s must lie outside the copy %s", ErrBadSpec, t.Upper, t.Work, t.Copy)
+		}
 	}
 	if d.kule, err = pl.res.realDir(t.KuleDir); err != nil {
 		return fmt.Errorf("%w: kule home: %w", ErrBadSpec, err)
@@ -425,6 +449,51 @@ func (pl *planning) reveals() (readOnly []string, links []link, err error) {
 		}
 	}
 	return readOnly, links, nil
+}
+
+// readOnlyInTask resolves spec.ReadOnlyInTask: each path must lie in the
+// task's home layer or caches and be reached without a link below them (a
+// command of the task could have planted one). It is shown read-only at
+// its own path, so that a write to it fails inside the sandbox. Every
+// folder between it and the task's tree is a pin, mounted writable over
+// itself as it already is: a mount point cannot be renamed, so the command
+// cannot move a folder that holds the read-only path aside and make a
+// writable one of the same name in its place.
+func (pl *planning) readOnlyInTask() (ro, pins []string, err error) {
+	d := pl.dirs
+	seen := map[string]bool{}
+	for _, p := range pl.spec.ReadOnlyInTask {
+		if !filepath.IsAbs(p) {
+			return nil, nil, fmt.Errorf("%w: read-only path %q in the task is not absolute", ErrBadSpec, p)
+		}
+		if err := beneath.NoLinkBelow(p, d.home, d.cache, d.namedHome, d.namedCache); err != nil {
+			return nil, nil, fmt.Errorf("%w: read-only path %s in the task: %w; a command in the task made it a link, so nothing ran — the next run places it anew", ErrBadSpec, p, err)
+		}
+		rp, err := realPath(p)
+		if err != nil {
+			return nil, nil, fmt.Errorf("%w: read-only path in the task: %w (nothing ran)", ErrBadSpec, err)
+		}
+		root := ""
+		for _, r := range []string{d.home, d.cache} {
+			if within(rp, r) && rp != r {
+				root = r
+			}
+		}
+		if root == "" {
+			return nil, nil, fmt.Errorf("%w: read-only path %s lies outside the task's home and caches (nothing ran)", ErrBadSpec, p)
+		}
+		ro = append(ro, rp)
+		if pl.s.off.pins {
+			continue
+		}
+		for dir := filepath.Dir(rp); dir != root && within(dir, root); dir = filepath.Dir(dir) {
+			if !seen[dir] {
+				seen[dir] = true
+				pins = append(pins, dir)
+			}
+		}
+	}
+	return ro, pins, nil
 }
 
 // keeps are the folders put back inside soft hides: PATH entries, SDK

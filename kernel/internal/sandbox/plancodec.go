@@ -44,6 +44,8 @@ func planBytes(p *plan, room int) (b []byte, nul string) {
 	e.str(p.Tmp)
 	e.str(p.Home)
 	e.str(p.Cache)
+	e.str(p.Upper)
+	e.str(p.Work)
 	e.int(p.FSize)
 	e.strs(p.Writable)
 	e.strs(p.ReadOnly)

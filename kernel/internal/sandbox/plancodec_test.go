@@ -35,6 +35,8 @@ func decodePlan(b []byte) (*plan, error) {
 	p.Tmp = d.str()
 	p.Home = d.str()
 	p.Cache = d.str()
+	p.Upper = d.str()
+	p.Work = d.str()
 	p.FSize = d.int()
 	p.Writable = d.strs()
 	p.ReadOnly = d.strs()

@@ -10,7 +10,6 @@ import (
 	"io"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
@@ -218,7 +217,7 @@ func TestStoppedTerminalStillTakesCtrlC(t *testing.T) {
 	skipUnlessSandbox(t)
 	t.Parallel()
 	w := newWorld(t)
-	flooding, marker := filepath.Join(w.task.Copy, "flooding"), filepath.Join(w.task.Copy, "interrupted")
+	flooding, marker := w.landed("flooding"), w.landed("interrupted")
 	// The flood says it is flooding from inside its pipeline, once both
 	// of its processes exist: a Ctrl-C typed before they were forked
 	// would reach only the shell, whose trap waits for a flood that then

@@ -177,7 +177,7 @@ func TestCancelKillsEverything(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	// Cancelled once the command runs, its child with it (a cancel before
 	// the command starts is another path: nothing ran).
-	go func() { waitForFile(filepath.Join(w.task.Copy, "started")); cancel() }()
+	go func() { waitForFile(w.landed("started")); cancel() }()
 	code, err := w.sandbox().Run(ctx, runner.Spec{Task: w.task, Dir: w.task.Copy, Env: w.env, Args: []string{"sh", "-c", "sleep 31339 & echo > started; sleep 31339"}})
 	if err != nil || code != 128+9 {
 		t.Fatalf("code %d err %v, want 137", code, err)
@@ -220,6 +220,7 @@ func TestNothingOutlivesTheRun(t *testing.T) {
 	if pid := processWith("31337x"); pid != "" {
 		t.Fatalf("process %s, started in the background, outlived the run", pid)
 	}
+	w.fold(t)
 	bg := filepath.Join(w.task.Copy, "bg.txt")
 	before, err := os.Stat(bg)
 	if err != nil {
@@ -361,6 +362,7 @@ func TestReadyGatesTheCommand(t *testing.T) {
 		if code, err := w.sandbox().Run(context.Background(), spec); err != nil || code != 0 {
 			t.Fatalf("network %d: code %d err %v", network, code, err)
 		}
+		w.fold(t)
 		if _, err := os.Lstat(marker); err != nil {
 			t.Fatalf("network %d: the command did not run once ready: %v", network, err)
 		}

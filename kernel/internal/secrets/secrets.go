@@ -18,9 +18,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -30,10 +32,14 @@ import (
 
 // Errors a caller can test for.
 var (
-	ErrNotFound       = errors.New("secrets: no such secret")
-	ErrBadName        = errors.New("secrets: a secret's name must be a variable name (letters, digits, _)")
-	ErrBadHost        = errors.New("secrets: a host is a plain DNS name such as api.example.com")
-	ErrNoHost         = errors.New("secrets: a secret needs at least one host (--host)")
+	ErrNotFound = errors.New("secrets: no such secret")
+	ErrBadName  = errors.New("secrets: a secret's name must be a variable name (letters, digits, _)")
+	ErrBadHost  = errors.New("secrets: a host is a plain DNS name such as api.example.com")
+	ErrNoHost   = errors.New("secrets: a secret needs at least one host (--host)")
+	// ErrAddressHost: an IP address as a secret's host. The proxy puts a
+	// secret in only where it reads the request inside TLS, and the run's
+	// certificate authority signs names only, so it could never be sent.
+	ErrAddressHost    = errors.New("secrets: a host is a DNS name, not an address: the run's certificate authority signs no certificate for an address, so a secret kept for one could never be sent")
 	ErrEmptyValue     = errors.New("secrets: the value is empty")
 	ErrBadValue       = errors.New("secrets: the value holds a control character (a line break?) that no request header may carry")
 	ErrKeyUnavailable = errors.New("secrets: the sealing key is not available")
@@ -183,6 +189,9 @@ type Secret struct {
 	Hosts []string  `json:"hosts"`
 	Value string    `json:"value,omitempty"`
 	Added time.Time `json:"added"`
+	// Lease, when set, makes tasks hold the secret only as a lease (see
+	// Leases); a minted secret has no Value.
+	Lease *LeaseSpec `json:"lease,omitempty"`
 }
 
 // Store is $KULE_HOME/secrets.
@@ -217,10 +226,33 @@ var (
 	hostRe = lazyre.New(`^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?(\.[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)*$`)
 )
 
-// CheckHost normalises a host name and refuses anything but a plain DNS name
-// (no scheme, port, path or wildcard).
+// CheckHost normalises a host a secret is kept for and refuses anything but
+// a plain DNS name (no scheme, path or wildcard) or an endpoint, host:port,
+// whose host is a DNS name or this machine's loopback address (a model on
+// this machine, which gets the key over plain HTTP). An IP address of its
+// own is refused with ErrAddressHost, which says why.
 func CheckHost(h string) (string, error) {
 	h = strings.TrimSuffix(strings.ToLower(strings.TrimSpace(h)), ".")
+	if host, port, err := net.SplitHostPort(h); err == nil {
+		n, perr := strconv.Atoi(port)
+		if perr != nil || n < 1 || n > 65535 {
+			return "", fmt.Errorf("%w: %q", ErrBadHost, h)
+		}
+		if ip := net.ParseIP(host); ip != nil {
+			if !ip.IsLoopback() {
+				return "", fmt.Errorf("%w: %q (only this machine's loopback is reached by address)", ErrAddressHost, h)
+			}
+			return net.JoinHostPort(ip.String(), port), nil
+		}
+		name, err := CheckHost(host)
+		if err != nil {
+			return "", err
+		}
+		return net.JoinHostPort(name, port), nil
+	}
+	if net.ParseIP(strings.Trim(h, "[]")) != nil {
+		return "", fmt.Errorf("%w: %q", ErrAddressHost, h)
+	}
 	if h == "" || len(h) > 253 || !hostRe.MatchString(h) {
 		return "", fmt.Errorf("%w: %q", ErrBadHost, h)
 	}
@@ -240,10 +272,15 @@ func aad(name string) []byte { return []byte("kule-secret:" + name) }
 // Add keeps a secret (replacing one of the same name); it reports whether one
 // was replaced.
 func (s *Store) Add(name, value string, hosts []string) (bool, error) {
+	return s.add(Secret{Name: name, Value: value, Hosts: hosts})
+}
+
+func (s *Store) add(sec Secret) (bool, error) {
+	name, value, hosts := sec.Name, sec.Value, sec.Hosts
 	if !nameRe.MatchString(name) {
 		return false, fmt.Errorf("%w: %q", ErrBadName, name)
 	}
-	if value == "" {
+	if value == "" && (sec.Lease == nil || sec.Lease.Mint == "") {
 		return false, ErrEmptyValue
 	}
 	if strings.ContainsFunc(value, func(r rune) bool { return r < ' ' && r != '\t' || r == 0x7f }) {
@@ -264,7 +301,7 @@ func (s *Store) Add(name, value string, hosts []string) (bool, error) {
 			hs = append(hs, h)
 		}
 	}
-	plain, err := json.Marshal(Secret{Name: name, Hosts: hs, Value: value, Added: time.Now().UTC()})
+	plain, err := json.Marshal(Secret{Name: name, Hosts: hs, Value: value, Added: time.Now().UTC(), Lease: sec.Lease})
 	if err != nil {
 		return false, err
 	}

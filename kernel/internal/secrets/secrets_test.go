@@ -90,14 +90,17 @@ func TestRefusals(t *testing.T) {
 		hosts       []string
 		want        error
 	}{
-		"bad name":      {"A-B", "v", []string{"h.example"}, ErrBadName},
-		"path name":     {"../x", "v", []string{"h.example"}, ErrBadName},
-		"no host":       {"A", "v", nil, ErrNoHost},
-		"url host":      {"A", "v", []string{"https://h.example"}, ErrBadHost},
-		"port host":     {"A", "v", []string{"h.example:443"}, ErrBadHost},
-		"wildcard host": {"A", "v", []string{"*.example"}, ErrBadHost},
-		"empty value":   {"A", "", []string{"h.example"}, ErrEmptyValue},
-		"line break":    {"A", "v\r\nX-Evil: 1", []string{"h.example"}, ErrBadValue},
+		"bad name":       {"A-B", "v", []string{"h.example"}, ErrBadName},
+		"path name":      {"../x", "v", []string{"h.example"}, ErrBadName},
+		"no host":        {"A", "v", nil, ErrNoHost},
+		"url host":       {"A", "v", []string{"https://h.example"}, ErrBadHost},
+		"bad port":       {"A", "v", []string{"h.example:99999"}, ErrBadHost},
+		"remote ip port": {"A", "v", []string{"10.0.0.5:8000"}, ErrAddressHost},
+		"ip host":        {"A", "v", []string{"127.0.0.1"}, ErrAddressHost},
+		"ipv6 host":      {"A", "v", []string{"::1"}, ErrAddressHost},
+		"wildcard host":  {"A", "v", []string{"*.example"}, ErrBadHost},
+		"empty value":    {"A", "", []string{"h.example"}, ErrEmptyValue},
+		"line break":     {"A", "v\r\nX-Evil: 1", []string{"h.example"}, ErrBadValue},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -227,4 +230,20 @@ func secretServiceChild(t *testing.T) {
 		t.Fatalf("%+v %v", s, err)
 	}
 	os.Stdout.WriteString("secret-service-ok\n")
+}
+
+// An endpoint on this machine, or a name with its port, is a host a
+// secret can be kept for: the proxy puts the key in there.
+func TestEndpointHosts(t *testing.T) {
+	for in, want := range map[string]string{
+		"localhost:4000":       "localhost:4000",
+		"127.0.0.1:11434":      "127.0.0.1:11434",
+		"[::1]:8080":           "[::1]:8080",
+		"LLM.corp.example:443": "llm.corp.example:443",
+	} {
+		got, err := CheckHost(in)
+		if err != nil || got != want {
+			t.Errorf("CheckHost(%q) = %q, %v; want %q", in, got, err, want)
+		}
+	}
 }

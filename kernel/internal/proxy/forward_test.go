@@ -1,0 +1,118 @@
+package proxy
+
+import (
+	"bufio"
+	"bytes"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// A plain-HTTP answer relayed in large pieces still goes on as it comes:
+// the server sends its first event and waits until the client has read it
+// before sending the rest, so a proxy that waited to fill its buffer would
+// never hand the first one on.
+func TestForwardedAnswerStreamsEachPiece(t *testing.T) {
+	w := newWorld(t)
+	read := make(chan struct{})
+	w.serve(t, "direct.example.test", false, http.HandlerFunc(func(rw http.ResponseWriter, _ *http.Request) {
+		rw.Header().Set("Content-Type", "text/event-stream")
+		io.WriteString(rw, "data: first\n\n")
+		rw.(http.Flusher).Flush()
+		select {
+		case <-read:
+		case <-time.After(30 * time.Second): // only ends a broken run
+		}
+		io.WriteString(rw, "data: "+strings.Repeat("x", 3*copyBufSize)+"\n\n")
+	}))
+	w.start(t)
+	pu, _ := url.Parse("http://kule:" + testToken + "@" + w.proxy.Addr())
+	c := &http.Client{Transport: &http.Transport{Proxy: http.ProxyURL(pu)}}
+	resp, err := c.Get("http://direct.example.test/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	br := bufio.NewReader(resp.Body)
+	got := make(chan string, 1)
+	go func() { l, _ := br.ReadString('\n'); got <- l }()
+	select {
+	case l := <-got:
+		if l != "data: first\n" {
+			t.Fatalf("first line %q", l)
+		}
+	case <-time.After(30 * time.Second):
+		close(read)
+		t.Fatal("the first event did not come through the proxy before the rest was sent")
+	}
+	close(read)
+	rest, err := io.ReadAll(br)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := 1 + len("data: ") + 3*copyBufSize + 2; len(rest) != want {
+		t.Fatalf("the rest of the answer: %d bytes, want %d", len(rest), want)
+	}
+}
+
+// Answers relayed in large pieces arrive whole and in order on one
+// kept-alive connection — a large one, a small one that fits in what was
+// read with the head, and a HEAD — and the log counts their bytes.
+func TestForwardedAnswersKeepAliveWhole(t *testing.T) {
+	w := newWorld(t)
+	big := make([]byte, 3*copyBufSize+7)
+	for i := range big {
+		big[i] = byte(i % 251)
+	}
+	w.serve(t, "direct.example.test", false, http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+		body := []byte("small answer\n")
+		if r.URL.Path == "/big" {
+			body = big
+		}
+		rw.Header().Set("Content-Length", strconv.Itoa(len(body)))
+		rw.Header().Set("X-Path", r.URL.Path)
+		if r.Method != http.MethodHead {
+			rw.Write(body)
+		}
+	}))
+	w.start(t)
+	pu, _ := url.Parse("http://kule:" + testToken + "@" + w.proxy.Addr())
+	c := &http.Client{Transport: &http.Transport{Proxy: http.ProxyURL(pu), MaxConnsPerHost: 1}}
+	for _, q := range []struct {
+		method, path string
+		want         []byte
+	}{{"GET", "/big", big}, {"GET", "/small", []byte("small answer\n")}, {"HEAD", "/small", nil}, {"GET", "/big", big}} {
+		req, _ := http.NewRequest(q.method, "http://direct.example.test"+q.path, nil)
+		resp, err := c.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if err != nil || !bytes.Equal(got, q.want) {
+			t.Fatalf("%s %s: %d bytes (%v), want %d", q.method, q.path, len(got), err, len(q.want))
+		}
+		if resp.Header.Get("X-Path") != q.path {
+			t.Fatalf("%s %s: the answer of %q", q.method, q.path, resp.Header.Get("X-Path"))
+		}
+	}
+	c.CloseIdleConnections()
+	w.proxy.Close()
+	var down int64
+	entries, err := ReadLog(w.logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		if e.Verdict == Forwarded {
+			down += e.BytesDown
+		}
+	}
+	if down < int64(2*len(big)) {
+		t.Fatalf("the log counts %d bytes down, fewer than the %d of the two large answers", down, 2*len(big))
+	}
+}
