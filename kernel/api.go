@@ -20,10 +20,12 @@ import (
 	"github.com/kulehq/kule/kernel/internal/budget"
 	"github.com/kulehq/kule/kernel/internal/config"
 	"github.com/kulehq/kule/kernel/internal/effects"
+	"github.com/kulehq/kule/kernel/internal/extensions"
 	"github.com/kulehq/kule/kernel/internal/group"
 	"github.com/kulehq/kule/kernel/internal/history"
 	"github.com/kulehq/kule/kernel/internal/homelayer"
 	"github.com/kulehq/kule/kernel/internal/limits"
+	"github.com/kulehq/kule/kernel/internal/memory"
 	"github.com/kulehq/kule/kernel/internal/pluginhost"
 	"github.com/kulehq/kule/kernel/internal/policy"
 	"github.com/kulehq/kule/kernel/internal/relpath"
@@ -93,6 +95,18 @@ func AddAgentHosts(kuleHome string, name string, hosts []string) ([]string, erro
 	return agents.AddHosts(kuleHome, name, hosts)
 }
 
+// SetAgent changes one setting of an agent's profile without copying it (kule agents set NAME
+// base_url=URL), in $KULE_HOME/agent-settings.toml; the changed profile waits for approval. See
+// [agents.SetSetting].
+func SetAgent(kuleHome string, set *agents.Set, name, key, value string) (agents.Profile, error) {
+	return agents.SetSetting(kuleHome, set, name, key, value)
+}
+
+// CheckAppendAgent returns why AppendPersonalAgent would refuse p. See [agents.CheckAppend].
+func CheckAppendAgent(p agents.Profile, all []agents.Profile) error {
+	return agents.CheckAppend(p, all)
+}
+
 // AppendPersonalAgent adds a profile to agents.toml (creating it), after the same checks Load
 // makes. See [agents.AppendPersonal].
 func AppendPersonalAgent(kuleHome string, p agents.Profile, all []agents.Profile) error {
@@ -127,10 +141,10 @@ func AgentLaunch(ctx context.Context, p agents.Profile, root string, install boo
 	return agents.Launch(ctx, p, root, install, out)
 }
 
-// LoadAgents reads the built-in profiles (each *.toml in builtins) and the person's agents.toml in
-// kuleHome (missing is fine), and checks each. See [agents.Load].
+// LoadAgents reads the built-in profiles (each *.toml in builtins), the person's agents.toml in
+// kuleHome (missing is fine) and approved extensions' profiles, and checks each. See [agents.Load].
 func LoadAgents(builtins fs.FS, kuleHome string) (*agents.Set, error) {
-	return agents.Load(builtins, kuleHome)
+	return loadAgents(builtins, kuleHome)
 }
 
 // AgentPackagesRoot is ~/.local/share/kule/packages: where npx agents are installed, once per
@@ -200,6 +214,13 @@ const UsageFile = budget.UsageFile
 
 // Settings is the whole of config.toml. See [config.Config].
 type Settings = config.Config
+
+// TransportSettings is one chat cockpit of config.toml. See [config.TransportConfig].
+type TransportSettings = config.TransportConfig
+
+// TransportSecretPrefix starts the names of transports' kept secrets, which
+// no task's proxy is handed. See [config.TransportSecretPrefix].
+const TransportSecretPrefix = config.TransportSecretPrefix
 
 // LoadSettings reads config.toml; a missing file is the defaults. See [config.Load].
 func LoadSettings(root string) (*config.Config, error) { return config.Load(root) }
@@ -325,6 +346,66 @@ func ParseBytes(s string) (int64, error) { return limits.ParseBytes(s) }
 // TaskTimeFile is where the task in taskDir keeps its runs' time. See [limits.TaskTimeFile].
 func TaskTimeFile(taskDir string) string { return limits.TaskTimeFile(taskDir) }
 
+// memory (kernel/internal/memory) keeps the memory of past runs in $KULE_HOME/memory.db: run
+// records, failures and the fixes that followed, notes, recall before a run, and forgetting.
+
+// MemoryStore is an open memory database. See [memory.Store].
+type MemoryStore = memory.Store
+
+// MemoryRecord is one run's record. See [memory.Run].
+type MemoryRecord = memory.Run
+
+// MemoryFailure is a run that went wrong, with the fixes that followed. See [memory.Failure].
+type MemoryFailure = memory.Failure
+
+// MemoryFilter narrows a list of runs. See [memory.Filter].
+type MemoryFilter = memory.Filter
+
+// MemoryRecall is what memory offers before a run. See [memory.Recall].
+type MemoryRecall = memory.Recall
+
+// MemoryQuestion is a question a run asked and its answer. See [memory.Question].
+type MemoryQuestion = memory.Question
+
+// MemoryNote is one item of recall's notes for an agent. See [memory.Note].
+type MemoryNote = memory.Note
+
+// MemoryNotesHeader is [memory.NotesHeader]: the line that opens the notes an agent is given.
+const MemoryNotesHeader = memory.NotesHeader
+
+// MemoryForgotten says what a forget erased. See [memory.Forgotten].
+type MemoryForgotten = memory.Forgotten
+
+// MemorySourceChat is [memory.SourceChat]: a prompt from a chat user who is not the operator.
+const MemorySourceChat = memory.SourceChat
+
+// MemoryUntrusted is [memory.Untrusted]: the trust tier of text Kule did not observe itself.
+const MemoryUntrusted = memory.Untrusted
+
+// MemoryProgress is where a running turn was. See [memory.Progress].
+type MemoryProgress = memory.Progress
+
+// MemoryStepMark is one step of a running turn's progress. See [memory.StepMark].
+type MemoryStepMark = memory.StepMark
+
+// MemoryResumeNote is [memory.ResumeNote]: what a run that resumes an interrupted one is told.
+func MemoryResumeNote(r *MemoryRecord) string { return memory.ResumeNote(r) }
+
+// MemoryOutcomePartly is [memory.OutcomePartly]: a commit applied some of a run's paths and held the others back.
+const MemoryOutcomePartly = memory.OutcomePartly
+
+// MemoryPath is $KULE_HOME/memory.db. See [memory.Path].
+func MemoryPath(home string) string { return memory.Path(home) }
+
+// ErrMemoryDamaged is [memory.ErrDamaged]: the memory database is not a database, or corrupt.
+var ErrMemoryDamaged = memory.ErrDamaged
+
+// ErrMemoryLocked is [memory.ErrLocked]: another process held the memory's lock too long.
+var ErrMemoryLocked = memory.ErrLocked
+
+// ErrMemoryNotFound is [memory.ErrNotFound]: no memory item has that id.
+var ErrMemoryNotFound = memory.ErrNotFound
+
 // pluginhost (kernel/internal/pluginhost) runs Kule's plugins: it installs them into
 // $KULE_HOME/plugins, keeps the person's approvals (name + exact version + sha256 of the
 // executable and of the manifest), and starts approved plugins out of process with
@@ -352,12 +433,76 @@ func NewPluginHost(home string, opts pluginhost.Options) *pluginhost.Host {
 // PluginHostOptions configure a Host. See [pluginhost.Options].
 type PluginHostOptions = pluginhost.Options
 
+// PluginLaunchSpec is what a PluginHostOptions.CmdFactory is asked to start. See
+// [pluginhost.LaunchSpec].
+type PluginLaunchSpec = pluginhost.LaunchSpec
+
 // PluginProfiles are the sandbox profiles by kind. See [pluginhost.Profiles].
 var PluginProfiles = pluginhost.Profiles
 
 // PluginStatus is what Kule knows of an installed plugin without running it. See
 // [pluginhost.Status].
 type PluginStatus = pluginhost.Status
+
+// extensions (kernel/internal/extensions) is the kernel's side of JavaScript extensions: the
+// store of .kulext packages in $KULE_HOME/extensions, their approvals in kule.lock (id, exact
+// version, sha256 of the package), the permission check on every call, and the host's launch.
+
+// ExtensionStore is the installed extensions under one Kule home. See [extensions.Store].
+type ExtensionStore = extensions.Store
+
+// NewExtensionStore returns the store of home. See [extensions.New].
+//
+// Its agent profiles' approvals are the agent profiles' own (kule agents approve).
+func NewExtensionStore(home string) *ExtensionStore {
+	s := extensions.New(home)
+	s.AgentApproved = func(name string, content []byte) bool {
+		ps, err := agents.Parse(content, name)
+		if err != nil || len(ps) != 1 || ps[0].Name != name {
+			return false
+		}
+		ok, err := agents.Approved(home, ps[0])
+		return err == nil && ok
+	}
+	return s
+}
+
+// ExtensionStatus is what Kule knows of an installed extension. See [extensions.Status].
+type ExtensionStatus = extensions.Status
+
+// ExtensionRunner starts approved extensions, each in a host of its own. See [extensions.Runner].
+type ExtensionRunner = extensions.Runner
+
+// ExtensionPool keeps extension hosts running for a long-lived process (the daemon): one
+// loaded host per approved extension and one spare started ahead. See [extensions.Pool].
+type ExtensionPool = extensions.Pool
+
+// ExtensionLimits bound one extension's runtime. See [extensions.Limits].
+type ExtensionLimits = extensions.Limits
+
+// RunningExtension is one loaded extension. See [extensions.Running].
+type RunningExtension = extensions.Running
+
+// ExtensionNote is a note an extension adds to a review. See [extensions.Note].
+type ExtensionNote = extensions.Note
+
+// ExtensionMethods are the calls extensions can make, with the permission each needs. See
+// [extensions.Methods].
+var ExtensionMethods = extensions.Methods
+
+// ExtensionHostLauncher starts `kule __plugin extension/host` in the plugin sandbox through h.
+// See [extensions.HostLauncher].
+func ExtensionHostLauncher(h *PluginHost) extensions.Launcher { return extensions.HostLauncher(h) }
+
+// ErrExtensionNotApproved is [extensions.ErrNotApproved].
+var ErrExtensionNotApproved = extensions.ErrNotApproved
+
+// ExtensionAllowed checks one call of an extension against its approved permissions. See
+// [extensions.Allowed].
+var ExtensionAllowed = extensions.Allowed
+
+// ErrExtensionDenied is [extensions.ErrDenied].
+var ErrExtensionDenied = extensions.ErrDenied
 
 // policy (kernel/internal/policy) judges every change a task made and every connection it asked
 // for with a Cedar policy (github.com/cedar-policy/cedar-go), and turns Cedar's allow/deny into
@@ -391,6 +536,15 @@ const Deny = policy.Deny
 // Forget takes back remembered approval number n (as `kule rules` numbers them) and returns it.
 // See [policy.Forget].
 func Forget(kuleHome string, n int) (policy.Remembered, error) { return policy.Forget(kuleHome, n) }
+
+// ForgetIf is Forget of rule n only while is says it is the rule the
+// caller showed, judged under the rules' lock. See [policy.ForgetIf].
+func ForgetIf(kuleHome string, n int, is func(policy.Remembered) bool) (policy.Remembered, error) {
+	return policy.ForgetIf(kuleHome, n, is)
+}
+
+// ErrRuleMoved is [policy.ErrRuleMoved]: the number names another rule now.
+var ErrRuleMoved = policy.ErrRuleMoved
 
 // LayerBuiltin is [policy.LayerBuiltin]: one of the policy's layers.
 const LayerBuiltin = policy.LayerBuiltin

@@ -118,7 +118,14 @@ type journalData struct {
 // ctx ends the work that comes before the journal (the walk of the copy,
 // the differs' merges); once the journal is written the commit goes to its
 // end, so a cancelled commit leaves the folder as it was or as committed.
+// Its outcome is remembered (memory.go); memory never changes the result.
 func (k *Kernel) Commit(ctx context.Context, t *task.Task, opt CommitOptions) (*CommitReport, error) {
+	rep, err := k.commit(ctx, t, opt)
+	k.memCommit(t, rep, opt, err)
+	return rep, err
+}
+
+func (k *Kernel) commit(ctx context.Context, t *task.Task, opt CommitOptions) (*CommitReport, error) {
 	l, err := k.lock(t)
 	if err != nil {
 		return nil, err
@@ -237,7 +244,7 @@ func (k *Kernel) Commit(ctx context.Context, t *task.Task, opt CommitOptions) (*
 	data := journalData{Kind: "commit", Checkpoint: rec.ID, Paths: topPaths(chosen), Counts: effects.Count(chosen), Summary: append(summaryLines(chosen), gitLines(git)...), Git: gitJ, Approval: opt.Approval.within(rep.Judgement, chosen)}
 	raw, _ := json.Marshal(data)
 	j := &apply.Journal{ID: jid, Kind: "commit", Ops: ops, Data: raw}
-	if err := apply.Run(t.Folder, t.Paths.Journal, j, k.opener(t, cp, p.env), func(j *apply.Journal) error { return k.finish(t, j) }); err != nil {
+	if err := apply.Run(t.Folder, t.Paths.Journal, j, counted(ctx, t.Paths.Copy, ops, k.opener(t, cp, p.env)), func(j *apply.Journal) error { return k.finish(t, j) }); err != nil {
 		if _, statErr := os.Stat(t.Paths.Journal); errors.Is(statErr, os.ErrNotExist) {
 			_ = cp.MarkUndone(rec.ID) // never applied: nothing for undo to take back
 		}

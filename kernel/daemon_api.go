@@ -57,6 +57,10 @@ type (
 	AgentEvent    = acp.Event
 	AgentQuestion = acp.Question
 	AgentAskFunc  = acp.AskFunc
+	// AgentAnswered is what an AgentAskFunc returns for an answer no
+	// person gave (a wait that ran out): the step records who or what
+	// answered.
+	AgentAnswered = acp.Answered
 	// AgentUsage is one usage record of an agent's turn (usage.jsonl).
 	AgentUsage   = acp.Usage
 	AgentProfile = agents.Profile
@@ -71,6 +75,7 @@ type (
 // Words of that vocabulary.
 const (
 	EffectDelete = effects.Delete
+	EffectAdd    = effects.Add
 	TypeFile     = effects.TypeFile
 
 	OutcomePass = policy.Pass
@@ -367,7 +372,7 @@ func (k *Kernel) AgentsFile() string { return agents.PersonalPath(k.Store().Root
 // LoadAgents reads the built-in agent profiles (each *.toml in builtins)
 // and the person's AgentsFile, and checks each.
 func (k *Kernel) LoadAgents(builtins fs.FS) (*AgentSet, error) {
-	return agents.Load(builtins, k.Store().Root)
+	return loadAgents(builtins, k.Store().Root)
 }
 
 // ApproveAgent approves profile p, exactly as it is now, among all.

@@ -57,10 +57,18 @@ func (k *Kernel) ApplyHome(t *task.Task, rel string) error {
 	if v[0].Outcome == policy.Deny {
 		return fmt.Errorf("home: the policy denies ~/%s (%s: %s); nothing was applied and your home is as it was", rel, strings.Join(v[0].Rules, ", "), v[0].Reason)
 	}
-	return homelayer.Apply(HomeLayer(t), homeKept(t), rel)
+	if err := homelayer.Apply(HomeLayer(t), homeKept(t), rel); err != nil {
+		return err
+	}
+	k.memHomeApplied(t, rel, v[0])
+	return nil
 }
 
 // UndoHome takes the task's last home apply back and says which path.
 func (k *Kernel) UndoHome(t *task.Task) (string, error) {
-	return homelayer.Undo(HomeLayer(t), homeKept(t))
+	rel, err := homelayer.Undo(HomeLayer(t), homeKept(t))
+	if err == nil {
+		k.memHomeUndone(t, rel)
+	}
+	return rel, err
 }

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 
 	"github.com/kulehq/kule/kernel/internal/atomicfile"
 
@@ -75,8 +76,9 @@ func (k *Kernel) JudgeStatus(t *task.Task, st *Status, includeIgnored, approve b
 func (k *Kernel) judge(t *task.Task, pending []effects.Effect, git []*gitstate.Effects, gitBase *gitstate.Base, m *manifest.Manifest, approve bool) (*Judgement, error) {
 	eng, err := k.LoadPolicyFor(t)
 	if err != nil {
-		return nil, fmt.Errorf("policy: %w", err)
+		return nil, policyErr(err)
 	}
+	eng = k.trustGate(t, eng)
 	facts := policy.GatherFacts(t.Paths.Copy, t.Folder, pending)
 	reqs := policy.FromEffects(pending, facts)
 	markTruncations(t, m, pending, reqs)
@@ -211,8 +213,9 @@ func (k *Kernel) Remember(t *task.Task, j *Judgement, applied []effects.Effect) 
 func (k *Kernel) JudgeHome(t *task.Task, paths []string) ([]policy.Verdict, error) {
 	eng, err := k.LoadPolicyFor(t)
 	if err != nil {
-		return nil, fmt.Errorf("policy: %w", err)
+		return nil, policyErr(err)
 	}
+	eng = k.trustGate(t, eng) // a graduated home file asks again for a run whose input was not all trusted
 	reqs := make([]policy.Request, len(paths))
 	for i, p := range paths {
 		reqs[i] = policy.HomeRequest(p)
@@ -342,4 +345,13 @@ func countDeleted(t *task.Task, j *Judgement, applied []effects.Effect) error {
 		return err
 	}
 	return atomicfile.Write(deletedPath(t), raw, 0o600)
+}
+
+// policyErr names the policy as what failed, once: the policy package's
+// own errors already begin with it, the config's and the groups' do not.
+func policyErr(err error) error {
+	if strings.HasPrefix(err.Error(), "policy: ") {
+		return err
+	}
+	return fmt.Errorf("policy: %w", err)
 }

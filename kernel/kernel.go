@@ -85,6 +85,7 @@ type Kernel struct {
 	net     NetHooks // how a run's connections reach a person (the daemon); zero: refused at once
 	backend string
 	key     *signingKey // shared by every value With derives
+	mem     *memHandle  // the memory of runs (memory.go), shared likewise
 	cfg     Config
 }
 
@@ -136,7 +137,7 @@ func New(cfg Config) (*Kernel, error) {
 	if b == "" {
 		b = os.Getenv("KULE_BACKEND")
 	}
-	return &Kernel{store: s, runner: r, backend: b, key: &signingKey{}, cfg: cfg}, nil
+	return &Kernel{store: s, runner: r, backend: b, key: &signingKey{}, mem: &memHandle{}, cfg: cfg}, nil
 }
 
 func (k *Kernel) signingKey() (ed25519.PrivateKey, error) {
@@ -181,9 +182,14 @@ func LimitsFor(t *task.Task, home limits.Limits) limits.Limits {
 // DiskPaths are the folders a task's runs grow, measured for its disk
 // limit: the copy, its tmp, its home layer and its caches (what package
 // managers and build tools keep for the task, which grows as much as the
-// copy does).
+// copy does), and on the overlay backend the overlay's layers, where a
+// running command's writes land until they are folded into the copy.
 func DiskPaths(t *task.Task) []string {
-	return []string{t.Paths.Copy, t.Paths.Tmp, t.Paths.Home, filepath.Join(t.Paths.Dir, "cache")}
+	ps := []string{t.Paths.Copy, t.Paths.Tmp, t.Paths.Home, filepath.Join(t.Paths.Dir, "cache")}
+	if t.Backend == clone.Overlay {
+		ps = append(ps, filepath.Join(t.Paths.Dir, "overlay"))
+	}
+	return ps
 }
 
 // NewReport is what making a task learned.
@@ -217,6 +223,9 @@ func (k *Kernel) NewTask(ctx context.Context, folder string) (*NewReport, error)
 	}
 	real, err := filepath.EvalSymlinks(abs)
 	if err != nil {
+		return nil, fmt.Errorf("new: %w", err)
+	}
+	if err := k.checkBackend(); err != nil {
 		return nil, fmt.Errorf("new: %w", err)
 	}
 	if folderGuard {
@@ -258,7 +267,7 @@ func (k *Kernel) NewTask(ctx context.Context, folder string) (*NewReport, error)
 		}
 	}
 	crashpoint.Hit("new.made")
-	res, err := clone.Tree(real, paths.Copy, paths.Base, clone.Options{Backend: k.backend})
+	res, err := clone.Tree(real, paths.Copy, paths.Base, clone.Options{Backend: k.backend, Progress: progressFrom(ctx)})
 	if err != nil {
 		return nil, fmt.Errorf("new: copy %s: %w (nothing in the folder was changed)", real, err)
 	}
@@ -333,6 +342,10 @@ func (k *Kernel) lock(t *task.Task) (*task.Lock, error) {
 		return nil, err
 	}
 	if err := k.recover(t); err != nil {
+		l.Unlock()
+		return nil, err
+	}
+	if err := foldOverlay(t); err != nil { // a command's changes a killed kule left unfolded
 		l.Unlock()
 		return nil, err
 	}
@@ -423,4 +436,21 @@ func (k *Kernel) DeleteBroken(b *task.Broken) error {
 		return fmt.Errorf("delete %s: %w (what is left stays listed in kule list)", b.ID, err)
 	}
 	return nil
+}
+
+// Progress counts the files and bytes of a long piece of work as it is
+// done (today: the copy NewTask makes), for a caller that shows a progress
+// bar. See [clone.Progress].
+type Progress = clone.Progress
+
+type progressKey struct{}
+
+// WithProgress has the kernel count into p the work done under ctx.
+func WithProgress(ctx context.Context, p *Progress) context.Context {
+	return context.WithValue(ctx, progressKey{}, p)
+}
+
+func progressFrom(ctx context.Context) *Progress {
+	p, _ := ctx.Value(progressKey{}).(*Progress)
+	return p
 }

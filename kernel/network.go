@@ -61,6 +61,13 @@ type ProxyOptions struct {
 	// are its profile's hosts, which the policy lets pass while it runs.
 	Agent      string
 	AgentHosts []string
+	// Endpoints are host:port the person named for this run (an agent
+	// profile's hosts with a port, kule exec --allow-host): the proxy may
+	// dial them on loopback or a private network. AllowHosts are the ones
+	// named on the command line: a connection the policy would put to a
+	// person passes (a deny stays a deny).
+	Endpoints  []string
+	AllowHosts []string
 	// Secrets are put into requests to their hosts only, beside the
 	// person's stored secrets (one of the same name is replaced).
 	Secrets []proxy.Secret
@@ -95,7 +102,11 @@ func (k *Kernel) StartProxy(ctx context.Context, t *task.Task, o ProxyOptions) (
 // before its command.
 func (k *Kernel) startProxy(ctx context.Context, t *task.Task, o ProxyOptions) (*proxy.Proxy, func() error, error) {
 	ready := sync.OnceValues(func() (*policy.Engine, error) {
-		return k.LoadPolicyFor(t)
+		eng, err := k.LoadPolicyFor(t)
+		if err != nil {
+			return nil, err
+		}
+		return k.trustGate(t, eng), nil
 	})
 	p, err := k.startProxyWith(ctx, t, o, ready)
 	if err != nil {
@@ -141,7 +152,10 @@ func (k *Kernel) startProxyWith(ctx context.Context, t *task.Task, o ProxyOption
 		seen = "/tmp"
 	}
 	cfg := proxy.ForTask(t.Paths.Dir, t.Paths.Tmp, seen)
+	named, allowed := hostPortSet(o.Endpoints), hostPortSet(o.AllowHosts)
+	remembered := &subjectsSeen{}
 	cfg.Decide = func(pctx context.Context, host string, port int) proxy.Decision {
+		hp := policy.HostKey(host, port)
 		eng, err := engine()
 		if err != nil {
 			return proxy.Decision{Reason: "the policy could not be read: " + err.Error()}
@@ -158,7 +172,9 @@ func (k *Kernel) startProxyWith(ctx context.Context, t *task.Task, o ProxyOption
 		switch v.Outcome {
 		case policy.Ask:
 			d.Reason = "waits for approval"
-			if hooks.Ask != nil {
+			if allowed[hp] {
+				d.Allow, d.Reason = true, "named with --allow-host"
+			} else if hooks.Ask != nil {
 				// Held until a person answers or the task's wait runs out.
 				if d.Allow = hooks.Ask(pctx, t, host, port, d.Rule); d.Allow {
 					d.Reason = "approved by a person"
@@ -169,6 +185,13 @@ func (k *Kernel) startProxyWith(ctx context.Context, t *task.Task, o ProxyOption
 		case policy.Deny:
 			d.Reason = "denied"
 		}
+		// Named: this exact host:port came from the person (see
+		// proxy.Decision.Named): a remembered rule is one host:port, and
+		// so is a question they answered.
+		d.Named = d.Allow && (named[hp] || allowed[hp] || v.Reason == policy.RememberedReason || d.Reason == "approved by a person")
+		// What asked, and whether the person let it, is evidence for this
+		// one host's category (graduation).
+		k.memConnection(t, remembered, host, port, v, v.Outcome == policy.Ask && d.Allow)
 		if hooks.Seen != nil {
 			word, _ := v.Outcome.MarshalText()
 			hooks.Seen(t, host, port, string(word), d.Rule, d.Allow)
@@ -182,33 +205,80 @@ func (k *Kernel) startProxyWith(ctx context.Context, t *task.Task, o ProxyOption
 	for _, s := range o.Secrets {
 		own[s.Name] = true
 	}
+	var leased []proxy.Secret
+	release := func() {
+		for _, s := range leased {
+			s.Release()
+		}
+	}
 	if store, err := secrets.Open(k.store.Root); err == nil {
 		all, err := store.All()
 		if err != nil {
 			return nil, fmt.Errorf("secrets: %w (nothing ran)", err)
 		}
 		for _, s := range all {
-			if !own[s.Name] {
-				cfg.Secrets = append(cfg.Secrets, proxy.Secret{Name: s.Name, Value: s.Value, Hosts: s.Hosts})
+			if hideTransportSecrets && config.IsTransportSecret(s.Name) {
+				continue // a chat bot's token is the daemon's, never a task's
 			}
+			if own[s.Name] {
+				continue
+			}
+			if s.Lease != nil {
+				ps, err := k.leaseSecret(ctx, t, store, s)
+				if err != nil {
+					release()
+					return nil, fmt.Errorf("%w (nothing ran)", err)
+				}
+				leased = append(leased, ps)
+				cfg.Secrets = append(cfg.Secrets, ps)
+				continue
+			}
+			cfg.Secrets = append(cfg.Secrets, proxy.Secret{Name: s.Name, Value: s.Value, Hosts: s.Hosts})
 		}
 	}
 	cfg.Secrets = append(cfg.Secrets, o.Secrets...)
 	if o.Configure != nil {
 		o.Configure(&cfg)
 	}
-	return proxy.Begin(ctx, cfg)
+	p, err := proxy.Begin(ctx, cfg)
+	if err != nil {
+		release()
+	}
+	return p, err
 }
+
+// hostPortSet is a set of host:port in the form the decider compares
+// (policy.HostKey of the cleaned host); entries without a port are left out.
+func hostPortSet(list []string) map[string]bool {
+	out := map[string]bool{}
+	for _, hp := range list {
+		if h, p, err := policy.SplitHostPort(hp); err == nil {
+			out[policy.HostKey(h, p)] = true
+		}
+	}
+	return out
+}
+
+// hideTransportSecrets keeps the chat transports' tokens out of every
+// task's proxy: with them in, a task's command holding the placeholder
+// could have the proxy send the bot's token to the chat service and post,
+// or read the channel, as the bot. Tests turn it off to show what it guards.
+var hideTransportSecrets = true
 
 // withProxy starts the proxy when the run's network goes through it, and
 // fills the spec from it. The returned stop closes it and says, one line a
 // host, where the run connected.
-func (k *Kernel) withProxy(ctx context.Context, t *task.Task, spec *runner.Spec) (func() []string, error) {
+func (k *Kernel) withProxy(ctx context.Context, t *task.Task, spec *runner.Spec, allowHosts []string) (func() []string, error) {
 	if spec.Network != runner.NetworkProxy {
 		return func() []string { return nil }, nil
 	}
 	_, direct := k.runner.(runner.Direct)
-	p, ready, err := k.startProxy(ctx, t, ProxyOptions{Sandboxed: !direct})
+	for _, hp := range allowHosts {
+		if _, _, err := policy.SplitHostPort(hp); err != nil {
+			return nil, fmt.Errorf("exec: --allow-host: %w (nothing ran)", err)
+		}
+	}
+	p, ready, err := k.startProxy(ctx, t, ProxyOptions{Sandboxed: !direct, Endpoints: allowHosts, AllowHosts: allowHosts})
 	if err != nil {
 		return nil, fmt.Errorf("exec: start the task's proxy: %w (nothing ran)", err)
 	}

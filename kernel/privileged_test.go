@@ -87,6 +87,9 @@ func TestReflinkCopyTakesNoExtraSpaceOnXFS(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if name, why := k.BackendFor(folder); name != "reflink" {
+		t.Fatalf("BackendFor on XFS with reflink=1 = %s (%s), want reflink", name, why)
+	}
 	free := freeBytes(t, mnt)
 	rep, err := k.NewTask(context.Background(), folder)
 	if err != nil {

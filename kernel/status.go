@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/kulehq/kule/kernel/internal/crashpoint"
 	"github.com/kulehq/kule/kernel/internal/effects"
 	"github.com/kulehq/kule/kernel/internal/gitstate"
 	"github.com/kulehq/kule/kernel/internal/homelayer"
@@ -70,6 +71,18 @@ func (s *Status) IgnoredCount() int {
 // Status finds what a task changed in its copy since the last sync. ctx
 // ends the walk of the copy early (the error is then ctx's).
 func (k *Kernel) Status(ctx context.Context, t *task.Task) (*Status, error) {
+	if overlayPending(t) {
+		// A command's changes a killed kule left in the overlay's upper
+		// layer: folded now unless a command holds the task (then its
+		// layer is live, and it folds it itself when it ends).
+		if l, err := task.TryLockFile(t.Paths.Lock); err == nil && l != nil {
+			ferr := foldOverlay(t)
+			l.Unlock()
+			if ferr != nil {
+				return nil, ferr
+			}
+		}
+	}
 	if _, err := os.Stat(t.Paths.Journal); err == nil {
 		l, err := k.lock(t)
 		if err != nil {
@@ -147,6 +160,10 @@ type ExecOptions struct {
 	Subdir string // working directory relative to the folder root ("" = root)
 	Spec   runner.Spec
 	Limits limits.Limits // what the run may take; zero fields are no limit
+	// AllowHosts are host:port the person named for this command (kule
+	// exec --allow-host): they pass where the policy would ask, and may
+	// be on loopback or a private network (a local model).
+	AllowHosts []string
 	// Supervised, when set, is given the run's supervisor before the
 	// command starts: the daemon reads its Usage for the app's Live view.
 	Supervised func(*limits.Run)
@@ -154,8 +171,16 @@ type ExecOptions struct {
 
 // Exec runs a command in the task's copy and returns its exit code and the
 // task's status afterwards. The task is locked while the command runs, so a
-// commit never applies a half-written copy.
+// commit never applies a half-written copy. The run is remembered
+// (memory.go); memory never changes what Exec returns.
 func (k *Kernel) Exec(ctx context.Context, t *task.Task, opt ExecOptions) (int, *Status, error) {
+	id, tail := k.memExecStart(t, opt.Args), withStderrTail(&opt.Spec)
+	code, st, err := k.exec(ctx, t, opt)
+	k.memExecEnd(t, id, code, st, err, tail)
+	return code, st, err
+}
+
+func (k *Kernel) exec(ctx context.Context, t *task.Task, opt ExecOptions) (int, *Status, error) {
 	l, err := k.lock(t)
 	if err != nil {
 		return -1, nil, err
@@ -175,13 +200,16 @@ func (k *Kernel) Exec(ctx context.Context, t *task.Task, opt ExecOptions) (int, 
 	spec.Args = opt.Args
 	spec.Dir = dir
 	spec.Task = runner.Task{ID: t.ID, Dir: t.Paths.Dir, Copy: t.Paths.Copy, Folder: t.Folder, Tmp: t.Paths.Tmp, Home: t.Paths.Home, KuleDir: k.store.Root}
+	if spec.Task.Upper, spec.Task.Work, err = prepareOverlay(t); err != nil { // see overlayexec.go
+		return -1, nil, fmt.Errorf("exec: %w (the command did not run)", err)
+	}
 	if spec.Env == nil {
 		spec.Env = os.Environ()
 	}
 	// A fresh copy has new inodes and change times: git trusts size and
 	// mtime alone there, set through the environment, never the copy's config.
 	spec.Env = gitstate.CommandEnv(spec.Env)
-	if _, err := homelayer.Changes(HomeLayer(t)); err == nil {
+	if homelayer.Ready(HomeLayer(t)) == nil {
 		spec.Env = withEnv(spec.Env, "HOME", t.Paths.Home)
 		spec.Env = withEnv(spec.Env, "XDG_CONFIG_HOME", filepath.Join(t.Paths.Home, ".config"))
 	}
@@ -213,12 +241,16 @@ func (k *Kernel) Exec(ctx context.Context, t *task.Task, opt ExecOptions) (int, 
 	if _, err := k.maskEnv(t); err != nil { // see envmask.go
 		return -1, nil, fmt.Errorf("exec: %w (the command did not run)", err)
 	}
-	stopProxy, err := k.withProxy(ctx, t, &spec)
+	stopProxy, err := k.withProxy(ctx, t, &spec, opt.AllowHosts)
 	if err != nil {
 		return -1, nil, err
 	}
 	code, runErr := k.runner.Run(ctx, spec)
 	netLines := stopProxy()
+	crashpoint.Hit("exec.ran")
+	if ferr := foldOverlay(t); ferr != nil && runErr == nil {
+		runErr = fmt.Errorf("exec: %w", ferr)
+	}
 	// The command's end is reported even when ctx ended it (an interrupt):
 	// what it did before is still what the person reviews.
 	st, err := k.status(context.WithoutCancel(ctx), t)

@@ -118,8 +118,10 @@ func (k *Kernel) resyncBase(t *task.Task, paths []string) error {
 		defer tree.Close()
 	}
 	paths = dedupeTops(paths)
+	var add []manifest.Entry
+	bp := &basePack{dir: base.Dir}
+	defer bp.abandon()
 	for _, p := range paths {
-		m.Remove(p)
 		if tree != nil {
 			if err := tree.RemoveAll(p); err != nil {
 				return taskTreeError(t, "base", err)
@@ -144,23 +146,57 @@ func (k *Kernel) resyncBase(t *task.Task, paths []string) error {
 			}
 		}
 		for _, fi := range items {
-			e, err := k.baseEntry(t, base, cp, tree, fi)
+			e, err := k.baseEntry(t, bp, cp, tree, fi)
 			if err != nil {
 				return taskTreeError(t, "base", err)
 			}
-			m.Set(e)
+			add = append(add, e)
 		}
 	}
+	if err := bp.close(); err != nil { // the content is durable before the manifest names it
+		return taskTreeError(t, "base", err)
+	}
+	m.Replace(paths, add) // one pass: a Remove and a Set per path cost the whole manifest each
 	return manifest.Save(manifestPath(t.Paths), m)
 }
 
 // baseTree is where a reflink backend's base keeps its clone of the folder.
 func baseTree(b clone.Base) string { return filepath.Join(b.Dir, "tree") }
 
+// basePack is a plain-copy base's pack, opened at the first content a
+// re-sync keeps and synced once at its end, not once per file.
+type basePack struct {
+	dir string
+	a   *clone.PackAppender
+}
+
+func (p *basePack) append(b []byte) (off, n int64, err error) {
+	if p.a == nil {
+		if p.a, err = clone.OpenPack(p.dir); err != nil {
+			return 0, 0, err
+		}
+	}
+	return p.a.Append(b)
+}
+
+// close syncs what was appended; nothing appended, nothing to do.
+func (p *basePack) close() error {
+	if p.a == nil {
+		return nil
+	}
+	a := p.a
+	p.a = nil
+	return a.Close()
+}
+
+// abandon closes the pack on a failed re-sync; the manifest, not saved,
+// names none of what was appended.
+func (p *basePack) abandon() { _ = p.close() }
+
 // baseEntry records fi (read from the folder) in the base: cloned into
 // tree (nil unless the backend is reflink), or hashed and packed. The
 // copy's metadata is read beneath cp.
-func (k *Kernel) baseEntry(t *task.Task, base clone.Base, cp, tree *beneath.Root, fi walk.Item) (manifest.Entry, error) {
+func (k *Kernel) baseEntry(t *task.Task, pack *basePack, cp, tree *beneath.Root, fi walk.Item) (manifest.Entry, error) {
 	e := manifest.Entry{Item: fi, Folder: manifest.StatOf(fi), Len: -1}
 	if st, err := cp.Lstat(fi.Path); err == nil && walk.FromStat(fi.Path, &st).Type == fi.Type {
 		e.Item = walk.FromStat(fi.Path, &st)
@@ -185,7 +221,7 @@ func (k *Kernel) baseEntry(t *task.Task, base clone.Base, cp, tree *beneath.Root
 		}
 		e.Hash = sha256.Sum256(b)
 		if clone.KeptInBase(fi.Path, int64(len(b))) {
-			off, n, err := clone.AppendPack(base.Dir, b)
+			off, n, err := pack.append(b)
 			if err != nil {
 				return e, err
 			}
@@ -352,7 +388,16 @@ func dedupeTops(paths []string) []string {
 //
 // ctx ends the walk that finds those paths; once the copy is being
 // synced, rollback goes to its end.
+// The rollback is remembered (memory.go); memory never changes the result.
 func (k *Kernel) Rollback(ctx context.Context, t *task.Task) (*RollbackReport, error) {
+	rep, err := k.rollback(ctx, t)
+	if err == nil {
+		k.memRolledBack(t)
+	}
+	return rep, err
+}
+
+func (k *Kernel) rollback(ctx context.Context, t *task.Task) (*RollbackReport, error) {
 	l, err := k.lock(t)
 	if err != nil {
 		return nil, err

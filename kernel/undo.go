@@ -45,7 +45,14 @@ func (e *UndoBlockedError) Unwrap() error { return ErrUndoBlocked }
 
 // Undo reverts the newest commit not yet undone, from its checkpoint. ctx
 // ends it only before its journal is written: from there it goes to its end.
+// The undo is remembered (memory.go); memory never changes the result.
 func (k *Kernel) Undo(ctx context.Context, t *task.Task) (*UndoReport, error) {
+	rep, err := k.undo(ctx, t)
+	k.memUndone(t, rep)
+	return rep, err
+}
+
+func (k *Kernel) undo(ctx context.Context, t *task.Task) (*UndoReport, error) {
 	l, err := k.lock(t)
 	if err != nil {
 		return nil, err
@@ -92,7 +99,7 @@ func (k *Kernel) Undo(ctx context.Context, t *task.Task) (*UndoReport, error) {
 		return nil, fmt.Errorf("undo: %w (the folder was not changed; checkpoint %d is kept)", err, rec.ID)
 	}
 	j := &apply.Journal{Kind: "undo", Ops: ops, Data: raw}
-	if err := apply.Run(t.Folder, t.Paths.Journal, j, k.opener(t, cp, nil), func(j *apply.Journal) error { return k.finish(t, j) }); err != nil {
+	if err := apply.Run(t.Folder, t.Paths.Journal, j, counted(ctx, t.Paths.Copy, ops, k.opener(t, cp, nil)), func(j *apply.Journal) error { return k.finish(t, j) }); err != nil {
 		return nil, err
 	}
 	rep := &UndoReport{Checkpoint: rec.ID, Paths: len(rec.Items)}

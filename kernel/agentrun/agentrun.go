@@ -24,8 +24,10 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/kulehq/kule/kernel"
 	"github.com/kulehq/kule/kernel/internal/acp"
@@ -34,7 +36,6 @@ import (
 	"github.com/kulehq/kule/kernel/internal/effects"
 	"github.com/kulehq/kule/kernel/internal/proxy"
 	"github.com/kulehq/kule/kernel/internal/runner"
-	"github.com/kulehq/kule/kernel/internal/secrets"
 	"github.com/kulehq/kule/kernel/internal/task"
 )
 
@@ -50,8 +51,28 @@ type Options struct {
 	Agent  string      // the profile's name
 	Prompt string
 	Fresh  bool // start a new conversation even if the task has one
-	// Trial, set by Try, is run instead of the named profile.
-	Trial *agents.Profile
+	// Notes, when set, are given to the agent after the prompt, as Kule's
+	// data (recall's notes); the run's record keeps Prompt alone.
+	Notes string
+	// Pictures go with the prompt as images to an agent whose ACP
+	// initialize said it takes them (at most kernel.MaxPictures); others
+	// get the prompt's text alone, which names the places already.
+	Pictures []kernel.Picture
+	// Source says who gave the prompt ("" is the operator; memory's
+	// SourceChat a chat user who is not), and Inputs the untrusted inputs
+	// it carries: the run's record is untrusted with either.
+	Source string
+	Inputs []string
+	// Conversation is the name the person gave the conversation (kule
+	// run --session NAME), kept in the run's record.
+	Conversation string
+	// Resumes is the memory record of the interrupted run this one
+	// resumes (resume.go); 0 none.
+	Resumes int64
+	// Trial, set by Try, is run instead of the named profile, for at most
+	// TrialTime (DefaultTrialTime when 0).
+	Trial     *agents.Profile
+	TrialTime time.Duration
 	// Pids, when above zero, is this run's process limit (kule run --pids),
 	// over the task's and the home's.
 	Pids int
@@ -113,6 +134,9 @@ type Run struct {
 	cancelTurn context.CancelFunc
 	endRun     context.CancelFunc
 	limits     *limitsWatch
+	memo       memo       // what the run's record keeps (memory.go)
+	startNotes []string   // what the person should read before the turn
+	home       *agentHome // an own_home agent's home for the run
 
 	done   chan struct{}
 	res    Result
@@ -172,11 +196,21 @@ func Start(ctx context.Context, k *kernel.Kernel, t *task.Task, o Options) (_ *R
 	}
 	ownHome := ""
 	if p.OwnHome != "" {
-		if ownHome, err = r.ownHome(root); err != nil {
+		if r.home, err = r.ownHome(root); err != nil {
 			return nil, err
 		}
+		ownHome = r.home.Dir
 	}
 	open, openNotes := agents.OpeningsOf(p, o.Agents.Profiles, o.Home, ownHome).Prepare()
+	// A home of the task's own lies in the task's caches, which the
+	// sandbox opens for writing already (and would refuse as an opening:
+	// it is inside Kule's home).
+	open.AllowWrite = slices.DeleteFunc(open.AllowWrite, func(w string) bool { return within(w, r.Task.Paths.Dir) })
+	if r.home != nil && r.home.Shared != "" && r.home.Shared != r.home.Dir {
+		// The homes Kule keeps for agents hold logins made in runs and
+		// the settings placed from them: no run reads them.
+		open.Hide = append(open.Hide, filepath.Dir(r.home.Shared))
+	}
 	spec, run, err := r.sandboxFor(open)
 	if err != nil {
 		return nil, err
@@ -189,7 +223,7 @@ func Start(ctx context.Context, k *kernel.Kernel, t *task.Task, o Options) (_ *R
 		return nil, err
 	}
 	env, notes := r.agentEnv(spec, ownHome, direct, keyValue)
-	for _, n := range append(openNotes, notes...) {
+	for _, n := range append(append(openNotes, r.startNotes...), notes...) {
 		fmt.Fprintln(errw, "note:", n)
 	}
 	ao, err := r.acpOptions(ctx, run)
@@ -217,6 +251,7 @@ func Start(ctx context.Context, k *kernel.Kernel, t *task.Task, o Options) (_ *R
 		stopWatch()
 		return nil, err
 	}
+	r.memoryStart()
 	go func() {
 		defer stopWatch()
 		r.turn(turnCtx)
@@ -290,6 +325,13 @@ func (r *Run) holdTask(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	// A command cut off before its fold: its changes go into the copy
+	// before the agent writes there, or the fold would later put them
+	// over the agent's.
+	if err := kernel.FoldOverlay(r.Task); err != nil {
+		_ = lock.Unlock()
+		return err
+	}
 	r.lock = lock
 	return nil
 }
@@ -302,6 +344,9 @@ func (r *Run) holdTask(ctx context.Context) error {
 func (r *Run) sandboxFor(open agents.Openings) (*runner.Spec, runner.Runner, error) {
 	spec := &runner.Spec{}
 	spec.AllowWrite, spec.Reveal, spec.Hide = open.AllowWrite, open.Reveal, open.Hide
+	if r.home != nil {
+		spec.ReadOnlyInTask = r.home.ReadOnly
+	}
 	spec.Network = runner.NetworkProxy
 	spec.Env = []string{} // set from the profile (agentEnv)
 	run := r.o.Runner
@@ -322,7 +367,7 @@ func (r *Run) sandboxFor(open agents.Openings) (*runner.Spec, runner.Runner, err
 // profile hosts pass while it runs, registries as the policy says, and each
 // key the profile names reaches the agent as a placeholder that the proxy
 // swaps for the key on the way to that key's hosts only.
-func (r *Run) startProxy(ctx context.Context, open agents.Openings, direct bool, keyValue func(string) string) error {
+func (r *Run) startProxy(ctx context.Context, open agents.Openings, direct bool, keyValue func(string) key) error {
 	p := r.Profile
 	var keyNames []string
 	for name := range p.Keys {
@@ -333,12 +378,22 @@ func (r *Run) startProxy(ctx context.Context, open agents.Openings, direct bool,
 		return err
 	}
 	var keySecrets []proxy.Secret
-	for name, hosts := range p.Keys {
-		if v := keyValue(name); v != "" {
-			keySecrets = append(keySecrets, proxy.Secret{Name: name, Value: v, Hosts: hosts, Placeholder: kept[name]})
+	for name, want := range p.Keys {
+		k := keyValue(name)
+		if k.Value == "" {
+			continue
+		}
+		// A kept secret goes only to the hosts it was kept for, whatever
+		// the profile names.
+		hosts, refused := keyHosts(k, want)
+		if len(refused) > 0 {
+			r.startNotes = append(r.startNotes, refusedKeyNote(name, k, refused))
+		}
+		if len(hosts) > 0 {
+			keySecrets = append(keySecrets, proxy.Secret{Name: name, Value: k.Value, Hosts: hosts, Placeholder: kept[name]})
 		}
 	}
-	r.px, err = r.k.StartProxy(ctx, r.Task, kernel.ProxyOptions{Sandboxed: !direct, Agent: p.Name, AgentHosts: open.Hosts, Secrets: keySecrets, Configure: r.o.Proxy})
+	r.px, err = r.k.StartProxy(ctx, r.Task, kernel.ProxyOptions{Sandboxed: !direct, Agent: p.Name, AgentHosts: open.Hosts, Endpoints: open.Hosts, Secrets: keySecrets, Configure: r.o.Proxy})
 	if err != nil {
 		return fmt.Errorf("run: the task's proxy: %w (nothing was started)", err)
 	}
@@ -349,7 +404,7 @@ func (r *Run) startProxy(ctx context.Context, open agents.Openings, direct bool,
 // its proxy placeholder, and the notes a person should read about it. It
 // also gives spec what reaches the agent after the sandbox's filter: the
 // proxy's CA bundle, the stored secrets' placeholders and the proxy token.
-func (r *Run) agentEnv(spec *runner.Spec, ownHome string, direct bool, keyValue func(string) string) ([]string, []string) {
+func (r *Run) agentEnv(spec *runner.Spec, ownHome string, direct bool, keyValue func(string) key) ([]string, []string) {
 	p, t := r.Profile, r.Task
 	placeholders := map[string]string{}
 	for _, kv := range r.px.SecretEnv() {
@@ -359,7 +414,7 @@ func (r *Run) agentEnv(spec *runner.Spec, ownHome string, direct bool, keyValue 
 	env, notes := agents.Environ(p, agents.EnvOptions{
 		Getenv: func(k string) string {
 			if _, ok := p.Keys[k]; ok {
-				return keyValue(k)
+				return keyValue(k).Value
 			}
 			return r.o.Getenv(k)
 		},
@@ -414,7 +469,7 @@ func (r *Run) acpOptions(ctx context.Context, run runner.Runner) (acp.Options, e
 			return st.Effects, nil
 		},
 		OnEvent: r.event,
-		Ask:     r.heldAsk(r.o.Ask),
+		Ask:     r.memoryAsk(r.heldAsk(r.o.Ask)),
 		// Stop cancels the turn and kills the agent if it has not ended
 		// within stopGrace.
 		CancelGrace: stopGrace,
@@ -422,7 +477,11 @@ func (r *Run) acpOptions(ctx context.Context, run runner.Runner) (acp.Options, e
 		Usage:       usageF,
 		Stderr:      agentErr,
 		FirstStep:   len(old),
+		Earlier:     old,
 		ClientName:  "kule",
+		// Only approved extensions' MCP servers that have their own
+		// approval; the agent starts them, inside the task's sandbox.
+		MCPServers: k.ExtensionMCPServers(r.notice),
 	}, nil
 }
 
@@ -481,7 +540,8 @@ func (r *Run) open(ctx context.Context, errw io.Writer) error {
 // turn sends the prompt, waits for its end, and cleans up.
 func (r *Run) turn(ctx context.Context) {
 	defer close(r.done)
-	res, perr := r.c.Prompt(ctx, r.o.Prompt)
+	defer r.memoryEnd()
+	res, perr := r.c.PromptWith(ctx, r.o.promptWithNotes(), r.o.images())
 	r.res.StopErr = r.c.Stop()
 	r.res.StopReason = res.StopReason
 	r.res.LimitErr = r.stopLimits()
@@ -516,11 +576,19 @@ func (r *Run) Cancel() { r.cancelTurn() }
 func (r *Run) Stop() { _ = r.c.Stop() }
 
 // cleanup closes what Start opened, in reverse: the agent (if any), the
-// proxy (its summary kept), the files and the task's lock.
+// proxy (its summary kept), the limits' watch (waited for), the files and
+// the task's lock.
 func (r *Run) cleanup() {
 	r.closed.Do(func() {
 		if r.c != nil {
 			_ = r.c.Stop()
+		}
+		if r.home != nil {
+			// The agent is stopped: what it changed of its instructions
+			// and settings leaves its home before anything reads it.
+			for _, n := range r.home.after(r.Profile.Name) {
+				r.notice(n)
+			}
 		}
 		if r.px != nil {
 			_ = r.px.Close()
@@ -529,6 +597,13 @@ func (r *Run) cleanup() {
 		if r.endRun != nil {
 			r.endRun()
 		}
+		if r.limits != nil {
+			// The limits' watch writes the run's time into the task's
+			// directory as it ends: wait for that, so nothing writes there
+			// once the run is over (a Start that failed after the agent's
+			// process started has no turn to wait for it).
+			_ = r.limits.sup.Wait()
+		}
 		for _, f := range r.files {
 			_ = f.Close()
 		}
@@ -536,32 +611,6 @@ func (r *Run) cleanup() {
 			_ = r.lock.Unlock()
 		}
 	})
-}
-
-// ownHome is the home Kule keeps for an own_home agent, made on first use.
-// One kept in Kule's home by earlier versions (which the sandbox hides) is
-// moved there.
-func (r *Run) ownHome(packagesRoot string) (string, error) {
-	root := r.o.HomesRoot
-	if root == "" {
-		root = filepath.Join(filepath.Dir(packagesRoot), "agent-homes")
-	}
-	dir := filepath.Join(root, r.Profile.Name)
-	if err := os.MkdirAll(root, 0o700); err != nil {
-		return "", fmt.Errorf("run: %w", err)
-	}
-	old := filepath.Join(r.k.Store().Root, "agent-homes", r.Profile.Name)
-	if _, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) {
-		if _, err := os.Stat(old); err == nil {
-			if err := os.Rename(old, dir); err != nil {
-				return "", fmt.Errorf("run: move %s's home from %s to %s: %w (nothing was started)", r.Profile.Name, old, dir, err)
-			}
-		}
-	}
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return "", fmt.Errorf("run: %w", err)
-	}
-	return dir, nil
 }
 
 func (r *Run) appendFile(name string) (*os.File, error) {
@@ -575,7 +624,9 @@ func (r *Run) appendFile(name string) (*os.File, error) {
 
 func (r *Run) event(e acp.Event) {
 	r.touch()
+	r.memoryProgress(e) // resume.go
 	if e.Type == acp.EventUsage && e.Usage != nil {
+		r.memoryUsage(*e.Usage)
 		r.onUsage(*e.Usage)
 	}
 	if r.o.OnEvent != nil {
@@ -585,16 +636,8 @@ func (r *Run) event(e acp.Event) {
 
 func (r *Run) notice(s string) { r.event(acp.Event{Type: acp.EventNotice, Text: s}) }
 
-// keyLookup finds the value of a profile's key: in Kule's secrets store
-// (`kule secrets add`) first, then in the person's environment.
-func (r *Run) keyLookup() func(string) string {
-	store, _ := secrets.Open(r.k.Store().Root)
-	return func(name string) string {
-		if store != nil {
-			if sec, err := store.Get(name); err == nil && sec.Value != "" {
-				return sec.Value
-			}
-		}
-		return r.o.Getenv(name)
-	}
+// within reports whether path is dir or lies below it.
+func within(path, dir string) bool {
+	rel, err := filepath.Rel(dir, path)
+	return err == nil && rel != ".." && !strings.HasPrefix(rel, "../")
 }

@@ -248,3 +248,32 @@ func TestClaudeCodeInTheSandbox(t *testing.T) {
 	// The real key reached the model server in x-api-key only.
 	e.checkKey("x-api-key", "")
 }
+
+// Claude Code against a model on this machine's loopback (a LiteLLM
+// gateway, Ollama's Anthropic API), reached the way a person's is: the
+// built-in profile pointed at it with kule agents set claude-code
+// base_url=http://127.0.0.1:PORT (ANTHROPIC_BASE_URL), approved; the
+// agent in the sandbox, its requests through the task's proxy, which
+// dials the named endpoint and puts the key in over plain HTTP.
+func TestClaudeCodeAgainstALocalModel(t *testing.T) {
+	var model *anthropicServer
+	v := vendor{profile: "claude-code", host: "api.anthropic.com", keyVar: "ANTHROPIC_API_KEY",
+		model: func(cwd, home string) http.Handler {
+			model = &anthropicServer{cwd: cwd, home: home}
+			return http.HandlerFunc(model.serve)
+		}}
+	e := newE2E(t, v)
+	e.goLocal(v, "")
+	if res := e.turn("KULE-WRITE please"); res.StopReason != "end_turn" || !strings.Contains(e.text(), "Done.") {
+		t.Errorf("write turn: %q, text %q", res.StopReason, e.text())
+	}
+	if got := e.copyFile("claude.txt"); got != "written by claude\n" || !e.statusHas("+ claude.txt") {
+		t.Errorf("claude.txt in the copy %q, in status %v", got, e.statusHas("+ claude.txt"))
+	}
+	e.turn("KULE-BASH now")
+	if got := e.copyFile("bash.txt"); !strings.HasPrefix(got, proxy.PlaceholderPrefix) {
+		t.Errorf("bash.txt in the copy: %q (want the key's placeholder)", got)
+	}
+	e.checkKey("x-api-key", "")
+	e.checkLocal("api.anthropic.com")
+}

@@ -155,3 +155,31 @@ func TestCodexInTheSandbox(t *testing.T) {
 	e.cancelled("KULE-SLOW think", "thinking slowly")
 	e.checkKey("authorization", "Bearer ")
 }
+
+// Codex against an OpenAI-style server on this machine's loopback (Ollama,
+// vLLM, LM Studio, a LiteLLM gateway), pointed at with kule agents set
+// codex base_url=http://127.0.0.1:PORT/v1 (OPENAI_BASE_URL), approved,
+// reached through the task's proxy with the key put in by it.
+func TestCodexAgainstALocalModel(t *testing.T) {
+	var model *responsesServer
+	v := vendor{profile: "codex", host: "api.openai.com", keyVar: "OPENAI_API_KEY",
+		model: func(cwd, home string) http.Handler {
+			model = &responsesServer{cwd: cwd, home: home}
+			return http.HandlerFunc(model.serve)
+		}}
+	e := newE2E(t, v)
+	e.goLocal(v, "/v1")
+	e.extra = func(o *agentrun.Options) {
+		dir := filepath.Join(o.HomesRoot, "codex")
+		os.MkdirAll(dir, 0o700)
+		os.WriteFile(filepath.Join(dir, "config.toml"), []byte("model = \"gpt-kule-test\"\n"), 0o600)
+	}
+	if res := e.turn("KULE-BASH please"); res.StopReason != "end_turn" || !strings.Contains(e.text(), "Done.") {
+		t.Errorf("turn: %q, text %q", res.StopReason, e.text())
+	}
+	if got := e.copyFile("codex.txt"); !strings.HasPrefix(got, "from-codex "+proxy.PlaceholderPrefix) || !e.statusHas("+ codex.txt") {
+		t.Errorf("codex.txt in the copy: %q (want the key's placeholder), in status %v", got, e.statusHas("+ codex.txt"))
+	}
+	e.checkKey("authorization", "Bearer ")
+	e.checkLocal("api.openai.com")
+}

@@ -25,6 +25,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -56,6 +57,7 @@ type e2e struct {
 
 	upstream string
 	roots    *x509.CertPool
+	local    string // the model's endpoint on loopback (goLocal), "" when it stands in for the vendor's host
 
 	mu     sync.Mutex
 	events []acp.Event
@@ -115,6 +117,18 @@ func newE2E(t *testing.T, v vendor) *e2e {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if need := agents.NodeNeed(p, root); need != "" {
+		// The agent needs a newer Node than the machine's: the test runs
+		// it on the Node it asks for.
+		t.Logf("%s; running it on node %s", need, npmtest.NodeVersion)
+		npmtest.NodeOnPath(t)
+	}
+	if need := agents.NodeNeed(p, root); need != "" {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("CI must have the Node the agent needs: %s", need)
+		}
+		t.Skipf("the agent cannot start here: %s", need)
+	}
 	if hosts := p.Keys[v.keyVar]; len(hosts) != 1 || hosts[0] != v.host {
 		t.Fatalf("the %s profile puts %s into %v, not %s", v.profile, v.keyVar, hosts, v.host)
 	}
@@ -123,6 +137,18 @@ func newE2E(t *testing.T, v vendor) *e2e {
 	if _, err := agents.Launch(context.Background(), p, root, true, testWriter{t}); err != nil {
 		t.Fatal(err)
 	}
+	// A real agent's ordinary turns leave what it reads as instructions
+	// and settings as Kule placed them: else every run would tell the
+	// person of a change they did not ask for.
+	t.Cleanup(func() {
+		e.mu.Lock()
+		defer e.mu.Unlock()
+		for _, ev := range e.events {
+			if ev.Type == acp.EventNotice && strings.Contains(ev.Text, "changed what it reads as instructions") {
+				t.Errorf("an ordinary run changed the agent's instructions: %s", ev.Text)
+			}
+		}
+	})
 	e.wire = &wire{}
 	srv := httptest.NewUnstartedServer(e.wire.record(v.model(e.task.Paths.Copy, home)))
 	cert, leaf := selfSigned(t, v.host)
@@ -167,16 +193,7 @@ func (e *e2e) start(prompt string) *agentrun.Run {
 		PackagesRoot: npmtest.AgentsRoot(e.t),
 		HomesRoot:    filepath.Join(e.home, ".local", "share", "kule", "agent-homes"),
 		Stderr:       testWriter{e.t},
-		Proxy: func(c *proxy.Config) {
-			// The vendor's host is the scripted server: only the dial
-			// and the roots it is checked against differ.
-			c.SystemRootsPEM = []byte{}
-			c.UpstreamRoots = e.roots
-			c.Dial = func(ctx context.Context, network, _ string) (net.Conn, error) {
-				var d net.Dialer
-				return d.DialContext(ctx, network, e.upstream)
-			}
-		},
+		Proxy:        e.standIn,
 	}
 	if e.extra != nil {
 		e.extra(&o)
@@ -188,6 +205,79 @@ func (e *e2e) start(prompt string) *agentrun.Run {
 		e.t.Fatal(err)
 	}
 	return r
+}
+
+// standIn points the proxy's upstream at the scripted server standing in
+// for the vendor's host; with a local model (goLocal) the proxy dials as
+// it does for a person, and nothing is changed.
+func (e *e2e) standIn(c *proxy.Config) {
+	if e.local != "" {
+		return
+	}
+	// The vendor's host is the scripted server: only the dial and the
+	// roots it is checked against differ.
+	c.SystemRootsPEM = []byte{}
+	c.UpstreamRoots = e.roots
+	c.Dial = func(ctx context.Context, network, _ string) (net.Conn, error) {
+		var d net.Dialer
+		return d.DialContext(ctx, network, e.upstream)
+	}
+}
+
+// goLocal moves the model to plain HTTP on this machine's loopback, as a
+// person's Ollama or LiteLLM gateway is, and points the built-in profile
+// at it the way a person does: kule agents set NAME base_url=URL (path is
+// what the URL adds after host:port, "/v1" for an OpenAI-style server),
+// then approve. The proxy dials it because the profile names it, and puts
+// the key in over plain HTTP because it is on loopback.
+func (e *e2e) goLocal(v vendor, path string) {
+	e.t.Helper()
+	srv := httptest.NewServer(e.wire.record(v.model(e.task.Paths.Copy, e.home)))
+	e.t.Cleanup(srv.Close)
+	e.local = srv.Listener.Addr().String()
+	home := e.k.Store().Root
+	p, err := agents.SetSetting(home, e.set, v.profile, "base_url", "http://"+e.local+path)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	if e.set, err = agents.Load(os.DirFS("../../plugins/agent"), home); err != nil {
+		e.t.Fatal(err)
+	}
+	if err := agents.CheckApproved(home, p); err == nil {
+		e.t.Fatal("a built-in pointed at another endpoint runs before it is approved")
+	}
+	if err := agents.Approve(home, p, e.set.Profiles); err != nil {
+		e.t.Fatal(err)
+	}
+	if got, _ := e.set.Get(v.profile); got.Hash() != p.Hash() || !slices.Equal(got.Keys[v.keyVar], []string{e.local}) {
+		e.t.Fatalf("the profile read back is not the one set: %+v", got)
+	}
+}
+
+// checkLocal: the run reached the model at its named loopback endpoint
+// (forwarded, or inside a CONNECT as undici and WebSocket clients make
+// it), with the key, and the key went nowhere else.
+func (e *e2e) checkLocal(vendorHost string) {
+	e.t.Helper()
+	es, err := proxy.ReadLog(filepath.Join(e.task.Paths.Dir, "network.jsonl"))
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	h, _, _ := net.SplitHostPort(e.local)
+	var reached bool
+	for _, en := range es {
+		if en.Host == vendorHost && (len(en.Secrets) > 0 || en.Intercepted) {
+			// An agent may still try its vendor's host for something of
+			// its own (Codex does); the key is no longer kept for it.
+			e.t.Errorf("the key went to %s though the profile points at %s: %+v", vendorHost, e.local, en)
+		}
+		if en.Host == h && (en.Verdict == proxy.Forwarded || en.Verdict == proxy.Tunneled) && en.Named && en.Loopback && slices.Contains(en.Secrets, e.keyVar) {
+			reached = true
+		}
+	}
+	if !reached {
+		e.t.Errorf("network.jsonl has no named loopback connection to %s that carried %s: %+v", e.local, e.keyVar, es)
+	}
 }
 
 // turn runs one turn to its end and returns how it ended.

@@ -218,3 +218,29 @@ func TestGeminiCLIInTheSandbox(t *testing.T) {
 	}
 	e.checkKey("x-goog-api-key", "")
 }
+
+// Gemini CLI against a Gemini-API server on this machine's loopback (a
+// gateway), pointed at with kule agents set gemini
+// base_url=http://127.0.0.1:PORT (GOOGLE_GEMINI_BASE_URL), approved,
+// reached through the task's proxy with the key put in by it.
+func TestGeminiCLIAgainstALocalModel(t *testing.T) {
+	var model *geminiServer
+	v := vendor{profile: "gemini", host: "generativelanguage.googleapis.com", keyVar: "GEMINI_API_KEY",
+		model: func(cwd, home string) http.Handler {
+			model = &geminiServer{cwd: cwd, home: home}
+			return http.HandlerFunc(model.serve)
+		}}
+	e := newE2E(t, v)
+	e.goLocal(v, "")
+	if err := os.WriteFile(filepath.Join(e.task.Paths.Copy, "gemini.txt"), []byte("old\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if res := e.turn("KULE-WRITE please"); res.StopReason != "end_turn" || !strings.Contains(e.text(), "Done.") {
+		t.Errorf("write turn: %q, text %q", res.StopReason, e.text())
+	}
+	if got := e.copyFile("gemini.txt"); got != "written by gemini\n" {
+		t.Errorf("gemini.txt in the copy %q", got)
+	}
+	e.checkKey("x-goog-api-key", "")
+	e.checkLocal("generativelanguage.googleapis.com")
+}

@@ -99,7 +99,11 @@ func runPeer(script string) int {
 		params, _ := m["params"].(map[string]any)
 		switch m["method"] {
 		case "initialize":
-			p.send(map[string]any{"id": id, "result": map[string]any{"protocolVersion": 1, "agentInfo": map[string]any{"name": "kule-test-peer", "version": "1.0"}, "agentCapabilities": map[string]any{"loadSession": false}}})
+			caps := map[string]any{"loadSession": false}
+			if script == "pictures" {
+				caps["promptCapabilities"] = map[string]any{"image": true}
+			}
+			p.send(map[string]any{"id": id, "result": map[string]any{"protocolVersion": 1, "agentInfo": map[string]any{"name": "kule-test-peer", "version": "1.0"}, "agentCapabilities": caps}})
 		case "session/new":
 			cwd, _ = params["cwd"].(string)
 			p.send(map[string]any{"id": id, "result": map[string]any{"sessionId": "s1"}})
@@ -131,6 +135,22 @@ func runPeer(script string) int {
 				}
 				os.WriteFile("net.txt", []byte(strings.Join(out, "\n")+"\n"), 0o644)
 				p.send(map[string]any{"id": id, "result": map[string]any{"stopReason": "end_turn"}})
+			case "pictures", "nopictures":
+				// Says how many image blocks the prompt held and how the
+				// text ends.
+				n, last := 0, ""
+				for _, b := range params["prompt"].([]any) {
+					b := b.(map[string]any)
+					if b["type"] == "image" && b["mimeType"] == "image/png" && b["data"] != "" {
+						n++
+					}
+					if b["type"] == "text" {
+						lines := strings.Split(b["text"].(string), "\n")
+						last = lines[len(lines)-1]
+					}
+				}
+				p.update("s1", map[string]any{"sessionUpdate": "agent_message_chunk", "content": map[string]any{"type": "text", "text": fmt.Sprintf("images=%d last=%s", n, last)}})
+				p.send(map[string]any{"id": id, "result": map[string]any{"stopReason": "end_turn"}})
 			case "slow":
 				p.update("s1", map[string]any{"sessionUpdate": "agent_message_chunk", "content": map[string]any{"type": "text", "text": "waiting"}})
 				for {
@@ -141,7 +161,7 @@ func runPeer(script string) int {
 				}
 				p.send(map[string]any{"id": id, "result": map[string]any{"stopReason": "cancelled"}})
 			default:
-				if !p.limitsScript(script, id, cwd) { // limits_peer_test.go
+				if !p.limitsScript(script, id, cwd) && !p.memoryScript(script, id, params, cwd) && !p.homeScript(script, id, params) { // limits_peer_test.go, memory_test.go, homes_test.go
 					p.send(map[string]any{"id": id, "error": map[string]any{"code": -32603, "message": "unknown script " + script}})
 				}
 			}

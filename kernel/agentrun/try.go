@@ -10,20 +10,48 @@ import (
 	"path/filepath"
 	"sort"
 	"strconv"
+	"sync/atomic"
+	"time"
 
 	"github.com/kulehq/kule/kernel"
 	"github.com/kulehq/kule/kernel/internal/agents"
 	"github.com/kulehq/kule/kernel/internal/proxy"
 )
 
-// ErrNoTrial: Try was given no profile to try.
-var ErrNoTrial = errors.New("try: no profile to try")
+// Errors a caller can test for.
+var (
+	// ErrNoTrial: Try was given no profile to try.
+	ErrNoTrial = errors.New("try: no profile to try")
+	// ErrTrialTime: the trial ran out of its time and was stopped.
+	ErrTrialTime = errors.New("the agent was stopped")
+)
 
-// TrialOf is what Try runs of p: its name, command and env, and nothing it
-// opens (no state, login, read-only paths, keys, hosts or home of its own),
-// as a draft from the registry opens nothing.
+// TrialKey is what each of a trial's key variables holds: no key, so that
+// the agent reaches for its model's host (which the trial lists) instead of
+// stopping at start for want of one. It has a placeholder's form, which the
+// sandbox passes as opening nothing.
+const TrialKey = "kule-secret-trial-holds-no-key"
+
+// DefaultTrialTime bounds a trial whose Options set no TrialTime.
+const DefaultTrialTime = 3 * time.Minute
+
+// TrialOf is what Try runs of p: its name, command, env, mode and login
+// method, a writable home of its own (own_home HOME: an empty folder in the
+// trial's task, gone with it) and nothing of the person's (no state, login,
+// read-only paths, hosts, or keys: each key variable holds TrialKey), as a
+// draft from the registry opens nothing.
 func TrialOf(p agents.Profile) agents.Profile {
-	return agents.Profile{Name: p.Name, Description: p.Description, Command: p.Command, Env: p.Env}
+	env := map[string]string{}
+	for k, v := range p.Env {
+		env[k] = v
+	}
+	for k := range p.Keys {
+		env[k] = TrialKey
+	}
+	if len(env) == 0 {
+		env = nil
+	}
+	return agents.Profile{Name: p.Name, Description: p.Description, Command: p.Command, Env: env, Mode: p.Mode, Auth: p.Auth, OwnHome: "HOME", Node: p.Node}
 }
 
 // Host is one host a run asked the task's proxy for.
@@ -39,8 +67,10 @@ type Host struct {
 // TryReport is what a trial run found.
 type TryReport struct {
 	Result Result
-	Err    error  // the turn failed (the hosts are still listed)
+	Err    error  // the agent did not start or the turn failed (the hosts are still listed)
 	Hosts  []Host // every host it asked for, sorted
+
+	timedOut atomic.Bool
 }
 
 // Wanted are the HTTPS hosts the agent was refused: what its profile's
@@ -56,15 +86,20 @@ func (r *TryReport) Wanted() []string {
 }
 
 // Try runs o.Trial once on an empty folder of its own (a task made for the
-// run and deleted after it), opened no wider than the trial profile, and
-// reports the hosts it wanted to reach, from the task's network log. Files
-// it was refused are not known: the sandbox hides them without a trace.
+// run and deleted after it), opened no wider than the trial profile, for
+// at most o.TrialTime, and reports the hosts it wanted to reach, from the
+// task's network log — also when the agent failed to start. Files it was
+// refused are not known: the sandbox hides them without a trace.
 func Try(ctx context.Context, k *kernel.Kernel, o Options) (*TryReport, error) {
 	if o.Trial == nil {
 		return nil, ErrNoTrial
 	}
 	trial := TrialOf(*o.Trial)
 	o.Trial, o.Fresh = &trial, true
+	limit := o.TrialTime
+	if limit <= 0 {
+		limit = DefaultTrialTime
+	}
 	folder, err := os.MkdirTemp("", "kule-try-")
 	if err != nil {
 		return nil, fmt.Errorf("try: %w", err)
@@ -76,12 +111,24 @@ func Try(ctx context.Context, k *kernel.Kernel, o Options) (*TryReport, error) {
 	}
 	t := nr.Task
 	defer k.Delete(context.WithoutCancel(ctx), t) // removed however the trial ends
-	r, err := Start(ctx, k, t, o)
-	if err != nil {
-		return nil, err
-	}
 	rep := &TryReport{}
-	rep.Result, rep.Err = r.Wait()
+	timer := time.AfterFunc(limit, func() { rep.timedOut.Store(true) })
+	defer timer.Stop()
+	sctx, cancel := context.WithTimeout(ctx, limit)
+	defer cancel()
+	r, err := Start(sctx, k, t, o)
+	if err != nil {
+		rep.Err = err
+	} else {
+		// At the limit the agent is stopped: the turn is cancelled, and
+		// the agent killed if it does not end.
+		stopAt := context.AfterFunc(sctx, r.Stop)
+		rep.Result, rep.Err = r.Wait()
+		stopAt()
+	}
+	if rep.timedOut.Load() {
+		rep.Err = fmt.Errorf("try: the trial's time (%s) ran out: %w", limit, ErrTrialTime)
+	}
 	rep.Hosts, err = hostsOf(filepath.Join(t.Paths.Dir, "network.jsonl"))
 	if err != nil {
 		return rep, err
