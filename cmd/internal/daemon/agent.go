@@ -18,6 +18,20 @@ type AgentRequest struct {
 	Agent  string `json:"agent"`
 	Prompt string `json:"prompt"`
 	Fresh  bool   `json:"fresh"` // a new conversation even if the task has one
+	// NoRecall gives the agent no notes from earlier runs (kule run
+	// --no-recall).
+	NoRecall bool `json:"no_recall,omitempty"`
+	// Source and Inputs say who gave the prompt, for the memory of runs: the
+	// chat host sets them for a chat user who is not the operator. Never read
+	// from a request body, so the app cannot mark its own prompts.
+	Source string   `json:"-"`
+	Inputs []string `json:"-"`
+	// Places are the places the prompt names (POST /about composed it):
+	// their picture regions go to an agent that takes pictures as images.
+	Places []string `json:"places,omitempty"`
+	// Resumes is the interrupted run this turn resumes (POST /resume,
+	// resume.go); never read from a request body.
+	Resumes *kernel.MemoryRecord `json:"-"`
 }
 
 // AgentTurn is how an agent's turn ended, as the app's request returns it.
@@ -63,10 +77,16 @@ func (d *Daemon) RunAgent(ctx context.Context, t *kernel.Task, in AgentRequest) 
 	if err != nil {
 		return nil, fmt.Errorf("agent: %w", err)
 	}
+	// The places' pictures are cut before the turn starts: a place that
+	// cannot be read starts no run.
+	pictures, err := d.aboutPictures(ctx, t, in.Places)
+	if err != nil {
+		return nil, fmt.Errorf("agent: %w", err)
+	}
 	rctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancel()
-	if !d.runs.start(t.ID, cancel) {
-		return nil, fmt.Errorf("agent %s: %w", t.ID, errBusy)
+	if err := d.runs.begin(t.ID, cancel); err != nil {
+		return nil, fmt.Errorf("agent %s: %w", t.ID, err)
 	}
 	defer d.runs.end(t.ID)
 	defer d.busy()()
@@ -75,13 +95,17 @@ func (d *Daemon) RunAgent(ctx context.Context, t *kernel.Task, in AgentRequest) 
 	notes := &outputSink{bus: d.Bus, task: t.ID}
 	o := agentrun.Options{
 		Agents: set, Agent: in.Agent, Prompt: in.Prompt, Fresh: in.Fresh,
+		Source: in.Source, Inputs: in.Inputs,
 		Ask:     d.permissionAsk(t, in.Agent),
 		OnEvent: func(e kernel.AgentEvent) { d.publishAgent(t.ID, e) },
 		Stderr:  notes,
 	}
+	o.Notes, o.Conversation, o.Resumes = d.resumeOptions(t, in) // resume.go
+	o.Notes = d.recallNotes(rctx, t, in, o.Notes)               // recall.go
 	if d.cfg.AgentOptions != nil {
 		d.cfg.AgentOptions(&o)
 	}
+	o.Pictures = pictures
 	onBudget := o.OnBudget
 	o.OnBudget = func(n kernel.BudgetNotice) {
 		// At 80% and 100% of a cap: Live shows it, and the app tells the
@@ -208,7 +232,11 @@ func (d *Daemon) permissionAsk(t *kernel.Task, agent string) kernel.AgentAskFunc
 			if q.ID != "" {
 				d.Q.Withdraw(q.ID, "run ended")
 			}
-			return PickOption(aq.Options, false), nil
+			return "", &kernel.AgentAnswered{Option: PickOption(aq.Options, false), By: "no answer: " + err.Error()}
+		}
+		if q.By != "" && q.By != "person" {
+			// The wait ran out (or a rule answered): the step says so.
+			return "", &kernel.AgentAnswered{Option: PickOption(aq.Options, q.Approved()), By: q.By}
 		}
 		return PickOption(aq.Options, q.Approved()), nil
 	}

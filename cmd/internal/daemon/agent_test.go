@@ -2,9 +2,12 @@ package daemon
 
 import (
 	"bufio"
+	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"image/png"
 	"io"
 	"net/http"
 	"net/url"
@@ -54,20 +57,57 @@ func runPeer() int {
 	update := func(u map[string]any) {
 		send(map[string]any{"method": "session/update", "params": map[string]any{"sessionId": "s1", "update": u}})
 	}
-	cwd := ""
+	cwd, loaded := "", ""
 	for {
 		m := read()
 		id := m["id"]
 		params, _ := m["params"].(map[string]any)
 		switch m["method"] {
 		case "initialize":
-			send(map[string]any{"id": id, "result": map[string]any{"protocolVersion": 1, "agentInfo": map[string]any{"name": "peer", "version": "1.0"}, "agentCapabilities": map[string]any{}}})
+			caps := map[string]any{}
+			if os.Getenv("KULE_DAEMON_PEER") == "pictures" {
+				caps["promptCapabilities"] = map[string]any{"image": true}
+			}
+			if os.Getenv("KULE_DAEMON_PEER") == "resume" {
+				caps["loadSession"] = true
+			}
+			send(map[string]any{"id": id, "result": map[string]any{"protocolVersion": 1, "agentInfo": map[string]any{"name": "peer", "version": "1.0"}, "agentCapabilities": caps}})
 		case "session/new":
 			cwd, _ = params["cwd"].(string)
 			send(map[string]any{"id": id, "result": map[string]any{"sessionId": "s1"}})
+		case "session/load": // resume_test.go
+			cwd, _ = params["cwd"].(string)
+			loaded, _ = params["sessionId"].(string)
+			send(map[string]any{"id": id, "result": map[string]any{}})
 		case "session/cancel":
 		case "session/prompt":
 			switch os.Getenv("KULE_DAEMON_PEER") {
+			case "resume":
+				// Keeps the session it loaded and the prompt it was sent.
+				var text strings.Builder
+				for _, b := range params["prompt"].([]any) {
+					if s, ok := b.(map[string]any)["text"].(string); ok {
+						text.WriteString(s)
+					}
+				}
+				os.WriteFile(filepath.Join(cwd, "resumed.txt"), []byte("loaded="+loaded+"\n"+text.String()), 0o644)
+				send(map[string]any{"id": id, "result": map[string]any{"stopReason": "end_turn"}})
+				continue
+			case "pictures":
+				// Says the size of each image the prompt held.
+				var sizes []string
+				for _, b := range params["prompt"].([]any) {
+					b := b.(map[string]any)
+					if b["type"] != "image" {
+						continue
+					}
+					raw, _ := base64.StdEncoding.DecodeString(b["data"].(string))
+					cfg, err := png.DecodeConfig(bytes.NewReader(raw))
+					sizes = append(sizes, fmt.Sprintf("%dx%d/%v", cfg.Width, cfg.Height, err))
+				}
+				update(map[string]any{"sessionUpdate": "agent_message_chunk", "content": map[string]any{"type": "text", "text": "images: " + strings.Join(sizes, " ")}})
+				send(map[string]any{"id": id, "result": map[string]any{"stopReason": "end_turn"}})
+				continue
 			case "hang":
 				// Works on and on, saying nothing more: only a limit ends it.
 				update(map[string]any{"sessionUpdate": "agent_message_chunk", "content": map[string]any{"type": "text", "text": "Thinking for a long time."}})
@@ -76,6 +116,17 @@ func runPeer() int {
 				// Reports what the session cost so far, as agents do.
 				update(map[string]any{"sessionUpdate": "usage_update", "used": 10, "size": 100, "cost": map[string]any{"amount": 0.25, "currency": "USD"}})
 				update(map[string]any{"sessionUpdate": "agent_message_chunk", "content": map[string]any{"type": "text", "text": "Done."}})
+				send(map[string]any{"id": id, "result": map[string]any{"stopReason": "end_turn"}})
+				continue
+			}
+			if os.Getenv("KULE_DAEMON_PEER") == "reach" {
+				// Asks the task's proxy for each host:port of KULE_TEST_URL, as an
+				// agent reaching for its model's host does (agenttry_test.go).
+				var got []string
+				for _, hp := range strings.Fields(os.Getenv("KULE_TEST_URL")) {
+					got = append(got, hp+" "+proxyConnect(hp))
+				}
+				update(map[string]any{"sessionUpdate": "agent_message_chunk", "content": map[string]any{"type": "text", "text": strings.Join(got, "; ")}})
 				send(map[string]any{"id": id, "result": map[string]any{"stopReason": "end_turn"}})
 				continue
 			}

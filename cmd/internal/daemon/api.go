@@ -41,7 +41,8 @@ func fail(w http.ResponseWriter, err error) {
 		errors.Is(err, kernel.ErrBadGroup), errors.Is(err, kernel.ErrBadGroupPolicy), errors.Is(err, kernel.ErrNoOwnPolicy), errors.Is(err, kernel.ErrPolicy):
 		code = http.StatusBadRequest
 	case errors.Is(err, ErrAnswered), errors.Is(err, kernel.ErrChangedUnderneath), errors.Is(err, kernel.ErrUndoBlocked),
-		errors.Is(err, kernel.ErrNothingToUndo), errors.Is(err, errHasChanges), errors.Is(err, errBusy):
+		errors.Is(err, kernel.ErrNothingToUndo), errors.Is(err, errHasChanges), errors.Is(err, errBusy), errors.Is(err, errRulesChanged),
+		errors.Is(err, errTrialRunning), errors.Is(err, errTrialStale):
 		code = http.StatusConflict
 	}
 	writeJSON(w, code, apiError{Error: err.Error()})
@@ -93,6 +94,8 @@ func (d *Daemon) apiHandler() http.Handler {
 	m.HandleFunc("POST /api/tasks/{id}/move", d.withTask(d.moveTask))
 	m.HandleFunc("POST /api/tasks/{id}/exec", d.withTask(d.execTask))
 	m.HandleFunc("POST /api/tasks/{id}/agent", d.withTask(d.agentTask))
+	m.HandleFunc("POST /api/tasks/{id}/resume", d.withTask(d.resumeTask))
+	m.HandleFunc("GET /api/interrupted", d.listInterrupted)
 	m.HandleFunc("POST /api/tasks/{id}/stop", d.withTask(d.stopTask))
 	m.HandleFunc("POST /api/tasks/{id}/commit", d.withTask(d.commitTask))
 	m.HandleFunc("POST /api/tasks/{id}/rollback", d.withTask(d.rollbackTask))
@@ -101,6 +104,20 @@ func (d *Daemon) apiHandler() http.Handler {
 	m.HandleFunc("GET /api/tasks/{id}/steps", d.withTask(d.taskSteps))
 	m.HandleFunc("GET /api/tasks/{id}/files", d.withTask(d.listFiles))
 	m.HandleFunc("GET /api/tasks/{id}/image", d.withTask(d.serveImage))
+	m.HandleFunc("GET /api/tasks/{id}/preview", d.withTask(d.previewFile))
+	m.HandleFunc("POST /api/tasks/{id}/about", d.withTask(d.aboutPrompt))
+	m.HandleFunc("GET /api/tasks/{id}/diff", d.withTask(d.serveDiff))
+	m.HandleFunc("POST /api/tasks/{id}/notes", d.withTask(d.taskNotes))
+	d.terminalRoutes(m)
+	d.themeRoutes(m)
+	d.knobRoutes(m)
+	d.homeRoutes(m)
+	d.layoutRoutes(m)
+	d.homeSettingsRoutes(m)
+	d.ruleRoutes(m)
+	d.trialRoutes(m)
+	d.profileRoutes(m)
+	d.needsRoutes(m)
 	m.HandleFunc("POST /api/tasks/{id}/group", d.withTask(d.setGroup))
 	m.HandleFunc("GET /api/tasks/{id}/network", d.withTask(d.taskNetwork))
 	m.HandleFunc("GET /api/tasks/{id}/sandbox", d.withTask(d.taskSandbox))
@@ -112,6 +129,7 @@ func (d *Daemon) apiHandler() http.Handler {
 	m.HandleFunc("GET /api/policy", d.getPolicy)
 	m.HandleFunc("PUT /api/policy", d.putPolicy)
 	m.HandleFunc("GET /api/questions", func(w http.ResponseWriter, r *http.Request) { writeJSON(w, 200, d.Q.List()) })
+	m.HandleFunc("GET /api/proposals", d.listProposals)
 	m.HandleFunc("POST /api/questions", d.postQuestion)
 	m.HandleFunc("POST /api/questions/{id}/answer", d.answerQuestion)
 	m.HandleFunc("GET /api/settings", d.getSettings)
@@ -119,6 +137,12 @@ func (d *Daemon) apiHandler() http.Handler {
 	m.HandleFunc("GET /api/shortcuts", d.getShortcuts)
 	m.HandleFunc("PUT /api/shortcuts", d.putShortcuts)
 	m.HandleFunc("POST /api/events", d.postEvent)
+	m.HandleFunc("GET /api/extensions", d.listExtensions)
+	m.HandleFunc("POST /api/extensions/{id}/commands/{command}", d.runExtensionCommand)
+	m.HandleFunc("POST /api/extensions/{id}/call", d.panelCall)
+	m.HandleFunc("PUT /api/extensions/{id}/settings", d.putExtensionSettings)
+	m.HandleFunc("GET /api/extensions/{id}/themes/{theme}", d.extensionTheme)
+	m.HandleFunc("GET /api/transports", d.listTransports)
 	m.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, 404, apiError{Error: "no such endpoint: " + r.Method + " " + r.URL.Path + " (docs/api.md lists them)"})
 	})
@@ -177,13 +201,14 @@ func (d *Daemon) viewWith(ctx context.Context, t *kernel.Task, st *kernel.Status
 	} else {
 		v.Usage = sum
 	}
-	if v.Running {
-		return v // the copy is changing; its status comes with the run's end
-	}
 	if st == nil {
 		var err error
 		if st, err = d.k.Status(ctx, t); err != nil {
-			v.Error = err.Error()
+			// A running command changes the copy while it is read: a file
+			// gone between listing and reading is no error of the task.
+			if !v.Running {
+				v.Error = err.Error()
+			}
 			return v
 		}
 	}
@@ -299,7 +324,13 @@ type ChangeView struct {
 	Rule    string            `json:"rule,omitempty"`
 	Reason  string            `json:"reason,omitempty"`
 	Names   []string          `json:"names,omitempty"`
-	Image   bool              `json:"image,omitempty"` // before/after pictures may be asked for
+	// Notes are extensions' review notes under this file (or an entity
+	// named in it): extensions.go.
+	Notes []noteView `json:"notes,omitempty"`
+	Image bool       `json:"image,omitempty"` // before/after pictures may be asked for
+	// Remember is whether Approve and remember can keep its approval.
+	Remember bool   `json:"can_remember,omitempty"`
+	Target   string `json:"target,omitempty"` // where a link points (never followed)
 }
 
 // GitView is one line of what the task did to a repository, as Review
@@ -354,9 +385,9 @@ func (d *Daemon) changes(ctx context.Context, t *kernel.Task) (*kernel.Status, [
 		if e.Kind == kernel.EffectDelete {
 			typ = e.OldType.String()
 		}
-		cv := ChangeView{Kind: e.Kind, Path: e.Path, From: e.From, Type: typ, Size: e.Size, Dir: e.Dir, Files: e.Files, Line: e.String(), Ignored: e.Ignored, Verdict: word(kernel.OutcomeDeny)}
+		cv := ChangeView{Kind: e.Kind, Path: e.Path, From: e.From, Type: typ, Size: e.Size, Dir: e.Dir, Files: e.Files, Line: e.String(), Ignored: e.Ignored, Verdict: word(kernel.OutcomeDeny), Target: e.Target}
 		if r, ok := rulings[e.Path]; ok {
-			cv.Verdict, cv.Rule, cv.Reason = word(r.Verdict), r.Rule, r.Reason
+			cv.Verdict, cv.Rule, cv.Reason, cv.Remember = word(r.Verdict), r.Rule, r.Reason, r.Remember
 		}
 		cv.Names = names[e.Path]
 		cv.Image = !e.Dir && typ == "file" && imageExt(e.Path)
@@ -379,15 +410,18 @@ func (d *Daemon) taskStatus(w http.ResponseWriter, r *http.Request, t *kernel.Ta
 	for _, p := range st.Problems {
 		probs = append(probs, p.String())
 	}
+	noteWarnings := d.attachNotes(r.Context(), st, cs)
 	c := kernel.CountEffects(st.Pending(false))
 	writeJSON(w, 200, map[string]any{
-		"task":         d.viewWith(r.Context(), t, st),
-		"summary":      map[string]int{"added": c.Added, "changed": c.Changed, "deleted": c.Deleted, "moved": c.Moved},
-		"changes":      cs,
-		"git":          gs,
-		"ignored":      st.IgnoredCount(),
-		"problems":     probs,
-		"can_remember": true,
+		"note_warnings": noteWarnings,
+		"task":          d.viewWith(r.Context(), t, st),
+		"summary":       map[string]int{"added": c.Added, "changed": c.Changed, "deleted": c.Deleted, "moved": c.Moved},
+		"changes":       cs,
+		"git":           gs,
+		"ignored":       st.IgnoredCount(),
+		"problems":      probs,
+		"can_remember":  true,
+		"meets":         d.meetsOf(t, st),
 	})
 }
 
@@ -511,6 +545,9 @@ type CommitRequest struct {
 	// Remember are approved paths whose approval is kept as a rule for the
 	// folder (Approve and remember), when the policy can keep rules.
 	Remember []string `json:"remember"`
+	// IncludeIgnored also commits the changes the folder's .gitignore
+	// excludes (Also commit these), judged like every other change.
+	IncludeIgnored bool `json:"include_ignored"`
 }
 
 // afterJudging runs between the app's judging and the kernel's commit; tests
@@ -532,7 +569,7 @@ func (d *Daemon) commitTask(w http.ResponseWriter, r *http.Request, t *kernel.Ta
 		fail(w, err)
 		return
 	}
-	pending := st.Pending(false)
+	pending := st.Pending(in.IncludeIgnored)
 	_, rulings, err := d.judge(t, pending)
 	if err != nil && commitsJudged {
 		fail(w, fmt.Errorf("commit %s: %w — nothing was applied; fix the file it names (kule policy shows what is in force) and commit again", t.ID, err))
@@ -553,7 +590,7 @@ func (d *Daemon) commitTask(w http.ResponseWriter, r *http.Request, t *kernel.Ta
 	// applies: a deny never goes in, nor anything the policy did not see,
 	// and of what asks only the approved paths (Approval). Select keeps out
 	// what the person held back and what appeared after they were shown.
-	opts := kernel.CommitOptions{Policy: commitsJudged, Approve: len(approved) > 0}
+	opts := kernel.CommitOptions{Policy: commitsJudged, Approve: len(approved) > 0, IncludeIgnored: in.IncludeIgnored}
 	if approvalLimits {
 		opts.Approval = &kernel.Approval{By: "app", Paths: approved}
 	}
@@ -739,4 +776,20 @@ func (d *Daemon) putSettings(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	d.getSettings(w, r)
+}
+
+// listProposals is what Needs you lists beside the questions: the
+// graduation proposals that stand (each with its evidence; a person
+// accepts one with kule rules accept ID), and the demotions a review just
+// made.
+func (d *Daemon) listProposals(w http.ResponseWriter, r *http.Request) {
+	rep, err := d.k.ReviewGraduation(r.Context(), "")
+	if err != nil {
+		writeJSON(w, http.StatusInternalServerError, map[string]string{"error": err.Error()})
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{
+		"proposals": append([]kernel.GraduationProposal{}, rep.Proposals...),
+		"demotions": append([]kernel.GraduationDemotion{}, rep.Demotions...),
+	})
 }

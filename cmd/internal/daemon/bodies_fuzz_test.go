@@ -26,11 +26,17 @@ type bodyRoute struct {
 // bodyRoutes are every route whose handler decodes a request body, each
 // seeded with the bodies the app and the tests send.
 var bodyRoutes = []bodyRoute{
+	{"DELETE", "/api/rules/1", false, []string{`{"subject":"api.example.com:443","for":"unknown-hosts","folder":"{folder}"}`, `{}`}},
+	{"POST", "/api/agents/peer/hosts", false, []string{`{"trial":"abc","hosts":["model.test"]}`, `{"hosts":[]}`}},
 	{"POST", "/api/tasks", false, []string{`{"folder":"{folder}","name":"x"}`, `{"folder":"relative"}`}},
 	{"PATCH", "/api/tasks/{id}", false, []string{`{"name":"fix the build","colour":"teal"}`, `{"wait_minutes":5}`, `{"colour":"plaid"}`}},
 	{"POST", "/api/tasks/{id}/move", false, []string{`{"by":-1}`, `{"by":3}`}},
 	{"POST", "/api/tasks/{id}/exec", false, []string{`{"command":"echo hi > a.txt"}`, `{"args":["true"]}`, `{}`}},
 	{"POST", "/api/tasks/{id}/agent", false, []string{`{"agent":"claude-code","prompt":"fix it","fresh":true}`}},
+	{"POST", "/api/tasks/{id}/recall", false, []string{`{"prompt":"fix the build error"}`, `{"prompt":""}`}},
+	{"POST", "/api/tasks/{id}/recall/budget", false, []string{`{"prompt":"fix the build error"}`}},
+	{"POST", "/api/tasks/{id}/leases/CLOUD_TOKEN/grant", false, []string{`{"renew":1}`, `{"renew":0}`, `{}`}},
+	{"POST", "/api/tasks/{id}/resume", false, []string{`{"run":3}`, `{}`}},
 	{"POST", "/api/tasks/{id}/commit", false, []string{`{"approve_all":true}`, `{"approve":["a.txt"],"exclude":["b.txt"],"remember":["a.txt"]}`}},
 	{"POST", "/api/tasks/{id}/group", false, []string{`{"group":"","confirm":true}`, `{"group":"nope"}`}},
 	{"POST", "/api/groups", false, []string{`{"name":"web","colour":"blue","policy":"careful"}`, `{"name":"own","policy":"own","own_policy":"forbid(principal,action,resource);"}`}},

@@ -42,6 +42,7 @@ type Config struct {
 	Idle     time.Duration // 0 = DefaultIdle; negative = never
 	HTTPAddr string        // "" = the home's own loopback address (loopback.go), a free port
 	Reviewer Reviewer      // nil = NoNames
+	Previews Previews      // the Preview panel's plugin host (preview.go); nil = none
 	Rules    Rules         // nil = MemoryRules
 	// RunnerFor picks how one command of the app runs in t (the sandbox, as
 	// `kule exec` does) and may fill spec's isolation fields; nil uses the
@@ -58,6 +59,10 @@ type Config struct {
 	// MeterEvery is how often a running run's usage against its limits
 	// is published ("limits" events); 0 = a second.
 	MeterEvery time.Duration
+	// Extensions starts approved extensions for the app's commands and
+	// review notes (each in its own sandboxed host, kept running by the
+	// daemon's pool); nil: the app lists extensions but runs none.
+	Extensions func() *kernel.ExtensionRunner
 	Log        hclog.Logger
 	// UserHome is the person's home folder, whose credential folders are
 	// never a task's folder; "" = os.UserHomeDir.
@@ -84,7 +89,21 @@ type Daemon struct {
 	once   sync.Once
 	runs   *runs
 	watch  *watcher
-	meet   meets
+	// watchStop ends the watcher Serve starts (watching), which then
+	// closes watchDone.
+	watchStop, watchDone chan struct{}
+	watching             atomic.Bool
+	meet                 meets
+	// attached are the chat transports driven (transports.go)
+	attached attachedHosts
+	// The Terminal panel's shells (terminal.go), made at first use.
+	termOnce sync.Once
+	termSet  *terminals
+	// The extension hosts kept running (extensions.go), made at first use.
+	extOnce sync.Once
+	extP    *kernel.ExtensionPool
+	// The agents' trials from Settings (agenttry.go).
+	trials trials
 }
 
 // SocketPath is where the daemon of home listens.
@@ -113,7 +132,8 @@ func Start(cfg Config) (*Daemon, error) {
 		cfg.Log = hclog.New(&hclog.LoggerOptions{Name: "kuled", Output: os.Stderr})
 	}
 	home := cfg.Kernel.Home()
-	d := &Daemon{cfg: cfg, k: cfg.Kernel, home: home, Bus: NewBus(), log: cfg.Log, done: make(chan struct{})}
+	d := &Daemon{cfg: cfg, k: cfg.Kernel, home: home, Bus: NewBus(), log: cfg.Log, done: make(chan struct{}),
+		watchStop: make(chan struct{}), watchDone: make(chan struct{})}
 	lf, err := os.OpenFile(LockPath(home), os.O_RDWR|os.O_CREATE|unix.O_CLOEXEC, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("daemon: %w", err)
@@ -133,6 +153,7 @@ func Start(cfg Config) (*Daemon, error) {
 		}
 	}()
 	fmt.Fprintf(lf, "%d\n", os.Getpid())
+	d.sweepLeases()
 	q, err := OpenQueue(filepath.Join(home, "questions.json"), d.Bus, cfg.Rules)
 	if err != nil {
 		return nil, err
@@ -197,12 +218,15 @@ func (d *Daemon) Serve(ctx context.Context) error {
 	sockSrv := &http.Server{Handler: d.track(d.socketOnly(api)), ReadHeaderTimeout: 10 * time.Second}
 	webSrv := &http.Server{Handler: d.track(d.guard(d.webHandler(api))), ReadHeaderTimeout: 10 * time.Second}
 	d.srvs = []*http.Server{sockSrv, webSrv}
+	webSrv.RegisterOnShutdown(d.Bus.closeStreams)
 	errc := make(chan error, 2)
 	go func() { errc <- sockSrv.Serve(d.sockL) }()
 	go func() { errc <- webSrv.Serve(d.httpL) }()
 	d.watch = newWatcher(d)
-	go d.watch.run(ctx, d.done)
+	d.watching.Store(true)
+	go func() { defer close(d.watchDone); d.watch.run(ctx, d.watchStop) }()
 	d.log.Info("daemon started", "home", d.home, "socket", SocketPath(d.home), "http", d.Addr())
+	d.findInterrupted(ctx) // resume.go
 	var tick <-chan time.Time
 	if d.cfg.Idle > 0 {
 		every := d.cfg.Idle / 10
@@ -237,21 +261,42 @@ loop:
 	return err
 }
 
-// Shutdown stops serving; waiting questions stay on disk.
+// Shutdown stops serving and returns once everything the daemon started
+// has ended: the chat transports it drives, every command and agent turn
+// (cancelled, then waited for: their steps, history and memory are written
+// before it returns) and the memory store, closed. Waiting questions stay
+// on disk.
 func (d *Daemon) Shutdown() {
 	d.once.Do(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 		defer cancel()
-		d.runs.cancelAll()
+		d.runs.closeAndCancel()
+		close(d.watchStop)
+		d.attached.closeAll()
+		// The shells end before the servers stop (their streams end with
+		// them), and are waited for: http.Server runs its OnShutdown funcs
+		// without waiting.
+		d.terms().closeAll()
 		for _, s := range d.srvs {
 			_ = s.Shutdown(ctx)
 		}
+		d.runs.wait()
+		if d.watching.Load() {
+			<-d.watchDone
+		}
 		d.closeAll()
+		if err := d.k.CloseMemory(); err != nil {
+			d.log.Warn("memory store not closed cleanly", "err", err)
+		}
 		close(d.done)
 	})
 }
 
 func (d *Daemon) closeAll() {
+	d.extOnce.Do(func() {}) // no pool is made after this
+	if d.extP != nil {
+		d.extP.Close()
+	}
 	if d.Q != nil {
 		d.Q.Close()
 	}
@@ -292,4 +337,19 @@ func listenPrivate(path string) (net.Listener, error) {
 		return err
 	}}
 	return lc.Listen(context.Background(), "unix", path)
+}
+
+// sweepLeases revokes the leases a crash of an earlier daemon (or of a
+// kule exec) left in the ledger. It runs once the lock is held, before
+// any run starts; a revoke that fails is logged and tried again next time.
+func (d *Daemon) sweepLeases() {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	swept, err := d.k.SweepLeases(ctx)
+	for _, l := range swept {
+		d.log.Info("lease revoked: its holder was gone", "secret", l.Secret, "task", l.Holder, "lease", l.ID)
+	}
+	if err != nil {
+		d.log.Warn("leases: not all orphaned leases could be revoked; the next start tries again", "error", err.Error())
+	}
 }

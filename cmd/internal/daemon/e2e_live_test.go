@@ -176,7 +176,7 @@ permit (principal, action, resource);
 	}
 	notes := value(t, ctx, shot, "read the notifications", chromedp.Evaluate[[]string](`window.__notes`))
 	joined := strings.Join(notes, "\n")
-	for _, want := range []string{"Kule needs you: Connect to " + hp + "?", "Run over: project: curl", "Kule needs you: peer asks: Write notes/release.md", "Run over: Notes for 2.0: peer"} {
+	for _, want := range []string{"Kule needs you: Connect to " + hp + "?", "Run over: project: curl", "Kule needs you: peer asks: Write notes/release.md", "Run over: project – Notes for 2.0: peer"} {
 		if !strings.Contains(joined, want) {
 			t.Fatalf("notifications lack %q:\n%s", want, joined)
 		}
@@ -186,7 +186,7 @@ permit (principal, action, resource);
 	}
 
 	// Dropping the task on the group: its policy makes notes/release.md wait, so it asks first.
-	dragTo(t, ctx, shot, "drop the task on the group", `#task-list li[data-id="`+id+`"]`, `#task-list li.ghead`)
+	dragTo(t, ctx, shot, "drop the task on the group", `#task-list li[data-id="`+id+`"]`, `#task-list li.ghead:not(.nogroup)`)
 	step(t, ctx, shot, "the move asks first", chromedp.WaitVisible(chromedp.CSS(`#dlg-confirm #confirm-list li`)))
 	checkNames(t, ctx, shot, "the move's question")
 	lines := value(t, ctx, shot, "read what changes", chromedp.Text(chromedp.CSS(`#confirm-list`)))

@@ -86,7 +86,7 @@ func TestAppUsageBudgetAndLimitStop(t *testing.T) {
 		t.Fatalf("the run's output: %q", out)
 	}
 	notes := strings.Join(value(t, ctx, shot, "read the notifications", chromedp.Evaluate[[]string](`window.__notes`)), "\n")
-	for _, want := range []string{"Budget at 80%: Spend: " + text, "Run over: Spend: sleep 60 · exit", "stopped by its idle limit"} {
+	for _, want := range []string{"Budget at 80%: project – Spend: " + text, "Run over: project – Spend: sleep 60 · exit", "stopped by its idle limit"} {
 		if !strings.Contains(notes, want) {
 			t.Fatalf("notifications lack %q:\n%s", want, notes)
 		}

@@ -68,6 +68,18 @@ func (b *Bus) Subscribe() (<-chan Event, func()) {
 	}
 }
 
+// closeStreams ends every subscription: the event streams return, so a
+// server shutting down does not wait on pages that would listen for ever
+// (a page hears the stream end and says it lost the daemon).
+func (b *Bus) closeStreams() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for c := range b.subs {
+		delete(b.subs, c)
+		close(c)
+	}
+}
+
 // serveSSE streams the bus as Server-Sent Events until the client goes.
 func (b *Bus) serveSSE(w http.ResponseWriter, r *http.Request) {
 	fl, ok := w.(http.Flusher)

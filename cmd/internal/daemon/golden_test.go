@@ -29,7 +29,7 @@ var goldenRules = []golden.Rule{
 		k, _, _ := strings.Cut(s, ":")
 		return k + `: "<duration>"`
 	}},
-	golden.Replace(`"backend": "(reflink|copy)"`, `"backend": "<backend>"`),
+	golden.Replace(`"backend": "(reflink|copy|overlay)"`, `"backend": "<backend>"`),
 }
 
 // normalizeGolden makes an answer comparable from run to run (see

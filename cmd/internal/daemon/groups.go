@@ -209,6 +209,10 @@ type AgentView struct {
 	Install  string   `json:"install,omitempty"` // an npx package fetched at the first run
 }
 
+// needsLogin is the guard that an agent needing a login none of which is found is not said
+// to start here; a test turns it off to show the claim it keeps out.
+var needsLogin = true
+
 // AgentViews says of each agent in set whether it can start here and what
 // the others need (kernel/agents' Check).
 func AgentViews(set *kernel.AgentSet, o kernel.AgentCheckOptions) []AgentView {
@@ -217,6 +221,25 @@ func AgentViews(set *kernel.AgentSet, o kernel.AgentCheckOptions) []AgentView {
 		v := AgentView{Name: s.Profile.Name, Title: s.Profile.Description, CanStart: s.CanStart(), Missing: s.Missing, Auth: s.Auth}
 		if s.Problem != nil {
 			v.Problem = s.Problem.Error()
+		}
+		// An agent that logs in with a key or a login of its own, none of which is found here,
+		// and that cannot be logged in from inside a run (no ACP auth method), would start
+		// only to fail: it cannot start here until one is.
+		if v.CanStart && needsLogin && (len(s.Profile.Keys) > 0 || len(s.Profile.Login) > 0) && len(s.Auth) == 0 && s.Profile.Auth == "" {
+			v.CanStart = false
+			keys := make([]string, 0, len(s.Profile.Keys))
+			for k := range s.Profile.Keys {
+				keys = append(keys, k)
+			}
+			slices.Sort(keys)
+			what := "its own login"
+			if len(keys) > 0 {
+				what = strings.Join(keys, " or ") + " (kule secrets add NAME --host HOST)"
+				if len(s.Profile.Login) > 0 {
+					what += ", or its own login"
+				}
+			}
+			v.Problem = "no key or login found: it needs " + what
 		}
 		if s.Package != nil && !s.Installed {
 			v.Install = s.Package.Name + "@" + s.Package.Version

@@ -24,6 +24,11 @@ var allowedImports = map[string]string{
 	module + "/internal/golden":            "the golden tests' normaliser and compare (tests only)",
 	// agentrun imports package kernel, so package kernel cannot offer it.
 	module + "/kernel/agentrun": "imports package kernel: an agent's turn cannot start through it yet",
+	module + "/sdk/transport":   "the transport contract the daemon hosts (chat cockpits)",
+	// The extension host served in process, so the daemon's pool of hosts
+	// and the app's notes and settings are tested without the sandbox.
+	module + "/sdk/extension":   "the extension host's contract (tests only)",
+	module + "/extensions/host": "the extension host, in process (tests only)",
 }
 
 // forbiddenImports lists, for each Go file in dir (tests included), the

@@ -20,6 +20,10 @@ type pathRuling struct {
 	Verdict kernel.Outcome
 	Rule    string
 	Reason  string
+	// Remember is whether Approve and remember can keep the approval as a
+	// rule: every request about the path that asks may be remembered (a
+	// mass delete, a history rewrite or a link never is).
+	Remember bool
 }
 
 // word is an outcome as the app's JSON spells it.
@@ -43,16 +47,24 @@ func (d *Daemon) judge(t *kernel.Task, es []kernel.Effect) (*kernel.Judgement, m
 // passing.
 func rulingsOf(j *kernel.Judgement) map[string]pathRuling {
 	out := map[string]pathRuling{}
+	noRemember := map[string]bool{}
 	for _, v := range j.Ruling.Verdicts {
 		i := v.Request.Effect
 		if i < 0 || i >= len(j.Pending) {
 			continue
 		}
 		path := j.Pending[i].Path
+		if v.Outcome == kernel.OutcomeAsk && !v.Rememberable {
+			noRemember[path] = true
+		}
 		if old, ok := out[path]; ok && old.Verdict >= v.Outcome {
 			continue
 		}
 		out[path] = pathRuling{Verdict: v.Outcome, Rule: strings.Join(v.Rules, ", "), Reason: v.Reason}
+	}
+	for path, r := range out {
+		r.Remember = r.Verdict == kernel.OutcomeAsk && !noRemember[path]
+		out[path] = r
 	}
 	for _, e := range j.Pending {
 		if _, ok := out[e.Path]; !ok {

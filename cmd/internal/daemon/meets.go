@@ -77,3 +77,48 @@ func titleOf(t *kernel.Task) string {
 	}
 	return t.ID
 }
+
+// MeetView is another task on the same folder that changes some of the same paths, as
+// Review lists it under the changes.
+type MeetView struct {
+	Task  string   `json:"task"`
+	Title string   `json:"title"`
+	Paths []string `json:"paths"`
+}
+
+// meetsOf lists the other tasks on t's folder whose pending paths share some with st's. A
+// task whose status cannot be read now (it runs, say) is left out.
+func (d *Daemon) meetsOf(t *kernel.Task, st *kernel.Status) []MeetView {
+	out := []MeetView{}
+	ts, err := d.k.Tasks()
+	if err != nil {
+		return out
+	}
+	mine := map[string]bool{}
+	for _, e := range st.Pending(false) {
+		mine[e.Path] = true
+	}
+	if len(mine) == 0 {
+		return out
+	}
+	for _, o := range ts {
+		if o.ID == t.ID || o.Folder != t.Folder || d.runs.running(o.ID) {
+			continue
+		}
+		theirs, err := d.pendingPaths(o)
+		if err != nil {
+			continue
+		}
+		var both []string
+		for p := range mine {
+			if theirs[p] {
+				both = append(both, p)
+			}
+		}
+		if len(both) > 0 {
+			slices.Sort(both)
+			out = append(out, MeetView{Task: o.ID, Title: titleOf(o), Paths: both})
+		}
+	}
+	return out
+}

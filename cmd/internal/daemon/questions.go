@@ -301,7 +301,12 @@ func (q *Queue) publish(qq Question) {
 }
 
 // Answer records a person's decision on a waiting question.
-func (q *Queue) Answer(id string, d Decision) (Question, error) {
+func (q *Queue) Answer(id string, d Decision) (Question, error) { return q.answer(id, d, nil) }
+
+// answer is Answer with settled, when not nil, called with the answered
+// question before its asker is woken: what settled records (the chat's
+// answer in the task's history) is there before the run goes on.
+func (q *Queue) answer(id string, d Decision, settled func(Question)) (Question, error) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	qq, ok := q.qs[id]
@@ -322,6 +327,9 @@ func (q *Queue) Answer(id string, d Decision) (Question, error) {
 				return *qq, fmt.Errorf("answer %s: remember: %w (the question still waits)", id, err)
 			}
 		}
+	}
+	if settled != nil {
+		settled(*qq)
 	}
 	q.settleLocked(qq)
 	return *qq, nil

@@ -20,28 +20,47 @@ import (
 	"github.com/kulehq/kule/kernel"
 )
 
-// runs tracks the commands running in tasks: one at a time per task.
+// runs tracks the commands and agent turns running in tasks: one at a time
+// per task. Once the daemon stops (closeAndCancel) no run starts, and wait
+// returns when every run has ended — its step, history and memory written.
 type runs struct {
 	mu     sync.Mutex
 	active map[string]context.CancelFunc
+	closed bool
+	wg     sync.WaitGroup
 }
+
+// errStopping refuses a run asked for while the daemon stops.
+var errStopping = errors.New("the daemon is stopping; nothing ran (start it again and retry)")
 
 func newRuns() *runs { return &runs{active: map[string]context.CancelFunc{}} }
 
-func (r *runs) start(id string, cancel context.CancelFunc) bool {
+// begin registers a run of task id: errBusy when one runs there,
+// errStopping once the daemon is stopping. end must follow a nil error.
+func (r *runs) begin(id string, cancel context.CancelFunc) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if r.closed {
+		return errStopping
+	}
 	if _, ok := r.active[id]; ok {
-		return false
+		return errBusy
 	}
 	r.active[id] = cancel
-	return true
+	r.wg.Add(1)
+	return nil
 }
+
+func (r *runs) start(id string, cancel context.CancelFunc) bool { return r.begin(id, cancel) == nil }
 
 func (r *runs) end(id string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if _, ok := r.active[id]; !ok {
+		return
+	}
 	delete(r.active, id)
+	r.wg.Done()
 }
 
 func (r *runs) stop(id string) bool {
@@ -61,13 +80,18 @@ func (r *runs) running(id string) bool {
 	return ok
 }
 
-func (r *runs) cancelAll() {
+// closeAndCancel refuses new runs and cancels the ones going.
+func (r *runs) closeAndCancel() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	r.closed = true
 	for _, c := range r.active {
 		c()
 	}
 }
+
+// wait returns when every run begun has ended.
+func (r *runs) wait() { r.wg.Wait() }
 
 // Step is one command run in a task, as steps.jsonl keeps it.
 type Step struct {
@@ -152,8 +176,8 @@ func (d *Daemon) execTask(w http.ResponseWriter, r *http.Request, t *kernel.Task
 func (d *Daemon) Exec(ctx context.Context, t *kernel.Task, argv []string, label string) (*Step, error) {
 	rctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancel()
-	if !d.runs.start(t.ID, cancel) {
-		return nil, fmt.Errorf("exec %s: %w", t.ID, errBusy)
+	if err := d.runs.begin(t.ID, cancel); err != nil {
+		return nil, fmt.Errorf("exec %s: %w", t.ID, err)
 	}
 	defer d.runs.end(t.ID)
 	defer d.busy()()
@@ -258,6 +282,13 @@ func (d *Daemon) stopTask(w http.ResponseWriter, r *http.Request, t *kernel.Task
 
 func stepsPath(t *kernel.Task) string { return filepath.Join(t.Paths.Dir, "steps.jsonl") }
 
+// appendStep adds s to the task's Timeline. Not fsynced: the Timeline is
+// what the app shows of the task's past steps, and a crash of the machine
+// that takes the last line with it loses a line of that view only (the
+// run itself is in the memory, its changes in the copy; readJSONLines
+// passes over a torn line, as it did when a crash came mid-write with the
+// fsync). The fsync waited on the disk at the end of every `kule exec`,
+// however busy the disk was.
 func appendStep(t *kernel.Task, s *Step) error {
 	b, err := json.Marshal(s)
 	if err != nil {
@@ -267,11 +298,11 @@ func appendStep(t *kernel.Task, s *Step) error {
 	if err != nil {
 		return err
 	}
-	defer f.Close()
 	if _, err := f.Write(append(b, '\n')); err != nil {
+		f.Close()
 		return err
 	}
-	return f.Sync()
+	return f.Close()
 }
 
 // readSteps reads steps.jsonl, passing over lines it cannot read (other
@@ -313,4 +344,20 @@ func (d *Daemon) taskNetwork(w http.ResponseWriter, r *http.Request, t *kernel.T
 		return
 	}
 	writeJSON(w, 200, out)
+}
+
+// RecordStep keeps a run started outside the daemon (kule exec in a terminal) in the task's
+// steps.jsonl, as the app's own runs are kept, so Live and the Timeline show every run of the
+// task after a reload, wherever it was started. source says where ("cli"). It returns the
+// step, for the caller to put on a running daemon's event stream.
+func RecordStep(t *kernel.Task, source, command string, start time.Time, code int, runErr error, st *kernel.Status) (*Step, error) {
+	step := &Step{Time: start.UTC(), Kind: "exec", Command: command, Code: code, Seconds: time.Since(start).Seconds(), Source: source}
+	if runErr != nil {
+		step.Error = runErr.Error()
+		step.Limit = stopLimit(kernel.LimitReasonNone, runErr)
+	}
+	if st != nil {
+		step.Summary = kernel.EffectsSummary(st.Pending(false))
+	}
+	return step, appendStep(t, step)
 }

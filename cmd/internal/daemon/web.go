@@ -7,26 +7,31 @@ import (
 	"fmt"
 	"io/fs"
 	"net/http"
-	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
-
-	"github.com/kulehq/kule/kernel"
+	"sync"
 )
 
 //go:embed web
 var webFS embed.FS
 
+// webFiles are the app's files a daemon serves, read when it starts: the embedded ones. An
+// attack test serves a page with one of its guards taken out, to show what the guard keeps out.
+var webFiles = func() fs.FS { sub, _ := fs.Sub(webFS, "web"); return sub }
+
 // webHandler serves the embedded app and, under /api/, the API.
 func (d *Daemon) webHandler(api http.Handler) http.Handler {
-	sub, _ := fs.Sub(webFS, "web")
-	files := http.FileServerFS(sub)
+	files := http.FileServerFS(webFiles())
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		h := w.Header()
 		h.Set("X-Content-Type-Options", "nosniff")
 		h.Set("Referrer-Policy", "no-referrer")
 		h.Set("X-Frame-Options", "DENY")
+		if strings.HasPrefix(r.URL.Path, "/ext-panel/") {
+			d.servePanelFile(w, r) // extensions.go: sandboxed pages with a CSP of their own
+			return
+		}
 		if strings.HasPrefix(r.URL.Path, "/api/") {
 			api.ServeHTTP(w, r)
 			return
@@ -40,9 +45,46 @@ func (d *Daemon) webHandler(api http.Handler) http.Handler {
 // shortcuts.json: the person's own key bindings, command id → key
 // ("Mod+K", "Ctrl+Tab", "Alt+ArrowUp"). Commands absent keep the default.
 
-var keyPattern = regexp.MustCompile(`^((Mod|Ctrl|Alt|Shift|Meta)\+){0,4}([A-Za-z0-9]|F[0-9]{1,2}|Enter|Tab|Escape|ArrowUp|ArrowDown|ArrowLeft|ArrowRight|Backspace|Delete|Home|End|PageUp|PageDown|Space|[,./;'\[\]\\=\-` + "`" + `])$`)
+// Compiled at its first use, like the package's other patterns: every kule
+// command starts this binary, and a pattern with counted repetitions costs
+// a tenth of a millisecond or more to compile at start.
+var keyPattern = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^((Mod|Ctrl|Alt|Shift|Meta)\+){0,4}([A-Za-z0-9]|F[0-9]{1,2}|Enter|Tab|Escape|ArrowUp|ArrowDown|ArrowLeft|ArrowRight|Backspace|Delete|Home|End|PageUp|PageDown|Space|[,./;'\[\]\\=\-` + "`" + `])$`)
+})
 
 var errShortcuts = errors.New("shortcuts.json")
+
+// reservedCombos are the combos a browser or the desktop keeps for itself, with
+// what each does: a real browser window never hands them to a page, so a
+// shortcut on one would never fire. The page's editor refuses them (app.js
+// has the same list); the daemon refuses them too, so a shortcuts.json
+// written by hand or by an older page cannot bind one.
+var reservedCombos = map[string]string{
+	"Mod+W": "closes the tab", "Mod+Shift+W": "closes the window", "Mod+T": "opens a tab", "Mod+Shift+T": "reopens a closed tab",
+	"Mod+N": "opens a window", "Mod+Shift+N": "opens a private window", "Mod+Q": "quits the browser", "Mod+Shift+Q": "quits the browser",
+	"Ctrl+Tab": "goes to the next tab", "Ctrl+Shift+Tab": "goes to the previous tab", "Mod+PageDown": "goes to the next tab", "Mod+PageUp": "goes to the previous tab",
+	"Alt+F4": "closes the window", "Alt+Tab": "switches windows", "F11": "goes full screen", "Ctrl+Alt+Delete": "belongs to the system",
+	"Mod+Alt+T": "opens a terminal on many desktops", "Mod+Shift+U": "types a character by its code on Linux desktops",
+	"Mod+Alt+ArrowUp": "switches workspaces on Linux desktops", "Mod+Alt+ArrowDown": "switches workspaces on Linux desktops",
+	"Mod+H": "hides the app on a Mac", "Mod+M": "minimises the window on a Mac", "Mod+Space": "opens Spotlight on a Mac", "Ctrl+Space": "switches the input language",
+}
+
+// checkReserved is the guard on reserved combos; a test turns it off to show
+// the binding it keeps out.
+var checkReserved = true
+
+// reservedWhy says why key can never reach a page, or "" when it can.
+func reservedWhy(key string) string {
+	if why, ok := reservedCombos[key]; ok {
+		return why
+	}
+	for _, part := range strings.Split(key, "+") {
+		if part == "Meta" {
+			return "belongs to the system (the Super key)"
+		}
+	}
+	return ""
+}
 
 // ParseShortcuts reads shortcuts.json strictly: command ids of lowercase
 // words and dots, keys like Mod+Shift+Enter, no key bound twice.
@@ -62,8 +104,11 @@ func ParseShortcuts(b []byte) (map[string]string, error) {
 		if key == "" {
 			continue // unbound
 		}
-		if !keyPattern.MatchString(key) {
+		if !keyPattern().MatchString(key) {
 			return nil, fmt.Errorf("%w: key %q of %s", errShortcuts, key, id)
+		}
+		if why := reservedWhy(key); why != "" && checkReserved {
+			return nil, fmt.Errorf("%w: %s of %s %s, so a page never receives it", errShortcuts, key, id, why)
 		}
 		if other, ok := used[key]; ok {
 			return nil, fmt.Errorf("%w: %s is bound to both %s and %s", errShortcuts, key, other, id)
@@ -79,38 +124,9 @@ func ParseShortcuts(b []byte) (map[string]string, error) {
 func (d *Daemon) shortcutsPath() string { return filepath.Join(d.home, "shortcuts.json") }
 
 func (d *Daemon) getShortcuts(w http.ResponseWriter, r *http.Request) {
-	b, err := os.ReadFile(d.shortcutsPath())
-	if errors.Is(err, os.ErrNotExist) {
-		writeJSON(w, 200, map[string]string{})
-		return
-	}
-	if err != nil {
-		fail(w, err)
-		return
-	}
-	m, err := ParseShortcuts(b)
-	if err != nil {
-		fail(w, fmt.Errorf("%w (the defaults apply; fix or delete %s)", err, d.shortcutsPath()))
-		return
-	}
-	writeJSON(w, 200, m)
+	getKept(w, d.shortcutsPath(), map[string]string{}, ParseShortcuts, "the defaults apply")
 }
 
 func (d *Daemon) putShortcuts(w http.ResponseWriter, r *http.Request) {
-	var raw json.RawMessage
-	if err := readBody(r, &raw); err != nil {
-		fail(w, err)
-		return
-	}
-	m, err := ParseShortcuts(raw)
-	if err != nil {
-		fail(w, fmt.Errorf("%w: %w", errBadRequest, err))
-		return
-	}
-	b, _ := json.MarshalIndent(m, "", "  ")
-	if err := kernel.WriteFileAtomic(d.shortcutsPath(), append(b, '\n'), 0o600); err != nil {
-		fail(w, err)
-		return
-	}
-	writeJSON(w, 200, m)
+	putKept(w, r, d.shortcutsPath(), ParseShortcuts)
 }

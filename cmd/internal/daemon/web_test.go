@@ -16,17 +16,20 @@ func TestParseShortcuts(t *testing.T) {
 		in string
 		ok bool
 	}{
-		"empty":            {`{}`, true},
-		"rebinding":        {`{"task.commit":"Mod+Shift+Enter","palette.open":"Mod+P"}`, true},
-		"unbinding":        {`{"task.new":""}`, true},
-		"arrow with alt":   {`{"task.up":"Alt+ArrowUp"}`, true},
-		"function key":     {`{"task.rename":"F2"}`, true},
-		"one key twice":    {`{"task.commit":"Mod+K","palette.open":"Mod+K"}`, false},
-		"unknown key name": {`{"task.commit":"Mod+Banana"}`, false},
-		"script in a key":  {`{"task.commit":"<script>"}`, false},
-		"odd id":           {`{"Task Commit!":"Mod+K"}`, false},
-		"not an object":    {`["Mod+K"]`, false},
-		"not json":         {`{`, false},
+		"empty":             {`{}`, true},
+		"rebinding":         {`{"task.commit":"Mod+Shift+Enter","palette.open":"Mod+P"}`, true},
+		"unbinding":         {`{"task.new":""}`, true},
+		"arrow with alt":    {`{"task.up":"Alt+ArrowUp"}`, true},
+		"function key":      {`{"task.rename":"F2"}`, true},
+		"one key twice":     {`{"task.commit":"Mod+K","palette.open":"Mod+K"}`, false},
+		"unknown key name":  {`{"task.commit":"Mod+Banana"}`, false},
+		"script in a key":   {`{"task.commit":"<script>"}`, false},
+		"odd id":            {`{"Task Commit!":"Mod+K"}`, false},
+		"not an object":     {`["Mod+K"]`, false},
+		"not json":          {`{`, false},
+		"the browser's key": {`{"task.commit":"Mod+W"}`, false},
+		"a private window":  {`{"question.deny":"Mod+Shift+N"}`, false},
+		"the Super key":     {`{"palette.open":"Meta+K"}`, false},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -39,6 +42,25 @@ func TestParseShortcuts(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestShortcutsRefuseReservedCombos: the daemon refuses a shortcuts.json
+// binding a combo the browser keeps (Ctrl+W closes the tab), not only the
+// page's editor; with the guard off the same file is kept and the command
+// would have a key that never fires.
+func TestShortcutsRefuseReservedCombos(t *testing.T) {
+	d := startDaemon(t, Config{})
+	body := `{"task.commit":"Mod+W"}`
+	if code, out := call(t, d, "PUT", "/api/shortcuts", body); code != 400 || !strings.Contains(out, "closes the tab") {
+		t.Fatalf("PUT of Mod+W: %d %s, want 400 saying why", code, out)
+	}
+	t.Run("without the guard", func(t *testing.T) {
+		checkReserved = false
+		defer func() { checkReserved = true }()
+		if code, out := call(t, d, "PUT", "/api/shortcuts", body); code != 200 {
+			t.Fatalf("with the guard off Mod+W should be kept (the attack works): %d %s", code, out)
+		}
+	})
 }
 
 func FuzzParseShortcuts(f *testing.F) {

@@ -1,6 +1,18 @@
 // Kule's control room: a plain ES module over the daemon's JSON API and its
 // event stream. No framework, no network but this daemon.
 
+import * as registry from './registry.js';
+import { reviewNotes } from './extensions.js';
+import * as preview from './preview.js';
+import './transports.js';
+import './terminal.js';
+import './chat.js';
+import './settings.js';
+import * as themes from './themes.js';
+import { mountMenuBar } from './menubar.js';
+import * as layout from './layout.js';
+import * as needs from './needs.js';
+
 const $ = (id) => document.getElementById(id);
 const isMac = /Mac|iPhone|iPad/.test(navigator.platform);
 
@@ -21,7 +33,14 @@ function h(tag, attrs = {}, ...kids) {
 async function api(method, path, body) {
   const opt = { method, headers: {}, credentials: 'same-origin' };
   if (method !== 'GET') { opt.headers['Content-Type'] = 'application/json'; opt.body = JSON.stringify(body === undefined ? {} : body); }
-  const r = await fetch(path, opt);
+  // Without the daemon nothing is sent: an action taken on a page that lost it would be taken
+  // on what the page showed, not on what is.
+  if (state.offline && method !== 'GET') throw new Error('Kule lost the daemon: nothing was sent and nothing changed. Wait until the page finds it, or run `kule app`.');
+  let r;
+  try { r = await fetch(path, opt); } catch (x) {
+    if (!state.offline) lookAgain();
+    throw new Error(`The daemon does not answer (${x.message}); nothing changed. Run \`kule app\` if it stopped.`);
+  }
   const text = await r.text();
   let data = null;
   try { data = text ? JSON.parse(text) : null; } catch { data = { error: text }; }
@@ -37,45 +56,86 @@ function toast(msg, bad = false) {
 }
 
 const state = {
-  tasks: [], groups: [], agents: [], questions: [], questionEvents: 0, current: null, view: 'live', detail: null,
+  // meets: task id -> the other tasks it meets (from Review's status and meet events)
+  tasks: [], groups: [], meets: {}, agents: [], questions: [], interrupted: [], questionEvents: 0, current: null, view: 'live', detail: null,
   ruling: {}, // path -> 'approve' | 'remember' | 'hold'
   shortcuts: {}, live: {}, // task id -> items the Live tab shows
 };
 
 // ---------- commands and keys ----------
 const commands = [
-  { id: 'palette.open', title: 'Find a command', key: 'Mod+K', run: openPalette },
-  { id: 'task.new', title: 'New task', key: 'Mod+N', run: openNew },
-  { id: 'task.next', title: 'Next task', key: 'Ctrl+Tab', run: () => stepTask(1) },
-  { id: 'task.prev', title: 'Previous task', key: 'Ctrl+Shift+Tab', run: () => stepTask(-1) },
-  { id: 'view.live', title: 'Show Live (the agent and its runs)', key: 'Mod+1', run: () => setView('live'), task: true },
-  { id: 'view.review', title: 'Show Review', key: 'Mod+2', run: () => setView('review'), task: true },
-  { id: 'view.timeline', title: 'Show Timeline', key: 'Mod+3', run: () => setView('timeline'), task: true },
-  { id: 'view.files', title: 'Show Files', key: 'Mod+4', run: () => setView('files'), task: true },
+  // field: the command also fires while a text field has the focus. Only commands that move
+  // the focus or open something are; none that changes a task or the folder.
+  { id: 'palette.open', title: 'Find a command', key: 'Mod+K', run: openPalette, field: true },
+  { id: 'task.new', title: 'New task', key: 'Mod+Alt+N', run: openNew, field: true },
+  { id: 'task.next', title: 'Next task', key: 'Alt+PageDown', run: () => stepTask(1), field: true },
+  { id: 'task.prev', title: 'Previous task', key: 'Alt+PageUp', run: () => stepTask(-1), field: true },
+  { id: 'view.live', title: 'Show Live (the agent and its runs)', key: 'Mod+1', run: () => setView('live'), task: true, field: true },
+  { id: 'view.review', title: 'Show Review', key: 'Mod+2', run: () => setView('review'), task: true, field: true },
+  { id: 'view.timeline', title: 'Show Timeline', key: 'Mod+3', run: () => setView('timeline'), task: true, field: true },
+  { id: 'view.files', title: 'Show Files', key: 'Mod+5', run: () => setView('files'), task: true, field: true },
   { id: 'task.commit', title: 'Commit', key: 'Mod+Shift+Enter', run: () => commit(false), task: true },
   { id: 'task.approvecommit', title: 'Approve and commit', key: '', run: () => commit(true), task: true },
   { id: 'task.rollback', title: 'Roll back uncommitted changes', key: '', run: rollback, task: true },
   { id: 'task.undo', title: 'Undo the last commit', key: 'Mod+Shift+Z', run: undo, task: true },
   { id: 'question.approve', title: 'Approve the waiting question', key: 'Mod+Shift+Y', run: () => answerFirst(true) },
-  { id: 'question.deny', title: 'Deny the waiting question', key: 'Mod+Shift+N', run: () => answerFirst(false) },
+  { id: 'question.deny', title: 'Deny the waiting question', key: 'Mod+Shift+X', run: () => answerFirst(false) },
   { id: 'task.up', title: 'Move task up', key: 'Alt+ArrowUp', run: () => move(-1), task: true },
   { id: 'task.down', title: 'Move task down', key: 'Alt+ArrowDown', run: () => move(1), task: true },
   { id: 'task.rename', title: 'Name the task', key: 'F2', run: rename, task: true },
   { id: 'task.stop', title: 'Stop the running command', key: '', run: () => api('POST', `/api/tasks/${state.current}/stop`), task: true },
   { id: 'task.wait', title: 'Set how long questions of the task wait', key: '', run: setTaskWait, task: true },
+  { id: 'task.budget', title: 'Budget of the task', key: '', run: setBudget, task: true },
+  { id: 'task.limits', title: 'Limits of the task', key: '', run: setLimits, task: true },
   { id: 'task.group', title: 'Move the task to a group', key: 'Mod+Shift+G', run: () => pickGroup(), task: true },
   { id: 'group.new', title: 'New group', key: '', run: () => openGroup(null) },
   { id: 'question.remember', title: 'Approve the waiting question and remember', key: '', run: () => answerFirst(true, true) },
-  { id: 'agent.pick', title: 'Choose who runs the command line: shell or an agent', key: 'Mod+J', run: () => $('agent').focus(), task: true },
+  { id: 'agent.pick', title: 'Choose who runs the command line: shell or an agent', key: 'Mod+Alt+A', run: () => $('agent').focus(), task: true, field: true },
   { id: 'task.delete', title: 'Delete the task', key: '', run: del, task: true },
-  { id: 'cmdline.focus', title: 'Go to the command line', key: 'Mod+L', run: () => $('cmd').focus(), task: true },
-  { id: 'settings.open', title: 'Settings', key: 'Mod+,', run: openSettings },
-  { id: 'theme.system', title: 'Theme: System', key: '', run: () => setTheme('system') },
-  { id: 'theme.light', title: 'Theme: Light', key: '', run: () => setTheme('light') },
-  { id: 'theme.dark', title: 'Theme: Dark', key: '', run: () => setTheme('dark') },
-  { id: 'theme.contrast', title: 'Theme: High contrast', key: '', run: () => setTheme('contrast') },
+  { id: 'cmdline.focus', title: 'Go to the command line', key: 'Mod+L', run: () => $('cmd').focus(), task: true, field: true },
+  { id: 'settings.open', title: 'Settings', key: 'Mod+,', run: openSettings, field: true },
+  // The window's regions (layout.js): hiding one never changes a task, so these fire in fields.
+  { id: 'layout.left', title: 'Show or hide the left side', key: 'Mod+B', run: () => layout.toggle('left'), field: true },
+  { id: 'layout.bottom', title: 'Show or hide the bottom panel', key: 'Mod+J', run: () => layout.toggle('bottom'), field: true },
+  { id: 'layout.right', title: 'Show or hide the right side', key: 'Mod+Alt+B', run: () => layout.toggle('right'), field: true },
+  { id: 'layout.main', title: 'Show or hide the main area', key: '', run: () => layout.toggle('main'), field: true },
+  ...layout.regions.map((r) => ({ id: 'layout.move.' + r, title: `Move the panel shown to the ${{ left: 'left side', main: 'main area', right: 'right side', bottom: 'bottom panel' }[r]}`, key: '', run: () => layout.move(layout.focusedPanel(), r) })),
+  { id: 'layout.reset', title: 'Reset the layout', key: '', run: () => layout.reset() },
+  { id: 'help.keys', title: 'Keyboard shortcuts', key: '', run: () => openSettings().then(() => showSection('shortcuts')), field: true },
+  { id: 'help.docs', title: 'What the control room does (docs/app.md)', key: '', run: () => toast('docs/app.md in Kule\'s source says what each part of the control room does; kule help lists the commands') },
+  ...themes.named.map(([id, title]) => ({ id: 'theme.' + id, title: `Theme: ${title}`, key: '', run: () => setTheme(id) })),
 ];
 const byId = Object.fromEntries(commands.map((c) => [c.id, c]));
+const builtinViews = ['live', 'review', 'timeline', 'files'];
+const mounted = new Set(); // registered panels whose mount has run
+
+// ctx is what a registered panel, settings section or command is handed.
+const ctx = () => ({ task: cur() || null, api, h, toast, setView });
+
+// addRegistered brings in what modules registered (registry.js): their commands join the
+// palette and the shortcuts, their panels get a tab and a view after the built-in ones.
+function addRegistered() {
+  for (const c of registry.commands) {
+    if (byId[c.id]) continue;
+    const own = { ...c, run: () => c.run(ctx()) };
+    commands.push(own);
+    byId[c.id] = own;
+  }
+  for (const p of registry.panels) {
+    if ($('v-' + p.id)) continue;
+    const tab = h('button', { role: 'tab', id: 'tab-' + p.id, 'aria-controls': 'v-' + p.id, 'data-view': p.id }, p.title);
+    const view = h('section', { id: 'v-' + p.id, class: 'view', role: 'tabpanel', 'aria-labelledby': 'tab-' + p.id, hidden: true });
+    document.querySelector('#r-main > .rbody').append(view);
+    layout.addPanel(p.id, p.title, tab, view); // it moves the tab and the view into the panel's region
+    if (p.key && !byId['view.' + p.id]) {
+      // A panel's key shows it, and pressed again hides its region (in the main area: goes back
+      // to the panel shown before).
+      const c = { id: 'view.' + p.id, title: `Show ${p.title}`, key: p.key, run: () => layout.togglePanel(p.id, state.prevView || 'live'), task: true, field: true };
+      commands.push(c);
+      byId[c.id] = c;
+    }
+  }
+}
 const keyOf = (c) => (c.id in state.shortcuts ? state.shortcuts[c.id] : c.key);
 const showKey = (k) => (k || '').replace('Mod', isMac ? '⌘' : 'Ctrl').replace('ArrowUp', '↑').replace('ArrowDown', '↓').replace(/\+/g, isMac ? '' : '+');
 
@@ -106,42 +166,91 @@ function runCommand(id) {
   Promise.resolve(c.run()).catch((e) => toast(e.message, true));
 }
 
+// reserved are the combos a browser or the system keeps for itself: a real browser window
+// never hands them to a page (Ctrl+W closes the tab, Ctrl+Shift+N opens a private window), or
+// the desktop takes them first. The shortcut editor refuses them, and no default is one.
+const reserved = {
+  'Mod+W': 'closes the tab', 'Mod+Shift+W': 'closes the window', 'Mod+T': 'opens a tab', 'Mod+Shift+T': 'reopens a closed tab',
+  'Mod+N': 'opens a window', 'Mod+Shift+N': 'opens a private window', 'Mod+Q': 'quits the browser', 'Mod+Shift+Q': 'quits the browser',
+  'Ctrl+Tab': 'goes to the next tab', 'Ctrl+Shift+Tab': 'goes to the previous tab', 'Mod+PageDown': 'goes to the next tab', 'Mod+PageUp': 'goes to the previous tab',
+  'Alt+F4': 'closes the window', 'Alt+Tab': 'switches windows', 'F11': 'goes full screen', 'Ctrl+Alt+Delete': 'belongs to the system',
+  'Mod+Alt+T': 'opens a terminal on many desktops', 'Mod+Shift+U': 'types a character by its code on Linux desktops',
+  'Mod+Alt+ArrowUp': 'switches workspaces on Linux desktops', 'Mod+Alt+ArrowDown': 'switches workspaces on Linux desktops',
+  'Mod+H': 'hides the app on a Mac', 'Mod+M': 'minimises the window on a Mac', 'Mod+Space': 'opens Spotlight on a Mac', 'Ctrl+Space': 'switches the input language',
+};
+// reservedWhy says why a combo cannot be a shortcut, or '' when it can.
+const reservedWhy = (k) => reserved[k] || (/^(Mod\+)?Meta\+/.test(k) || /(^|\+)Meta(\+|$)/.test(k) ? 'belongs to the system (the Super key)' : '');
+
+// inField is whether the focus is where a person types: there, only the commands marked
+// field fire (Ctrl+Shift+Z is Redo in a text field, never an undo of a commit).
+const inField = (el) => !!(el && el.closest && el.closest('input, textarea, select, [contenteditable=""], [contenteditable=true], .xterm'));
+
 let listening = null; // a Settings row waiting for keys
 document.addEventListener('keydown', (e) => {
   const k = eventKey(e);
   if (!k) return;
   if (listening) { e.preventDefault(); listening(k); return; }
-  const inField = e.target.closest && e.target.closest('input, textarea');
+  const typing = inField(e.target);
+  // In a terminal every key is the shell's (Ctrl+L clears, Ctrl+K cuts) but those that show a
+  // view (Mod+1…, the terminal's own toggle): a shell has no use for them.
+  const inTerm = !!(e.target.closest && e.target.closest('.xterm'));
   for (const c of commands) {
     if (keyOf(c) === k) {
-      // Plain keys (F2) never fire inside a text field.
-      if (inField && !/Mod|Ctrl|Alt/.test(k)) continue;
+      if (typing && !c.field) continue;
+      if (inTerm && !c.id.startsWith('view.')) continue;
       e.preventDefault();
+      if (state.offline && !c.field) { toast('Kule lost the daemon: nothing can be done until it is back', true); return; }
       runCommand(c.id);
       return;
     }
   }
 }, true);
 
-// ---------- theme ----------
-function setTheme(t) {
-  document.documentElement.dataset.theme = t;
-  localStorage.setItem('kule.theme', t);
-  for (const r of document.querySelectorAll('input[name=theme]')) r.checked = r.value === t;
-}
-setTheme(localStorage.getItem('kule.theme') || 'system');
+// ---------- theme (themes.js; kept in themes.json in Kule's home) ----------
+const setTheme = (t) => themes.setTheme(t).catch((x) => toast(x.message, true));
 
 // ---------- tasks ----------
 const colours = ['', 'slate', 'red', 'orange', 'amber', 'green', 'teal', 'blue', 'indigo', 'violet', 'pink'];
 // changesText reads a summary as a person would: "no changes" for none.
-const changesText = (sum) => (!sum || /^0 /.test(sum) ? 'no changes' : sum);
-const taskTitle = (t) => t.name || t.folder.split('/').filter(Boolean).pop() || t.folder;
+const changesText = (sum) => (!sum || /^0 /.test(sum) ? 'no changes' : sumWords(sum));
+// sumWords reads the CLI's summary ("3 changes: +1 ~2 -0 »1") as words: "1 added, 2 changed, 1 moved".
+function sumWords(sum) {
+  const m = /([+~\-»])(\d+)/g, c = {};
+  let x, any = false;
+  while ((x = m.exec(sum))) { c[{ '+': 'added', '~': 'changed', '-': 'deleted', '»': 'moved' }[x[1]]] = Number(x[2]); any = true; }
+  return any ? countWords(c) : sum;
+}
+// countWords is counts of added/changed/deleted/moved as a person says them.
+function countWords(c) {
+  const parts = [];
+  for (const k of ['added', 'changed', 'deleted', 'moved']) if (c[k]) parts.push(`${c[k]} ${k}`);
+  return parts.join(', ') || 'no changes';
+}
+// lineWords reads one effect line of the CLI ("~ a.txt", "» a → b") as words.
+function lineWords(l) {
+  const w = { '+': 'added', '~': 'changed', '-': 'deleted', '−': 'deleted', '»': 'moved', '↗': 'link' };
+  const m = /^(\S)\s+(.*)$/.exec(l || '');
+  return m && w[m[1]] ? `${m[2]} (${w[m[1]]})` : l;
+}
+// A task is called after its folder, then its own name: "Downloads – march invoices".
+const folderName = (t) => t.folder.split('/').filter(Boolean).pop() || t.folder;
+const taskTitle = (t) => (t.name && t.name !== folderName(t) ? `${folderName(t)} – ${t.name}` : folderName(t));
 const cur = () => state.tasks.find((t) => t.id === state.current);
 
 async function loadTasks() {
+  const asked = Date.now();
   const [ts, gs] = await Promise.all([api('GET', '/api/tasks'), api('GET', '/api/groups')]);
   state.tasks = ts;
   state.groups = gs;
+  // A card still "running" in a task where nothing runs has ended (its end event came while
+  // this page was away): it says so.
+  for (const t of ts) {
+    const l = state.live[t.id];
+    if (t.running || !l) continue;
+    // Only cards begun before the list was asked for: a list older than a run's start says
+    // nothing of it.
+    for (const it of l.items) if (it.kind === 'run' && it.state === 'running' && it.at < asked) { Object.assign(touch(it), { state: 'ended' }); liveSoon(t.id); if (l.run === it) l.run = null; }
+  }
   if (state.current && !cur()) state.current = null;
   renderTasks();
   renderHeader();
@@ -151,9 +260,13 @@ function taskRow(t) {
   const badges = [];
   if (t.running) badges.push(h('span', { class: 'badge run' }, 'running'));
   if (t.waiting) badges.push(h('span', { class: 'badge wait', title: 'questions waiting' }, `${t.waiting} waiting`));
+  badges.push(needs.taskBadge(t)); // a spent lease (needs.js)
+  if (!t.running && (state.interrupted || []).some((r) => r.task === t.id)) badges.push(h('span', { class: 'badge wait', 'data-interrupted-task': t.id, title: 'its agent was stopped in the middle of a turn: Resume it from Needs you' }, 'interrupted'));
   if (t.asks) badges.push(h('span', { class: 'badge ask', title: 'changes that need approval' }, `${t.asks} ask`));
   if (t.denied) badges.push(h('span', { class: 'badge deny', title: 'changes the policy refuses' }, `${t.denied} denied`));
   if (t.changes && !t.asks && !t.denied) badges.push(h('span', { class: 'badge' }, String(t.changes)));
+  const meet = state.meets[t.id];
+  if (meet && meet.length) badges.push(h('span', { class: 'badge meet', title: meet.map((m) => `changes ${m.paths.slice(0, 3).join(', ')}${m.paths.length > 3 ? ' …' : ''} that ${m.title} changes too`).join('; ') }, `meets ${meet.length === 1 ? meet[0].title : meet.length + ' tasks'}`));
   const li = h('li', {
     role: 'option', 'aria-selected': String(t.id === state.current), tabindex: '0', 'data-id': t.id,
     'aria-label': `Task ${taskTitle(t)}, ${changesText(t.summary)}`,
@@ -172,7 +285,14 @@ function renderTasks() {
   const ul = $('task-list');
   const rows = [];
   const known = new Set(state.groups.map((g) => g.id));
-  for (const t of state.tasks) if (!t.group || !known.has(t.group)) rows.push(taskRow(t));
+  const loose = state.tasks.filter((t) => !t.group || !known.has(t.group));
+  // With groups, the tasks in none have a heading of their own, a place to drop a task to take
+  // it out of its group.
+  if (state.groups.length) {
+    rows.push(h('li', { class: 'ghead nogroup', role: 'presentation', 'data-group': '' }, h('span', { class: 'gname' }, 'Not in a group'), h('span', { class: 'gpol', title: 'the policy of its tasks' }, policyWord[''])));
+    if (!loose.length) rows.push(h('li', { class: 'gempty muted small', role: 'presentation', 'data-group': '' }, 'No tasks — drop one here to take it out of its group'));
+  }
+  for (const t of loose) rows.push(taskRow(t));
   for (const g of state.groups) {
     rows.push(h('li', { class: 'ghead', role: 'presentation', 'data-group': g.id },
       h('span', { class: 'gdot' + (g.colour ? ' c-' + g.colour : ''), 'aria-hidden': 'true' }),
@@ -236,7 +356,8 @@ async function endDrag() {
 }
 
 function select(id) {
-  if (state.current !== id) { state.ruling = {}; }
+  if (state.offline) { toast('Kule lost the daemon: tasks open again once it is back', true); return; }
+  if (state.current !== id) { state.ruling = {}; state.alsoIgnored = false; state.detail = null; review.open.clear(); review.shown.clear(); review.filter = ''; $('r-filter').value = ''; clearReview(); }
   state.current = id;
   localStorage.setItem('kule.task', id);
   renderTasks();
@@ -347,6 +468,38 @@ async function setTaskWait() {
   if (v !== null) { await patch({ wait_minutes: Number(v) }); toast(`Questions of this task wait ${v} minutes`); }
 }
 
+// setBudget sets the task's own spending cap (kule budget --task); empty removes it.
+async function setBudget() {
+  closeMenu();
+  const t = cur();
+  const b = t.usage && t.usage.budget;
+  const v = await ask('Budget of the task', 'An amount and its currency, like 5.00 USD. Agent runs stop starting once it is spent. Empty: no budget of its own.', b ? `${b.amount.toFixed(2)} ${b.currency}` : '', (s) => (!s.trim() || /^\d+(\.\d{1,2})?\s*[A-Za-z]{3}$/.test(s.trim()) ? '' : 'Write an amount and a currency, like 5.00 USD, or leave it empty.'));
+  if (v === null) return;
+  const m = /^(\d+(?:\.\d{1,2})?)\s*([A-Za-z]{3})$/.exec(v.trim());
+  await api('PUT', `/api/tasks/${t.id}/budget`, { cap: m ? { amount: Number(m[1]), currency: m[2].toUpperCase() } : null });
+  toast(m ? `The task's budget is ${m[1]} ${m[2].toUpperCase()}` : 'The task has no budget of its own');
+  await loadTasks();
+}
+
+// setLimits sets the task's own limits (kule limits); 0 takes the home's setting.
+async function setLimits() {
+  closeMenu();
+  const t = cur();
+  const l = await api('GET', `/api/tasks/${t.id}/limits`);
+  const dlg = $('dlg-limits');
+  for (const [k, v] of Object.entries(l)) { const el = dlg.querySelector(`[name=${k}]`); if (el) el.value = String(v); }
+  $('limits-error').textContent = '';
+  dlg.returnValue = '';
+  dlg.showModal();
+  const ok = await new Promise((resolve) => dlg.addEventListener('close', () => resolve(dlg.returnValue === 'ok'), { once: true }));
+  if (!ok) return;
+  const body = {};
+  for (const el of dlg.querySelectorAll('input[name]')) body[el.name] = Number(el.value || 0);
+  try { await api('PUT', `/api/tasks/${t.id}/limits`, body); toast('The task\'s limits are kept; the next run takes them'); }
+  catch (x) { toast(x.message, true); }
+  await loadTasks();
+}
+
 async function del() {
   closeMenu();
   const t = cur();
@@ -359,17 +512,12 @@ async function del() {
 }
 
 // ---------- views ----------
+// setView shows a panel in its region (layout.js), showing the region if it was hidden.
 function setView(v) {
+  if (state.view !== v) state.prevView = state.view;
   state.view = v;
-  for (const b of document.querySelectorAll('.tabs [role=tab]')) {
-    const on = b.dataset.view === v;
-    b.setAttribute('aria-selected', String(on));
-    b.tabIndex = on ? 0 : -1;
-  }
-  for (const id of ['live', 'review', 'timeline', 'files']) $('v-' + id).hidden = id !== v;
-  refreshView();
+  layout.show(v); // its onShow redraws what is shown
 }
-for (const b of document.querySelectorAll('.tabs [role=tab]')) b.addEventListener('click', () => setView(b.dataset.view));
 
 let refreshing = null;
 function refreshView() {
@@ -377,10 +525,32 @@ function refreshView() {
   if (refreshing) clearTimeout(refreshing);
   refreshing = setTimeout(() => {
     refreshing = null;
-    const f = { live: loadLive, review: loadReview, timeline: loadTimeline, files: loadFiles }[state.view];
-    f().catch((e) => toast(e.message, true));
-    if (state.view !== 'review') loadReview(true).catch(() => {});
+    // Every panel on screen: one per region that shows.
+    for (const v of layout.shownPanels()) {
+      if (v === 'tasks') continue;
+      const f = { live: loadLive, review: loadReview, timeline: loadTimeline, files: loadFiles }[v] || (() => refreshPanel(v));
+      f().catch((e) => toast(e.message, true));
+    }
+    if (!layout.isShown('review')) loadReview(true).catch(() => {});
   }, 60);
+}
+
+async function refreshPanel(id) {
+  const p = registry.panels.find((q) => q.id === id);
+  const el = $('v-' + id);
+  if (!p || !el) return;
+  if (!mounted.has(id)) { mounted.add(id); if (p.mount) await p.mount(el, ctx()); }
+  if (p.refresh) await p.refresh(ctx());
+}
+
+// clearReview empties Review before another task's is drawn: one task's changes never show
+// under another's header, nor its Commit enabled.
+function clearReview() {
+  $('changes').replaceChildren();
+  $('git-changes').replaceChildren();
+  $('r-summary').textContent = 'Reading the changes…';
+  $('review-count').textContent = '';
+  for (const b of ['btn-commit', 'btn-rollback', 'btn-approve-commit']) $(b).disabled = true;
 }
 
 const symbols = { add: '+', modify: '~', delete: '−', move: '»', mode: '~', link: '↗', type: '~' };
@@ -401,13 +571,19 @@ async function loadReview(countOnly = false) {
   if (s.moved) parts.push(`${s.moved} moved`);
   $('r-summary').textContent = d.running ? 'A command is running…' : (parts.join(' · ') || 'No changes');
   const gs = d.git || [];
-  $('no-changes').hidden = cs.length > 0 || gs.length > 0 || d.running;
+  $('no-changes').hidden = cs.length > 0 || gs.length > 0 || d.running || (d.changes || []).some((c) => c.ignored);
   const asks = cs.filter((c) => c.verdict === 'ask').length;
-  $('btn-commit').disabled = !(cs.length || gs.some((g) => g.verdict === 'pass')) || !!d.running;
-  $('btn-rollback').disabled = !cs.length || !!d.running;
+  const ignoredCount = (d.changes || []).filter((c) => c.ignored).length;
+  $('btn-commit').disabled = !(cs.length || gs.some((g) => g.verdict === 'pass') || (state.alsoIgnored && ignoredCount)) || !!d.running || !!state.offline;
+  $('btn-rollback').disabled = !cs.length || !!d.running || !!state.offline;
   $('btn-approve-commit').hidden = !asks;
+  $('btn-approve-commit').disabled = !asks || !!d.running || !!state.offline;
   $('btn-approve-commit').textContent = `Approve and commit (${asks})`;
-  $('changes').replaceChildren(...cs.map(changeRow));
+  renderChanges(cs);
+  needs.noteWarnings($('changes'), d.note_warnings); // extensions' notes refused or cut
+  renderMeets(id, d.meets || []);
+  renderIgnored((d.changes || []).filter((c) => c.ignored));
+  loadHome(id).catch((x) => { $('r-home').hidden = false; $('r-home').replaceChildren(h('p', { class: 'error small' }, x.message)); });
   $('git-changes').replaceChildren(...gs.map(gitRow));
 }
 
@@ -427,17 +603,33 @@ function gitRow(g) {
 
 function changeRow(c) {
   const rule = state.ruling[c.path];
-  const held = rule === 'hold' || c.verdict === 'deny' || (c.verdict === 'ask' && rule !== 'approve' && rule !== 'remember');
-  const li = h('li', { class: held ? 'held' : '', 'data-path': c.path },
+  // A row that waits for the person's decision looks like one to act on; only what stays in
+  // the copy (held back, or refused) is dimmed.
+  const held = rule === 'hold' || c.verdict === 'deny';
+  const waits = !held && c.verdict === 'ask' && rule !== 'approve' && rule !== 'remember';
+  const li = h('li', { class: held ? 'held' : waits ? 'waits' : '', 'data-path': c.path },
     h('span', { class: 'sym ' + c.kind, 'aria-label': c.kind, title: c.kind }, symbols[c.kind] || '~'),
-    h('span', { class: 'path' }, c.kind === 'move' ? `${c.from} → ${c.path}` : c.path + (c.dir ? '/' : ''), c.files ? h('span', { class: 'muted' }, `  (${c.files} files)`) : null),
+    h('span', { class: 'path' }, c.kind === 'move' ? `${c.from} → ${c.path}` : c.path + (c.dir ? '/' : ''), c.files ? h('span', { class: 'muted' }, `  (${c.files} files)`) : null,
+      c.target ? h('span', { class: 'tgt', title: 'where the link points; Kule never follows it' }, ` → ${c.target} (link)`) : null),
     h('span', { class: 'verdict ' + c.verdict, title: c.rule ? `rule ${c.rule}` : 'policy verdict' }, c.verdict),
     h('span', { class: 'ruling', role: 'group', 'aria-label': `Ruling for ${c.path}` },
       c.verdict === 'ask' ? h('button', { 'aria-pressed': String(rule === 'approve'), 'aria-label': `Approve ${c.path}`, onclick: () => rule_(c.path, 'approve') }, 'Approve') : null,
-      c.verdict === 'ask' && state.detail && state.detail.can_remember ? h('button', { 'aria-pressed': String(rule === 'remember'), 'aria-label': `Approve ${c.path} and remember`, title: 'Approve it, and let the same change to this path pass from now on (a rule for this folder in rules.cedar; kule rules lists it)', onclick: () => rule_(c.path, 'remember') }, 'Approve and remember') : null,
+      c.verdict === 'ask' && c.can_remember ? h('button', { 'aria-pressed': String(rule === 'remember'), 'aria-label': `Approve ${c.path} and remember`, title: 'Approve it, and let the same change to this path pass from now on (a rule for this folder in rules.cedar; kule rules lists it)', onclick: () => rule_(c.path, 'remember') }, 'Approve and remember') : null,
       c.verdict !== 'deny' ? h('button', { 'aria-pressed': String(rule === 'hold'), 'aria-label': `Hold back ${c.path}`, title: 'Keep it in the copy; do not commit it', onclick: () => rule_(c.path, 'hold') }, 'Hold back') : null),
     c.names && c.names.length ? h('span', { class: 'names', 'aria-label': 'What changed inside' }, c.names.map((n) => h('span', { class: 'name' }, n))) : null,
-    c.reason ? h('span', { class: 'reason' }, c.reason) : null);
+    c.reason ? h('span', { class: 'reason' }, c.reason) : null,
+    reviewNotes(c), // extensions' notes under the file (extensions.js)
+    !c.dir && c.kind !== 'delete' && c.type !== 'link' ? h('button', { class: 'small', 'aria-label': `Preview ${c.path}`, title: c.kind === 'add' ? 'Open it in Preview' : 'Open it in Preview, before the task and now side by side', onclick: () => preview.open(c.path, setView, c.kind === 'add' ? 'now' : 'both') }, 'Preview') : null);
+  // Under each changed file its lines; under an added folder its files.
+  if (!c.dir && c.type === 'file' && !c.image && c.kind !== 'mode') {
+    const box = h('div', { class: 'diff', hidden: true });
+    const btn = h('button', { class: 'ghost small-btn showlines', 'aria-expanded': 'false', 'aria-label': `Show the lines that changed in ${c.path}`, onclick: () => showDiff(c, box, btn) }, 'Show lines');
+    li.append(h('div', { class: 'rowmore' }, btn), box);
+  } else if (c.dir && c.kind === 'add') {
+    const box = h('div', { class: 'diff', hidden: true });
+    const btn = h('button', { class: 'ghost small-btn showfolder', 'aria-expanded': 'false', 'aria-label': `Show the files in ${c.path}`, onclick: () => showFolder(c, box, btn) }, `Show its ${c.files || ''} files`.replace('  ', ' '));
+    li.append(h('div', { class: 'rowmore' }, btn), box);
+  }
   if (c.image) {
     const pics = h('div', { class: 'pics' });
     for (const side of c.kind === 'add' ? ['after'] : c.kind === 'delete' ? ['before'] : ['before', 'after']) {
@@ -455,11 +647,155 @@ function changeRow(c) {
 
 function rule_(path, r) {
   state.ruling[path] = state.ruling[path] === r ? undefined : r;
-  if (state.detail) $('changes').replaceChildren(...state.detail.changes.filter((c) => !c.ignored).map(changeRow));
+  if (state.detail) renderChanges(state.detail.changes.filter((c) => !c.ignored));
+}
+
+// loadHome lists what the task changed in its home (~/.bashrc, ~/.gitconfig), files that run
+// at every start first, each with Show (the person's version against the task's) and Apply;
+// Undo takes the last apply back. As kule home does; the kernel reads and writes.
+async function loadHome(id) {
+  const hs = await api('GET', `/api/tasks/${id}/home`);
+  if (id !== state.current) return;
+  const box = $('r-home');
+  box.hidden = !hs.length;
+  if (!hs.length) { box.replaceChildren(); return; }
+  const undoBtn = h('button', { class: 'ghost small-btn', id: 'home-undo', 'aria-label': 'Undo the last apply to your home' }, 'Undo last apply');
+  undoBtn.addEventListener('click', async () => {
+    try { const r = await api('POST', `/api/tasks/${id}/home/undo`); toast(`~/${r.undone} is as it was before the apply`); loadHome(id); } catch (x) { toast(x.message, true); }
+  });
+  box.replaceChildren(h('div', { class: 'hhead' }, h('strong', {}, 'Home changes'), ' ', h('span', { class: 'muted small' }, 'what the task\'s commands changed in their home; your home is untouched until you Apply'), h('span', { class: 'grow' }), undoBtn),
+    h('ul', { class: 'changes inner' }, hs.map((c) => {
+      const diffBox = h('div', { class: 'diff', hidden: true });
+      const show = h('button', { class: 'ghost small-btn showlines', 'aria-expanded': 'false', 'aria-label': `Show what changes in ~/${c.path}` }, 'Show lines');
+      show.addEventListener('click', () => showDiff({ path: c.path, diffURL: `/api/tasks/${id}/home/diff?path=${encodeURIComponent(c.path)}` }, diffBox, show));
+      const apply = h('button', { class: 'small-btn', 'aria-label': `Apply ~/${c.path} to your home`, disabled: c.verdict === 'deny' }, 'Apply');
+      apply.addEventListener('click', async () => {
+        try { await api('POST', `/api/tasks/${id}/home/apply`, { path: c.path }); toast(`~/${c.path} applied to your home; Undo last apply takes it back`); } catch (x) { toast(x.message, true); }
+      });
+      return h('li', { 'data-home': c.path, class: c.verdict === 'ask' ? 'waits' : c.verdict === 'deny' ? 'held' : '' },
+        h('span', { class: 'sym ' + c.kind, 'aria-label': c.kind }, symbols[c.kind] || '~'),
+        h('span', { class: 'path' }, '~/' + c.path, c.runs_at_start ? h('span', { class: 'chip small runs', title: 'a shell or a tool runs it at every start' }, 'runs at every start') : null),
+        h('span', { class: 'verdict ' + c.verdict, title: c.rule || 'policy verdict' }, c.verdict),
+        h('span', { class: 'ruling' }, apply),
+        c.reason ? h('span', { class: 'reason' }, c.reason) : null,
+        h('div', { class: 'rowmore' }, show), diffBox);
+    })));
+}
+
+// renderIgnored lists the changes the folder's .gitignore keeps out of a commit, folded, with
+// "Also commit these": ticked, the next commit takes them in too, judged like the rest.
+function renderIgnored(ig) {
+  const box = $('r-ignored');
+  box.hidden = !ig.length;
+  if (!ig.length) { state.alsoIgnored = false; box.replaceChildren(); return; }
+  const tick = h('input', { type: 'checkbox', id: 'also-ignored' });
+  tick.checked = !!state.alsoIgnored;
+  tick.addEventListener('change', () => { state.alsoIgnored = tick.checked; $('btn-commit').disabled = !!state.offline; });
+  const open = box.querySelector('details') ? box.querySelector('details').open : false;
+  const det = h('details', {}, h('summary', {}, `${ig.length} change${ig.length > 1 ? 's' : ''} that .gitignore keeps out of a commit`),
+    h('ul', { class: 'changes inner ignored-list' }, ig.slice(0, 500).map((c) => h('li', { 'data-path': c.path, class: 'ign' },
+      h('span', { class: 'sym ' + c.kind, 'aria-label': c.kind }, symbols[c.kind] || '~'), h('span', { class: 'path' }, c.path + (c.dir ? '/' : '')),
+      h('span', { class: 'verdict ' + c.verdict }, c.verdict), c.reason ? h('span', { class: 'reason' }, c.reason) : null))),
+    ig.length > 500 ? h('p', { class: 'muted small' }, `and ${ig.length - 500} more`) : null);
+  det.open = open;
+  box.replaceChildren(det, h('label', { class: 'also' }, tick, ' Also commit these (what the policy asks about still waits for you; what it refuses stays)'));
+}
+
+// renderMeets lists, under Review, the other tasks on the folder that change the same paths,
+// and marks the task in the list.
+function renderMeets(id, ms) {
+  const was = JSON.stringify(state.meets[id] || []);
+  state.meets[id] = ms;
+  for (const m of ms) {
+    const other = state.meets[m.task] || [];
+    if (!other.some((x) => x.task === id)) { const t = cur(); state.meets[m.task] = other.concat([{ task: id, title: t ? taskTitle(t) : id, paths: m.paths }]); }
+  }
+  const box = $('r-meets');
+  box.hidden = !ms.length;
+  box.replaceChildren(...ms.map((m) => h('div', { class: 'meetbox', 'data-task': m.task },
+    h('strong', {}, `Meets ${m.title}`), ' ', h('span', { class: 'muted small' }, `(${m.task}): both change`),
+    h('ul', { class: 'meetpaths' }, m.paths.slice(0, 50).map((p) => h('li', { class: 'mono small' }, p)), m.paths.length > 50 ? h('li', { class: 'muted small' }, `and ${m.paths.length - 50} more`) : null),
+    h('span', { class: 'muted small' }, 'The one committed second finds the folder changed under these paths and stops; commit one, then look again at the other.'))));
+  if (JSON.stringify(ms) !== was) renderTasks();
+}
+
+// ---------- Review: changes grouped by folder, filtered, drawn a part at a time ----------
+// A review of thousands of changes stays quick: rows are drawn per folder, only for folders
+// that are open, at most rowsAtOnce at a time (more on request); small reviews open every
+// folder. The filter matches paths, verdicts and rule reasons.
+const rowsAtOnce = 200;
+const openAll = 300; // up to this many changes every folder starts open
+const review = { open: new Map(), shown: new Map(), filter: '' }; // folder -> open?, rows shown
+const folderOf = (c) => { const p = c.path, i = p.lastIndexOf('/'); return i < 0 ? '' : p.slice(0, i); };
+function renderChanges(cs) {
+  const q = review.filter.toLowerCase().trim();
+  const match = (c) => !q || q.split(/\s+/).every((w) => c.path.toLowerCase().includes(w) || c.verdict === w || (c.reason || '').toLowerCase().includes(w) || (c.from || '').toLowerCase().includes(w));
+  const shown = cs.filter(match);
+  $('r-filter-wrap').hidden = cs.length < 12;
+  $('r-filter-count').textContent = q ? `${shown.length} of ${cs.length} shown` : '';
+  const byFolder = new Map();
+  for (const c of shown) { const f = folderOf(c); if (!byFolder.has(f)) byFolder.set(f, []); byFolder.get(f).push(c); }
+  const folders = [...byFolder.keys()].sort();
+  // One folder alone is not grouped: its rows are the list.
+  if (folders.length <= 1 && shown.length <= rowsAtOnce) { $('changes').replaceChildren(...shown.map(changeRow)); return; }
+  const many = shown.length > openAll && !q;
+  $('changes').replaceChildren(...folders.map((f) => {
+    const list = byFolder.get(f);
+    const open = review.open.has(f) ? review.open.get(f) : !many || list.some((c) => c.verdict === 'ask');
+    const asks = list.filter((c) => c.verdict === 'ask').length;
+    const head = h('button', { class: 'fhead', 'aria-expanded': String(open), 'aria-label': `${f || 'Top level'}: ${list.length} change${list.length > 1 ? 's' : ''}${asks ? `, ${asks} waiting for you` : ''}. ${open ? 'Collapse' : 'Expand'}`,
+      onclick: () => { review.open.set(f, !open); renderChanges(cs); } },
+    h('span', { 'aria-hidden': 'true' }, open ? '▾ ' : '▸ '), h('span', { class: 'mono' }, (f || 'top level') + (f ? '/' : '')), ' ',
+    h('span', { class: 'muted small' }, countWords(countOf(list)) + (asks ? ` · ${asks} waiting for you` : '')));
+    const li = h('li', { class: 'fgroup', 'data-folder': f }, head);
+    if (open) {
+      const n = review.shown.get(f) || rowsAtOnce;
+      const ul = h('ul', { class: 'changes inner' }, list.slice(0, n).map(changeRow));
+      if (list.length > n) ul.append(h('li', { class: 'more' }, h('button', { class: 'ghost', onclick: () => { review.shown.set(f, n + rowsAtOnce * 5); renderChanges(cs); } }, `Show ${Math.min(list.length - n, rowsAtOnce * 5)} more of ${list.length - n}`)));
+      li.append(ul);
+    }
+    return li;
+  }));
+}
+function countOf(list) {
+  const c = { added: 0, changed: 0, deleted: 0, moved: 0 };
+  for (const x of list) c[{ add: 'added', delete: 'deleted', move: 'moved' }[x.kind] || 'changed']++;
+  return c;
+}
+
+// showDiff draws a changed file's line diff under its row, read when first opened.
+async function showDiff(c, box, btn) {
+  if (!box.hidden) { box.hidden = true; btn.setAttribute('aria-expanded', 'false'); btn.textContent = 'Show lines'; return; }
+  box.hidden = false;
+  btn.setAttribute('aria-expanded', 'true');
+  btn.textContent = 'Hide lines';
+  if (box.dataset.loaded) return;
+  box.dataset.loaded = '1';
+  box.replaceChildren(h('div', { class: 'muted small' }, 'Reading…'));
+  try {
+    const d = await api('GET', c.diffURL || `/api/tasks/${state.current}/diff?path=${encodeURIComponent(c.path)}${c.from ? '&from=' + encodeURIComponent(c.from) : ''}`);
+    if (d.note) { box.replaceChildren(h('div', { class: 'muted small' }, d.note)); return; }
+    if (!d.hunks.length) { box.replaceChildren(h('div', { class: 'muted small' }, 'The lines are the same (what changed is its mode or type).')); return; }
+    box.replaceChildren(h('div', { class: 'muted small' }, `${d.added} line${d.added === 1 ? '' : 's'} added, ${d.removed} removed`),
+      ...d.hunks.map((hk) => h('table', { class: 'hunk', role: 'table', 'aria-label': `Lines from ${hk[0].old || hk[0].new}` },
+        h('tbody', {}, hk.map((l) => h('tr', { class: l.op === '+' ? 'ins' : l.op === '-' ? 'del' : 'ctx' },
+          h('td', { class: 'ln' }, l.old ? String(l.old) : ''), h('td', { class: 'ln' }, l.new ? String(l.new) : ''),
+          h('td', { class: 'op', 'aria-label': l.op === '+' ? 'added' : l.op === '-' ? 'removed' : 'same' }, l.op.trim()),
+          h('td', { class: 'code' }, l.text)))))));
+  } catch (x) { box.replaceChildren(h('div', { class: 'error small' }, x.message)); delete box.dataset.loaded; }
+}
+
+// showFolder lists an added folder's entries under its row, as Files shows them.
+async function showFolder(c, box, btn) {
+  if (!box.hidden) { box.hidden = true; btn.setAttribute('aria-expanded', 'false'); btn.textContent = `Show its ${c.files || ''} files`.replace('  ', ' '); return; }
+  box.hidden = false;
+  btn.setAttribute('aria-expanded', 'true');
+  btn.textContent = 'Hide its files';
+  try { box.replaceChildren(h('ul', { class: 'tree', role: 'tree', 'aria-label': `Files in ${c.path}` }, ...await fileRows(c.path))); } catch (x) { box.replaceChildren(h('div', { class: 'error small' }, x.message)); }
 }
 
 async function commit(approveAll) {
-  const body = { approve_all: approveAll, approve: [], exclude: [], remember: [] };
+  const body = { approve_all: approveAll, approve: [], exclude: [], remember: [], include_ignored: !!state.alsoIgnored };
   for (const [p, r] of Object.entries(state.ruling)) {
     if (r === 'approve') body.approve.push(p);
     if (r === 'remember') body.remember.push(p);
@@ -467,6 +803,7 @@ async function commit(approveAll) {
   }
   const res = await api('POST', `/api/tasks/${state.current}/commit`, body);
   state.ruling = {};
+  state.alsoIgnored = false;
   if (!res.applied.length) toast('Nothing to commit' + (res.left.length ? ` · ${res.left.length} stay in the copy` : ''));
   else toast(`Committed ${res.summary} · checkpoint ${res.checkpoint}` + (res.left.length ? ` · ${res.left.length} stay in the copy` : '') + (res.remembered && res.remembered.length ? ` · remembered: ${res.remembered.join('; ')}` : ''));
   await Promise.all([loadTasks(), loadReview()]);
@@ -481,8 +818,20 @@ async function rollback() {
   refreshView();
 }
 
+// undo takes back the task's last commit, once the person has seen what goes back into the
+// folder (the history's record of that commit), as Roll back asks first.
 async function undo() {
-  const res = await api('POST', `/api/tasks/${state.current}/undo`);
+  const id = state.current;
+  const hist = await api('GET', `/api/tasks/${id}/history`);
+  const undone = new Set(hist.entries.filter((e) => e.kind === 'undo').map((e) => e.data.checkpoint));
+  const last = [...hist.entries].reverse().find((e) => e.kind === 'commit' && !undone.has(e.data.checkpoint));
+  if (!last) { toast('No commit of this task is left to undo'); return; }
+  const d = last.data || {};
+  const ok = await confirmDialog(`Undo checkpoint ${d.checkpoint}?`,
+    `The folder gets back what it held before the commit of ${fmtTime(last.time)}; these paths are put back as they were (the copy keeps its changes):`,
+    d.changes && d.changes.length ? d.changes.map(lineWords) : [countWords(d.counts || {})], 'Undo the commit');
+  if (!ok || id !== state.current) return;
+  const res = await api('POST', `/api/tasks/${id}/undo`);
   toast(`Undid checkpoint ${res.checkpoint} · ${res.paths} paths are as before`);
   await loadTasks();
   refreshView();
@@ -505,7 +854,7 @@ async function loadTimeline() {
     if (e.kind === 'commit') {
       const c = d.counts || {};
       what = `Commit · checkpoint ${d.checkpoint}` + (undone.has(d.checkpoint) ? ' (undone)' : '');
-      detail = (d.changes || []).join('\n') || `+${c.added || 0} ~${c.changed || 0} -${c.deleted || 0}`;
+      detail = (d.changes || []).map(lineWords).join('\n') || countWords(c);
       if (d.approval && d.approval.paths) detail += `\nApproved by ${d.approval.by}: ${d.approval.paths.join(', ')}`;
     } else if (e.kind === 'undo') { what = `Undo of checkpoint ${d.checkpoint}`; }
     else if (e.kind === 'approval') { what = 'Approved'; detail = (d.paths || []).join('\n'); }
@@ -517,13 +866,24 @@ async function loadTimeline() {
   // folder yet.
   const lastAt = lastCommit ? new Date(lastCommit.time) : new Date(0);
   const open = ((detail && detail.task) || cur() || {}).changes > 0;
-  const mark = (time) => (open && new Date(time) > lastAt ? h('span', { class: 'chip small uncommitted', title: 'after the last commit: its changes are in the copy, not yet in the folder' }, 'not committed') : null);
-  for (const s of steps) {
-    if (s.n === undefined) items.push({ time: s.time, kind: 'exec', badge: mark(s.time), what: `Ran ${s.command}`, detail: `exit ${s.code}${s.error ? ' · ' + s.error : ''}${s.summary ? ' · ' + s.summary : ''}` });
-    else if (s.n !== undefined) items.push({ time: s.started || s.time, kind: 'exec', badge: mark(s.started || s.time), what: `Agent: ${s.title || s.kind || 'tool call'}`, detail: [s.status, s.command, (s.effects || []).map(effLine).join(', ')].filter(Boolean).join(' · ') });
+  // Only a step that changed something is marked: a command's summary is of the whole copy
+  // after it, so it changed something when that differs from the summary before it.
+  const mark = (time, changed) => (open && changed && new Date(time) > lastAt ? h('span', { class: 'chip small uncommitted', title: 'after the last commit: its changes are in the copy, not yet in the folder' }, 'not committed') : null);
+  let before = 'no changes';
+  for (const s of [...steps].sort((a, b) => new Date(a.started || a.time) - new Date(b.started || b.time))) {
+    if (s.n === undefined) {
+      const after = changesText(s.summary);
+      const changed = new Date(s.time) > lastAt && s.summary !== undefined && after !== before;
+      if (new Date(s.time) > lastAt) before = after;
+      items.push({ time: s.time, kind: 'exec', badge: mark(s.time, changed), what: `Ran ${s.command}`, source: s.source, detail: [`exit ${s.code}`, s.error, s.summary ? 'the copy then: ' + after : '', s.source && s.source !== 'app' ? `started from ${s.source === 'cli' ? 'a terminal' : s.source}` : ''].filter(Boolean).join(' · ') });
+    } else items.push({ time: s.started || s.time, kind: 'exec', badge: mark(s.started || s.time, (s.effects || []).length > 0), what: `Agent: ${s.title || s.kind || 'tool call'}`, detail: [s.status, s.command, (s.effects || []).map(effLine).join(', ')].filter(Boolean).join(' · ') });
   }
   for (const n of net) {
-    items.push({ time: n.time, kind: n.verdict === 'refused' ? 'refusal' : 'connection', what: `${n.verdict === 'refused' ? 'Refused' : 'Connected to'} ${n.host}:${n.port}`, detail: [n.rule, n.reason, n.error, n.requests ? n.requests + ' requests' : ''].filter(Boolean).join(' · ') });
+    // A connection the policy let through may still have failed (its DNS lookup, say): it
+    // says so, never "Connected".
+    const failed = n.verdict !== 'refused' && !!n.error;
+    const what = n.verdict === 'refused' ? 'Refused' : failed ? 'Could not connect to' : 'Connected to';
+    items.push({ time: n.time, kind: n.verdict === 'refused' ? 'refusal' : failed ? 'refusal failed' : 'connection', what: `${what} ${n.host}:${n.port}`, detail: [n.rule, n.reason, failed ? connError(n.error) : n.error, n.requests ? n.requests + ' requests' : ''].filter(Boolean).join(' · ') });
   }
   for (const r of sb.records) items.push({ time: r.time, kind: 'sandbox' + (r.kind === 'weaker' ? ' weaker' : ''), what: sandboxWhat(r), detail: [r.run ? (r.from === 'profile' ? '' : 'command: ') + r.run : '', r.why, r.do].filter(Boolean).join('\n') });
   for (const q of state.questions.filter((q) => q.task === id)) {
@@ -538,6 +898,14 @@ async function loadTimeline() {
   if (!items.length) ol.append(h('li', { class: 'muted' }, 'Nothing yet: runs, commits, undos, connections, sandbox refusals and questions show here.'));
   if (!sb.records.some((r) => r.kind !== 'weaker')) ol.append(h('li', { class: 'muted small', id: 'timeline-accesses' }, 'No sandbox refusals. ' + sb.accesses));
   if (sb.damaged && sb.damaged.length) ol.append(h('li', { class: 'muted small' }, `${sb.damaged.length} line(s) of sandbox.jsonl could not be read: ${sb.damaged[0]}`));
+}
+
+// connError reads a failed connection's error as a person would.
+function connError(e) {
+  if (/no such host|lookup|server misbehaving|Temporary failure in name resolution/i.test(e)) return `its name could not be looked up (DNS): ${e}`;
+  if (/refused/i.test(e)) return `the host refused it: ${e}`;
+  if (/timeout|timed out/i.test(e)) return `no answer in time: ${e}`;
+  return e;
 }
 
 // sandboxWhat is a sandbox record's title on the Timeline.
@@ -578,6 +946,10 @@ async function fileRows(dir) {
       };
       row.addEventListener('click', () => toggle().catch((x) => toast(x.message, true)));
       row.addEventListener('keydown', (ev) => { if (ev.key === 'Enter') toggle(); });
+    } else if (e.type === 'file') {
+      row.tabIndex = 0; row.classList.add('file'); // picking a file opens it in Preview
+      row.addEventListener('click', () => preview.open(e.path, setView));
+      row.addEventListener('keydown', (ev) => { if (ev.key === 'Enter') preview.open(e.path, setView); });
     }
     return li;
   });
@@ -591,11 +963,12 @@ let liveTimer = null;
 function liveSoon(id) {
   if (id !== state.current) return;
   updateLiveDot();
-  if (state.view !== 'live' || liveTimer) return;
+  if (!layout.isShown('live') || liveTimer) return;
   liveTimer = setTimeout(() => { liveTimer = null; renderLive(); }, 40);
 }
 function pushLive(id, item) {
   const l = liveOf(id);
+  item.at = Date.now();
   l.items.push(item);
   if (l.items.length > 400) l.items.splice(0, l.items.length - 400);
   liveSoon(id);
@@ -632,7 +1005,7 @@ function liveItem(it) {
     case 'run': {
       const ended = it.state === 'ended';
       const chip = !ended ? h('span', { class: 'chip run' }, 'running…')
-        : h('span', { class: 'chip' + (it.code ? ' bad' : ' ok') }, it.agent ? (it.error ? 'failed' : (it.stop || 'ended').replace(/_/g, ' ')) : `exit ${it.code}`);
+        : h('span', { class: 'chip' + (it.code ? ' bad' : ' ok') }, it.agent ? (it.error ? 'failed' : (it.stop || 'ended').replace(/_/g, ' ')) : it.code === undefined ? 'ended' : `exit ${it.code}`);
       return h('li', { class: 'run' + (it.past ? ' past' : ''), 'data-state': it.state },
         h('div', { class: 'rhead' },
           h('span', { class: 'who' + (it.agent ? ' agent' : '') }, it.agent ? `You → ${it.agent}` : '›'),
@@ -797,6 +1170,9 @@ function agentChosen() {
   $('btn-run').setAttribute('aria-label', a ? `Send the prompt to ${a}` : 'Run the command');
 }
 $('agent').addEventListener('change', agentChosen);
+// What memory recalls for the prompt being typed to an agent (needs.js).
+const cmdRecall = needs.attachRecall({ input: cmd, agent: () => $('agent').value, task: () => state.current, before: $('cmdform') });
+$('agent').addEventListener('change', () => cmdRecall.ask());
 async function loadAgents() {
   try { state.agents = await api('GET', '/api/agents'); } catch { state.agents = []; }
   renderAgents();
@@ -806,8 +1182,8 @@ $('cmdform').addEventListener('submit', async (e) => {
   const text = cmd.value.trim();
   if (!text || !state.current) return;
   const id = state.current, agent = $('agent').value;
-  cmd.value = ''; grow();
-  if (state.view !== 'live') setView('live');
+  cmd.value = ''; grow(); cmdRecall.clear();
+  if (!layout.isShown('live')) setView('live');
   try {
     if (agent) await api('POST', `/api/tasks/${id}/agent`, { agent, prompt: text });
     else await api('POST', `/api/tasks/${id}/exec`, { command: text });
@@ -845,13 +1221,52 @@ function questionCard(q, withTask) {
       h('button', { 'aria-label': `Deny: ${q.title}`, onclick: () => answer(q.id, false, false).catch((x) => toast(x.message, true)) }, 'Deny'),
       q.subject ? h('button', { class: 'ghost', 'aria-label': `Approve and remember: ${q.title}`, title: q.kind === 'connection' ? `A rule for this folder lets ${q.subject} pass from now on (kule rules lists it)` : 'Approved like this until the daemon stops', onclick: () => answer(q.id, true, true).catch((x) => toast(x.message, true)) }, 'Approve and remember') : null));
 }
+// Agent turns Kule was stopped in the middle of (a restart, a reboot, a
+// kill): they wait under Needs you with a Resume action; nothing resumes on
+// its own, since a turn spends money and asks questions.
+async function loadInterrupted() {
+  state.interrupted = await api('GET', '/api/interrupted');
+  needs.load().catch(() => {}); // proposals, demotions, spent leases: they redraw when read
+  renderQuestions();
+  renderTasks();
+}
+// A `kule run` killed while the app is open says nothing: look again now
+// and then (the daemon marks such a run when it is asked).
+setInterval(() => { if (!state.offline && !document.hidden) loadInterrupted().catch(() => {}); }, 30000);
+function interruptedCard(r) {
+  const t = state.tasks.find((t) => t.id === r.task);
+  const steps = (r.steps || []).length, waitingQs = (r.waiting || []).length;
+  const detail = [`asked: ${r.prompt}`, steps ? `${steps} steps kept` : '', waitingQs ? `${waitingQs} questions never answered` : ''].filter(Boolean).join(' · ');
+  return h('li', { class: 'qcard interrupted', 'data-interrupted': r.run, 'aria-label': `Interrupted run of ${r.agent}` },
+    h('div', { class: 'qt' }, `${r.agent}'s turn was interrupted before it ended`),
+    h('div', { class: 'qd' }, detail),
+    needs.pendingList(r),
+    h('div', { class: 'qm' }, h('span', {}, `${t ? taskTitle(t) : r.task} · interrupted${r.untrusted ? ' · from chat' : ''}`), h('span', { class: 'left' }, new Date(r.started).toLocaleString())),
+    h('div', { class: 'qa' },
+      h('button', { class: 'primary', 'aria-label': `Resume ${r.agent} on ${t ? taskTitle(t) : r.task}`, title: 'The same agent continues its session where it can, told what Kule kept of where it was', onclick: () => resumeRun(r).catch((x) => toast(x.message, true)) }, 'Resume')));
+}
+async function resumeRun(r) {
+  state.interrupted = state.interrupted.filter((x) => x.run !== r.run);
+  renderQuestions();
+  select(r.task);
+  toast(`Resuming ${r.agent}…`);
+  if (needs.pendingText(r)) pushLive(r.task, { kind: 'note', text: needs.pendingText(r) });
+  try {
+    const turn = await api('POST', `/api/tasks/${r.task}/resume`, { run: r.run });
+    toast(turn.error ? `The resumed turn failed: ${turn.error}` : `The resumed turn ended: ${(turn.stop_reason || 'ended').replace(/_/g, ' ')}`, !!turn.error);
+  } finally {
+    await loadInterrupted();
+  }
+}
 function renderQuestions() {
   const ws = waiting();
-  $('needs').hidden = ws.length === 0;
-  $('needs-count').textContent = ws.length ? String(ws.length) : '';
-  document.title = ws.length ? `(${ws.length}) Kule — needs you` : 'Kule';
-  $('needs-list').replaceChildren(...ws.map((q) => questionCard(q, true)));
-  if (state.view === 'live' && state.current) liveSoon(state.current);
+  const ir = state.interrupted || [];
+  const n = ws.length + ir.length + needs.count();
+  $('needs').hidden = n === 0;
+  $('needs-count').textContent = n ? String(n) : '';
+  document.title = n ? `(${n}) Kule — needs you` : 'Kule';
+  $('needs-list').replaceChildren(...ir.map(interruptedCard), ...needs.cards(), ...ws.map((q) => questionCard(q, true)));
+  if (layout.isShown('live') && state.current) liveSoon(state.current);
 }
 function remaining(deadline) {
   const s = Math.max(0, Math.round((new Date(deadline) - Date.now()) / 1000));
@@ -936,9 +1351,11 @@ $('group-delete').addEventListener('click', async () => {
   await loadTasks();
 });
 
-function confirmDialog(title, text, lines) {
+function confirmDialog(title, text, lines, okWord = 'Go on') {
   return new Promise((resolve) => {
     const dlg = $('dlg-confirm');
+    $('confirm-ok').textContent = okWord;
+    $('confirm-ok').setAttribute('aria-label', okWord);
     $('confirm-h').textContent = title;
     $('confirm-text').textContent = text;
     $('confirm-list').replaceChildren(...lines.map((l) => h('li', {}, l)));
@@ -1023,12 +1440,65 @@ $('btn-notify').addEventListener('click', async () => {
 });
 
 // ---------- events ----------
+// When the event stream breaks, the page says it lost the daemon, disables every action (a
+// Review drawn before is no longer true) and looks for the daemon a bounded number of times,
+// further apart each time. A daemon that answers but no longer knows this page (it was
+// started again, with a new token) is not retried: only `kule app` opens a page it knows.
 let es;
+const retryAfter = [1, 2, 3, 5, 8, 13, 20, 30, 30, 30]; // seconds; about 2.5 minutes in all
+const lost = { tries: 0, timer: null };
+function goOffline(why) {
+  if (es) { es.close(); es = null; }
+  const first = !state.offline;
+  state.offline = true;
+  document.body.classList.add('offline');
+  $('conn').className = 'conn off';
+  $('conn').title = 'Lost the daemon';
+  // Every control of the app stops; each remembers whether it was disabled before.
+  for (const el of document.querySelectorAll('#app button, #app input, #app select, #app textarea')) {
+    if (el.closest('#offline')) continue;
+    if (!('offlineWas' in el.dataset)) el.dataset.offlineWas = el.disabled ? '1' : '';
+    el.disabled = true;
+  }
+  for (const d of document.querySelectorAll('dialog[open]')) d.close();
+  $('offline').hidden = false;
+  $('offline-text').textContent = why;
+  if (first) lost.tries = 0;
+}
+function goOnline() {
+  state.offline = false;
+  document.body.classList.remove('offline');
+  $('offline').hidden = true;
+  for (const el of document.querySelectorAll('[data-offline-was]')) { el.disabled = el.dataset.offlineWas === '1'; delete el.dataset.offlineWas; }
+}
+function lookAgain() {
+  clearTimeout(lost.timer);
+  if (lost.tries >= retryAfter.length) {
+    goOffline('Kule lost the daemon and could not find it again. Nothing was changed since. Run `kule app` in a terminal to start it and open the control room again.');
+    $('offline-retry').hidden = false;
+    return;
+  }
+  const wait = retryAfter[lost.tries++];
+  $('offline-retry').hidden = true;
+  goOffline(`Kule lost the daemon: nothing can be done from this page until it is back. Looking for it again in ${wait} s (try ${lost.tries} of ${retryAfter.length}); if it stopped, run \`kule app\`.`);
+  lost.timer = setTimeout(async () => {
+    let r;
+    try { r = await fetch('/api/health', { credentials: 'same-origin' }); } catch { lookAgain(); return; }
+    if (r.status === 401 || r.status === 403) {
+      goOffline('The daemon was started again and no longer knows this page. Nothing was changed. Run `kule app` to open the control room with its new key.');
+      $('offline-retry').hidden = true;
+      return;
+    }
+    if (!r.ok) { lookAgain(); return; }
+    connect();
+  }, wait * 1000);
+}
 function connect() {
   es = new EventSource('/api/events');
-  es.onopen = () => { $('conn').className = 'conn on'; $('conn').title = 'Connected to the daemon'; loadAll(); };
-  es.onerror = () => { $('conn').className = 'conn off'; $('conn').title = 'The daemon does not answer; retrying'; };
+  es.onopen = () => { lost.tries = 0; goOnline(); $('conn').className = 'conn on'; $('conn').title = 'Connected to the daemon'; loadAll(); };
+  es.onerror = () => lookAgain();
   const on = (type, fn) => es.addEventListener(type, (m) => { try { fn(JSON.parse(m.data)); } catch (e) { console.error(e); } });
+  for (const t of needs.events) on(t, needs.onEvent); // Needs you's proposals and leases (needs.js)
   let tasksTimer = null;
   const tasksSoon = () => { clearTimeout(tasksTimer); tasksTimer = setTimeout(() => loadTasks().catch(() => {}), 120); };
   on('task', (ev) => { tasksSoon(); if (ev.task === state.current) refreshView(); });
@@ -1038,14 +1508,19 @@ function connect() {
     onRunEvent(ev);
     if (ev.data.state === 'end') {
       const t = state.tasks.find((x) => x.id === ev.task);
-      notify('Run over', `${t ? taskTitle(t) : ev.task}: ${ev.data.agent || ev.data.command}${ev.data.agent ? '' : ' · exit ' + ev.data.code}${ev.data.limit ? ' · stopped by ' + (limitName[ev.data.limit] || 'a limit') : ''}${ev.data.summary ? ' · ' + ev.data.summary : ''}`);
+      notify('Run over', `${t ? taskTitle(t) : ev.task}: ${ev.data.agent || ev.data.command}${ev.data.agent ? '' : ' · exit ' + ev.data.code}${ev.data.limit ? ' · stopped by ' + (limitName[ev.data.limit] || 'a limit') : ''}${ev.data.summary ? ' · ' + changesText(ev.data.summary) : ''}`);
       if (ev.task === state.current) refreshView();
     }
   });
+  let outTimer = null;
   on('output', (ev) => {
+    // The task's row counts its changes while the run writes: read again at most once a second.
+    if (!outTimer) outTimer = setTimeout(() => { outTimer = null; loadTasks().catch(() => {}); }, 1000);
     const l = liveOf(ev.task);
     if (!l.run && !l.seeded) return; // a run that began before this page: steps.jsonl has it once it ends
-    const it = l.run || pushLive(ev.task, { kind: 'run', label: 'output', state: 'running', out: '' });
+    // Output of a run whose start this page missed gets a card that is the run's: its end
+    // event (or the task's list saying nothing runs) ends it.
+    const it = l.run || (l.run = pushLive(ev.task, { kind: 'run', label: 'output', state: 'running', out: '' }));
     touch(it).out = (it.out + ev.data.text).slice(-200000);
     liveSoon(ev.task);
   });
@@ -1074,11 +1549,15 @@ function connect() {
   on('sandbox', (ev) => {
     const r = ev.data || {};
     pushLive(ev.task, { kind: 'note', text: `${sandboxWhat(r)} · ${r.why || ''}` });
-    if (ev.task === state.current && state.view === 'timeline') refreshView();
+    if (ev.task === state.current && layout.isShown('timeline')) refreshView();
   });
-  on('connection', (ev) => { pushLive(ev.task, { kind: 'conn', ...(ev.data || {}) }); if (ev.task === state.current && state.view === 'timeline') refreshView(); });
+  on('connection', (ev) => { pushLive(ev.task, { kind: 'conn', ...(ev.data || {}) }); if (ev.task === state.current && layout.isShown('timeline')) refreshView(); });
   on('meet', (ev) => {
     const d = ev.data || {};
+    const add = (a, b, title) => { const l = state.meets[a] || []; if (!l.some((x) => x.task === b)) state.meets[a] = l.concat([{ task: b, title, paths: d.paths }]); };
+    add(ev.task, d.other, d.other_title || d.other);
+    add(d.other, ev.task, d.title || ev.task);
+    renderTasks();
     const msg = `${d.title || ev.task} and ${d.other_title || d.other} both change ${d.paths.slice(0, 3).join(', ')}${d.paths.length > 3 ? ` and ${d.paths.length - 3} more` : ''}`;
     toast('Tasks meet: ' + msg);
     notify('Two tasks meet', msg);
@@ -1095,8 +1574,10 @@ function connect() {
   });
 }
 
+needs.init({ h, api, toast, tasks: () => state.tasks, taskTitle, changed: () => { renderQuestions(); renderTasks(); } });
+
 async function loadAll() {
-  await Promise.all([loadTasks(), loadQuestions(), loadAgents()]);
+  await Promise.all([loadTasks(), loadQuestions(), loadAgents(), loadInterrupted().catch(() => {})]);
   if (!state.current) {
     const last = localStorage.getItem('kule.task');
     if (last && state.tasks.some((t) => t.id === last)) select(last);
@@ -1205,8 +1686,48 @@ $('pal-input').addEventListener('keydown', (e) => {
 async function openSettings() {
   $('settings-error').textContent = '';
   try { const s = await api('GET', '/api/settings'); $('set-wait').value = s.wait_minutes; } catch (x) { $('settings-error').textContent = x.message; }
+  $('appearance').replaceChildren();
+  themes.mountAppearance($('appearance'), h, toast);
   renderKeys();
+  const more = $('settings-more');
+  // Registered sections are drawn afresh each time Settings opens.
+  for (const f of document.querySelectorAll('#settings-body fieldset[data-registered]')) f.remove();
+  for (const s of registry.settingsSections) {
+    const body = h('div', {});
+    more.append(h('fieldset', { id: 'settings-' + s.id, 'data-registered': '' }, h('legend', {}, s.title), body));
+    try { Promise.resolve(s.mount(body, ctx())).catch((x) => body.append(h('p', { class: 'error' }, x.message))); } catch (x) { body.append(h('p', { class: 'error' }, x.message)); }
+  }
+  // One section each, in the order a person looks for them; the list beside them jumps to one.
+  const fs = [...document.querySelectorAll('#settings-body fieldset[id^="settings-"]')];
+  const rank = (f) => { const i = settingsOrder.indexOf(f.id.slice(9)); return i < 0 ? settingsOrder.length : i; };
+  fs.sort((a, b) => rank(a) - rank(b));
+  more.before(...fs);
+  $('settings-nav').replaceChildren(...fs.map((f) => h('a', { href: '#' + f.id, 'data-section': f.id.slice(9), onclick: (e) => { e.preventDefault(); showSection(f.id.slice(9)); } }, f.querySelector('legend').textContent)));
   $('dlg-settings').showModal();
+  showSection(state.settingsSection || 'agents', false);
+}
+// The list marks the section at the top of what shows as the person scrolls.
+// A section picked from the list stays marked while it is in view, though the last ones cannot
+// scroll to the top; the person's own scrolling (wheel, keys, a drag) marks as it goes.
+let settingsJump = null;
+for (const ev of ['wheel', 'pointerdown', 'keydown']) $('settings-body').addEventListener(ev, () => { settingsJump = null; }, { passive: true });
+$('settings-body').addEventListener('scroll', () => {
+  if (settingsJump) return;
+  const top = $('settings-body').getBoundingClientRect().top;
+  const fs = [...document.querySelectorAll('#settings-body fieldset[id^="settings-"]')];
+  const at = fs.find((f) => f.getBoundingClientRect().bottom > top + 24);
+  if (at) for (const a of $('settings-nav').children) a.setAttribute('aria-current', String(a.dataset.section === at.id.slice(9)));
+}, { passive: true });
+const settingsOrder = ['agents', 'policy', 'rules', 'secrets', 'budgets', 'limits', 'transports', 'extensions', 'appearance', 'shortcuts', 'questions', 'profile'];
+// showSection brings a section of Settings into view and marks it in the list.
+function showSection(id, focus = true) {
+  const f = $('settings-' + id);
+  if (!f) return;
+  state.settingsSection = id;
+  settingsJump = id;
+  for (const a of $('settings-nav').children) a.setAttribute('aria-current', String(a.dataset.section === id));
+  f.scrollIntoView({ block: 'start' });
+  if (focus) { const first = f.querySelector('input, button, textarea, select'); if (first) first.focus({ preventScroll: true }); }
 }
 function renderKeys() {
   $('keys-body').replaceChildren(...commands.map((c) => {
@@ -1217,11 +1738,22 @@ function renderKeys() {
       listening = async (k) => {
         listening = null;
         b.classList.remove('listening');
+        const why = k === 'Escape' ? '' : reservedWhy(k);
+        if (why) {
+          $('keys-note').textContent = `${showKey(k)} is not free: it ${why}, so a page never receives it. ${c.title} keeps ${showKey(keyOf(c)) || 'no key'}; pick another combo.`;
+          $('keys-note').className = 'error';
+          renderKeys();
+          return;
+        }
         const next = { ...state.shortcuts, [c.id]: k === 'Escape' ? '' : k };
-        for (const o of commands) if (o.id !== c.id && keyOf(o) === k) next[o.id] = ''; // a key does one thing
+        const taken = k === 'Escape' ? [] : commands.filter((o) => o.id !== c.id && keyOf(o) === k);
+        for (const o of taken) next[o.id] = ''; // a key does one thing
         try {
           state.shortcuts = await api('PUT', '/api/shortcuts', next);
           $('settings-error').textContent = '';
+          $('keys-note').className = 'muted small';
+          $('keys-note').textContent = k === 'Escape' ? `${c.title} has no key now.`
+            : `${showKey(k)} now runs ${c.title}.` + taken.map((o) => ` It was the key of ${o.title}, which has no key now.`).join('');
         } catch (x) { $('settings-error').textContent = x.message; }
         renderKeys();
         updateKbd();
@@ -1234,7 +1766,6 @@ $('set-wait').addEventListener('change', async () => {
   try { await api('PUT', '/api/settings', { wait_minutes: Number($('set-wait').value) }); $('settings-error').textContent = ''; }
   catch (x) { $('settings-error').textContent = x.message; }
 });
-for (const r of document.querySelectorAll('input[name=theme]')) r.addEventListener('change', () => setTheme(r.value));
 function updateKbd() { $('kbd-palette').textContent = showKey(keyOf(byId['palette.open'])); }
 
 $('btn-new').addEventListener('click', openNew);
@@ -1247,9 +1778,23 @@ $('btn-commit').addEventListener('click', () => commit(false).catch((x) => toast
 $('btn-approve-commit').addEventListener('click', () => commit(true).catch((x) => toast(x.message, true)));
 $('btn-rollback').addEventListener('click', () => rollback().catch((x) => toast(x.message, true)));
 
+$('offline-retry').addEventListener('click', () => { lost.tries = 0; lookAgain(); });
+
+$('r-filter').addEventListener('input', () => { review.filter = $('r-filter').value; if (state.detail) renderChanges((state.detail.changes || []).filter((c) => !c.ignored)); });
+
 (async function main() {
+  layout.init({ api, toast, onShow: () => refreshView() });
+  const tasksTab = h('button', { role: 'tab', id: 'tab-tasks', 'aria-controls': 'v-tasks', 'data-view': 'tasks' }, 'Tasks');
+  layout.addPanel('tasks', 'Tasks', tasksTab, $('v-tasks'));
+  const builtinTitles = { live: 'Live', review: 'Review', timeline: 'Timeline', files: 'Files' };
+  for (const v of builtinViews) layout.addPanel(v, builtinTitles[v], $('tab-' + v), $('v-' + v));
+  addRegistered();
+  registry.onChange(() => { addRegistered(); updateKbd(); });
   try { state.shortcuts = await api('GET', '/api/shortcuts'); } catch (x) { toast(x.message, true); }
+  await themes.initThemes(api);
+  mountMenuBar($('menubar'), { h, commands, keyOf, showKey, runCommand, hasTask: () => !!state.current, offline: () => !!state.offline });
   updateKbd();
-  setView('live');
+  await layout.load();
+  state.view = 'live';
   connect();
 })();
