@@ -16,6 +16,7 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -64,7 +65,7 @@ func agentsCommand() *cobra.Command {
 			return nil
 		},
 	}
-	c.AddCommand(agentsShowCommand(), agentsApproveCommand(), agentsRegistryCommand(), agentsAddCommand(), agentsInstallCommand(), agentsTryCommand())
+	c.AddCommand(agentsShowCommand(), agentsSetCommand(), agentsApproveCommand(), agentsRegistryCommand(), agentsAddCommand(), agentsInstallCommand(), agentsTryCommand())
 	return c
 }
 
@@ -90,6 +91,9 @@ func printAgents(w io.Writer, set *kernel.AgentSet, sts []kernel.AgentStatus) {
 			line(s)
 			if s.Package != nil && !s.Installed {
 				fmt.Fprintf(w, "      installs %s@%s once at its first run (npm, no install scripts)\n", s.Package.Name, s.Package.Version)
+			}
+			for _, warn := range s.Warnings {
+				fmt.Fprintf(w, "      but: %s\n", warn)
 			}
 			if len(s.Auth) > 0 {
 				fmt.Fprintf(w, "      logs in with: %s\n", strings.Join(s.Auth, "; "))
@@ -157,7 +161,7 @@ func agentsShowCommand() *cobra.Command {
 			fmt.Fprintf(w, "# %s, from %s\n", p.Name, src)
 			if perr != nil {
 				fmt.Fprintf(w, "# REFUSED: %v\n", perr)
-			} else if p.Builtin {
+			} else if p.Builtin && p.Setting == "" {
 				fmt.Fprintln(w, "# built in: needs no approval")
 			} else if err := kernel.CheckAgentApproved(home, p); err != nil {
 				fmt.Fprintf(w, "# not approved: read it, then `kule agents approve %s`\n", p.Name)
@@ -166,6 +170,81 @@ func agentsShowCommand() *cobra.Command {
 			}
 			fmt.Fprintf(w, "# sha256 %s\n", p.Hash())
 			fmt.Fprint(w, p.TOML())
+			printEndpointHint(w, p)
+			return nil
+		},
+	}
+}
+
+// printEndpointHint says how to point the agent at another endpoint (a
+// local model, a gateway) without copying its profile.
+func printEndpointHint(w io.Writer, p kernel.AgentProfile) {
+	fmt.Fprintln(w)
+	if p.Setting != "" {
+		fmt.Fprintf(w, "# set with kule agents set: %s (kule agents set %s base_url= takes it back)\n", p.Setting, p.Name)
+	}
+	if p.EndpointEnv == "" {
+		fmt.Fprintf(w, "# another endpoint: this profile names no endpoint_env; copy it under another name and set the agent's own variable in env, with the endpoint's host:port in hosts and keys\n")
+		return
+	}
+	var keys []string
+	for k := range p.Keys {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	example := "http://localhost:4000"
+	if p.EndpointKey == "openai_base_url" {
+		example = "http://localhost:4000/v1"
+	}
+	fmt.Fprintf(w, "# another endpoint (a local model, a gateway): kule agents set %s base_url=%s\n", p.Name, example)
+	what := p.EndpointEnv
+	if p.EndpointKey != "" {
+		what += ` (as {"` + p.EndpointKey + `": URL})`
+	}
+	fmt.Fprintf(w, "#   sets %s; %s then goes to that host:port alone, which the proxy dials even on loopback\n", what, orDash(strings.Join(keys, ", ")))
+	fmt.Fprintf(w, "#   plain http only to this machine's loopback; the changed profile waits for kule agents approve %s\n", p.Name)
+	switch p.EndpointEnv {
+	case "CODEX_CONFIG":
+		fmt.Fprintln(w, "#   Codex's OpenAI provider (openai_base_url): the URL ends in /v1 (Ollama: http://127.0.0.1:11434/v1)")
+	case "ANTHROPIC_BASE_URL":
+		fmt.Fprintln(w, "#   the endpoint speaks the Anthropic Messages API (a LiteLLM gateway, Ollama 0.14+)")
+	case "GOOGLE_GEMINI_BASE_URL":
+		fmt.Fprintln(w, "#   the endpoint speaks the Gemini API (generateContent, streamGenerateContent)")
+	}
+}
+
+func agentsSetCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:   "set NAME base_url=URL",
+		Short: "Point an agent at another endpoint (a local model, a gateway) without copying its profile",
+		Long: `Sets what the profile's endpoint_env names (ANTHROPIC_BASE_URL for
+claude-code, CODEX_CONFIG for codex, GOOGLE_GEMINI_BASE_URL for gemini)
+to URL. The profile's keys then go to that host:port alone, and the proxy
+dials it even on this machine's loopback or your network. Plain http is
+taken only for loopback. The changed profile waits for approval; base_url=
+(empty) takes the setting back.`,
+		Args: cobra.ExactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			set, home, err := loadAgents()
+			if err != nil {
+				return err
+			}
+			key, value, ok := strings.Cut(args[1], "=")
+			if !ok {
+				return fmt.Errorf("agents set: write KEY=VALUE, e.g. base_url=http://localhost:4000 (nothing was changed)")
+			}
+			p, err := kernel.SetAgent(home, set, args[0], key, value)
+			if err != nil {
+				return fmt.Errorf("%w (nothing was changed)", err)
+			}
+			w := cmd.OutOrStdout()
+			if value == "" {
+				fmt.Fprintf(w, "%s: base_url taken back; the profile is as it ships\n", p.Name)
+				return nil
+			}
+			fmt.Fprintf(w, "%s now reaches %s=%s; its profile is now:\n\n", p.Name, p.EndpointEnv, value)
+			fmt.Fprint(w, p.TOML())
+			fmt.Fprintf(w, "\nit waits for approval: kule agents approve %s\n", p.Name)
 			return nil
 		},
 	}
@@ -185,7 +264,7 @@ func agentsApproveCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if p.Builtin {
+			if p.Builtin && p.Setting == "" {
 				fmt.Fprintf(cmd.OutOrStdout(), "%s is built in; it needs no approval\n", p.Name)
 				return nil
 			}
@@ -250,12 +329,24 @@ func agentsAddCommand() *cobra.Command {
 				return err
 			}
 			w := cmd.OutOrStdout()
-			if !dry {
-				if err := kernel.AppendPersonalAgent(home, p, set.Profiles); err != nil {
-					return err
+			if dry {
+				// The same checks add makes: a draft that add would
+				// refuse is said to be refused here too.
+				fmt.Fprint(w, p.TOML())
+				fmt.Fprintln(w)
+				for _, n := range notes {
+					fmt.Fprintln(w, "- "+n)
 				}
-				fmt.Fprintf(w, "added to %s:\n\n", kernel.PersonalAgentsPath(home))
+				if err := kernel.CheckAppendAgent(p, set.Profiles); err != nil {
+					return fmt.Errorf("agents add would refuse this draft: %w (nothing was added)", err)
+				}
+				fmt.Fprintf(w, "\nkule agents add %s (without --dry-run) would add it to %s\n", args[0], kernel.PersonalAgentsPath(home))
+				return nil
 			}
+			if err := kernel.AppendPersonalAgent(home, p, set.Profiles); err != nil {
+				return err
+			}
+			fmt.Fprintf(w, "added to %s:\n\n", kernel.PersonalAgentsPath(home))
 			fmt.Fprint(w, p.TOML())
 			fmt.Fprintln(w)
 			for _, n := range notes {
@@ -300,12 +391,14 @@ func agentsInstallCommand() *cobra.Command {
 func agentsTryCommand() *cobra.Command {
 	var apply bool
 	var prompt string
+	var limit time.Duration
 	var sf sandboxFlags // none given: a trial is never opened wider
 	c := &cobra.Command{
 		Use:   "try NAME [--apply]",
 		Short: "Run an agent once in an empty folder, opened no wider than its draft, and list the hosts it wanted",
 		Long: `Runs the agent (a profile, or a registry entry's draft) once on an empty
 folder of its own, with nothing of your home opened, no keys and no hosts,
+a writable home of the trial's own (gone after it), for at most --time,
 and lists the hosts it asked for. --apply adds the refused HTTPS hosts to its
 profile in agents.toml (drafting it from the registry if needed); the
 profile then waits for approval like any change.`,
@@ -340,11 +433,11 @@ profile then waits for approval like any change.`,
 			if apply && p.Builtin {
 				return fmt.Errorf("agents try: %s is built in and is not changed; copy it into %s under another name to change it", p.Name, kernel.PersonalAgentsPath(home))
 			}
-			fmt.Fprintf(errw, "trying %s once in an empty folder, opened no wider than its draft (nothing of your home, no keys, no hosts)\n", p.Name)
+			fmt.Fprintf(errw, "trying %s once in an empty folder, opened no wider than its draft (nothing of your home, no keys, no hosts; a home of its own; at most %s)\n", p.Name, limit)
 			pr := &printer{w: out}
 			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
-			rep, err := agentrun.Try(ctx, k, agentrun.Options{Agents: set, Trial: &p, Prompt: prompt, OnEvent: pr.event, Sandbox: sf.options(), Stderr: errw})
+			rep, err := agentrun.Try(ctx, k, agentrun.Options{Agents: set, Trial: &p, TrialTime: limit, Prompt: prompt, OnEvent: pr.event, Sandbox: sf.options(), Stderr: errw})
 			pr.endLine()
 			if err != nil && rep == nil {
 				return err
@@ -396,6 +489,7 @@ profile then waits for approval like any change.`,
 	}
 	c.Flags().BoolVar(&apply, "apply", false, "add the refused hosts to the profile (it then waits for approval)")
 	c.Flags().StringVar(&prompt, "prompt", "Say hello in one short line.", "what to ask the agent")
+	c.Flags().DurationVar(&limit, "time", agentrun.DefaultTrialTime, "stop the trial after this long")
 	return c
 }
 
@@ -405,8 +499,12 @@ func runCommand() *cobra.Command {
 	var ask, fresh bool
 	var sf sandboxFlags
 	var pids int
+	var about []string
+	var rf recallFlags
+	var session, promptFile string
+	var resume bool
 	c := &cobra.Command{
-		Use:   "run TASK --agent NAME [--ask] PROMPT",
+		Use:   "run TASK --agent NAME [--ask] [--about PATH[:PLACE]]... PROMPT | --prompt-file F | - | --resume [PROMPT]",
 		Short: "Run an agent on the task's copy over ACP; every tool call is a step with what it changed",
 		Long: `Starts the agent (a built-in or an approved profile of yours) over the Agent
 Client Protocol with the task's copy as its working directory, sends PROMPT,
@@ -414,19 +512,57 @@ and streams its words, tool calls and what each changed. A second run on the
 task continues the conversation when the agent can. Permission questions are
 answered "allow once" (the copy and the review keep the folder safe); --ask
 puts each to you. Ctrl-C cancels the turn; a second Ctrl-C stops the agent.
-Nothing reaches the folder until kule commit.`,
-		Args: cobra.MinimumNArgs(2),
+Nothing reaches the folder until kule commit.
+
+Before it starts, Kule recalls earlier runs (docs/memory.md): what similar
+runs cost, as a proposed budget that --accept-budget sets (never set
+silently), and the failures on this folder with the fixes that followed, as
+notes the agent reads after the prompt and you read first. --no-recall
+leaves both out. --session NAME continues the conversation of that name.
+
+A turn that Kule stopped in the middle of (a crash, a restart, a kill) is
+said by kule status; --resume resumes it: the same agent, its session
+continued (session/load or session/resume, where the agent has them), and
+the notes say what memory kept of where it was (its prompt, its last
+steps, the questions that waited). PROMPT is then optional.`,
+		Args: cobra.MinimumNArgs(1),
 		RunE: withTask(func(k *kernel.Kernel, t *kernel.Task, cmd *cobra.Command, args []string) error {
+			var resumes *kernel.MemoryRecord
+			if resume {
+				var err error
+				if resumes, name, err = resumeTarget(cmd.Context(), k, t, name, session); err != nil { // resume.go
+					return err
+				}
+			}
 			if name == "" {
 				return errors.New("run: name the agent with --agent (kule agents lists them)")
 			}
 			if pids < 0 {
 				return fmt.Errorf("run: --pids %d is below zero (nothing was started)", pids)
 			}
-			return runAgent(cmd, k, t, name, strings.Join(args[1:], " "), ask, fresh, &sf, pids)
+			var prompt string
+			var err error
+			if resumes != nil && len(args) == 1 && promptFile == "" {
+				prompt = resumePrompt
+			} else if prompt, err = promptOf(args[1:], promptFile, cmd.InOrStdin()); err != nil {
+				return err
+			}
+			prompt, pictures, err := aboutPrompt(cmd.Context(), k, t, prompt, about)
+			if err != nil {
+				return err
+			}
+			if resumes != nil && fresh {
+				return errors.New("run: --resume continues the interrupted run's conversation; --new-session starts another (give one; nothing was started)")
+			}
+			return runAgent(cmd, k, t, name, prompt, ask, fresh, &sf, pids, runMemory{flags: rf, session: session, pictures: pictures, resumes: resumes})
 		}),
 	}
+	c.Flags().StringArrayVar(&about, "about", nil, "a place the prompt is about, PATH[:PLACE] (lines 12-18, #Section › Sub, Sheet1!B2:D9, ¶14, x,y-x,y); up to 20")
 	sf.add(c)
+	rf.add(c)
+	c.Flags().StringVar(&session, "session", "", "the conversation to continue (or start) by this name")
+	c.Flags().BoolVar(&resume, "resume", false, "resume the task's interrupted run: its agent, its session, and what memory kept of where it was")
+	c.Flags().StringVar(&promptFile, "prompt-file", "", "read the prompt from this file (- for stdin)")
 	c.Flags().IntVar(&pids, "pids", 0, "processes and threads this run may hold at once (over the task's and home's limit)")
 	c.Flags().StringVar(&name, "agent", "", "the agent to run (kule agents lists them)")
 	c.Flags().BoolVar(&ask, "ask", false, "put each permission question to you instead of answering allow once")
@@ -434,14 +570,35 @@ Nothing reaches the folder until kule commit.`,
 	return c
 }
 
-func runAgent(cmd *cobra.Command, k *kernel.Kernel, t *kernel.Task, name, prompt string, ask, fresh bool, sf *sandboxFlags, pids int) error {
+// runMemory is what kule run asks of memory (memory.go).
+type runMemory struct {
+	flags   recallFlags
+	session string
+	// pictures are --about's picture regions, sent as images to an agent
+	// that takes them.
+	pictures []kernel.Picture
+	// resumes is the interrupted run this one resumes (--resume).
+	resumes *kernel.MemoryRecord
+}
+
+func runAgent(cmd *cobra.Command, k *kernel.Kernel, t *kernel.Task, name, prompt string, ask, fresh bool, sf *sandboxFlags, pids int, mem runMemory) error {
 	out, errw := cmd.OutOrStdout(), cmd.ErrOrStderr()
 	set, err := k.Agents()
 	if err != nil {
 		return err
 	}
+	if mem.resumes != nil {
+		mem.session = resumeSession(errw, k, t, mem.resumes) // resume.go
+	} else if mem.session != "" && !fresh {
+		fresh = useConversation(cmd.Context(), errw, k, t, name, mem.session)
+	}
+	notes := mem.flags.recall(cmd.Context(), errw, k, t, prompt, mem.resumes)
+	defer k.CloseMemory()
 	pr := &printer{w: out}
-	o := agentrun.Options{Agents: set, Agent: name, Prompt: prompt, Fresh: fresh, OnEvent: pr.event, Sandbox: sf.options(), Stderr: errw, Pids: pids}
+	o := agentrun.Options{Agents: set, Agent: name, Prompt: prompt, Notes: notes, Pictures: mem.pictures, Conversation: mem.session, Fresh: fresh, OnEvent: pr.event, Sandbox: sf.options(), Stderr: errw, Pids: pids}
+	if mem.resumes != nil {
+		o.Resumes = mem.resumes.ID
+	}
 	if ask {
 		o.Ask = terminalAsk(pr, os.Stdin, errw)
 		if da := daemonPermissionAsk(k.Store().Root, t, name); da != nil {
@@ -575,8 +732,12 @@ func (p *printer) event(e kernel.Event) {
 	case kernel.EventPermission:
 		for _, r := range e.Step.Permission {
 			who := "by default"
-			if r.By == "person" {
+			switch r.By {
+			case "default":
+			case "person":
 				who = "by you"
+			default:
+				who = "(" + r.By + ")"
 			}
 			ans := r.Kind
 			if ans == "" {

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -35,20 +36,25 @@ kule app starts it for you.`,
 			if err != nil {
 				return err
 			}
+			hosts := daemon.NewSharedHost(k.Store().Root, func() *kernel.PluginHost { return pluginHost(k.Store().Root) })
 			d, err := daemon.Start(daemon.Config{Kernel: k, Idle: idle, HTTPAddr: addr,
 				// The app's commands run in the sandbox, as `kule exec` does.
 				RunnerFor: func(t *kernel.Task, spec *kernel.Spec) (kernel.Runner, error) {
 					return (&sandboxFlags{}).runnerFor(t, spec)
 				},
-				Reviewer: daemon.DiffReviewer{Hosts: daemon.NewSharedHost(k.Store().Root, func() *kernel.PluginHost { return pluginHost(k.Store().Root) })}, // one plugin host for the daemon's life
+				Reviewer: daemon.DiffReviewer{Hosts: hosts}, // one plugin host for the daemon's life
+				Previews: hosts.Acquire,                     // the same host previews files
 				Rules:    &daemon.CedarRules{K: k},
 				AgentSet: k.Agents,
+				// Extensions' commands from the app, each in its own sandboxed host.
+				Extensions: func() *kernel.ExtensionRunner { return extRunner(k, k.Store().Root, io.Discard) },
 			})
 			if err != nil {
 				return err
 			}
 			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
+			defer startTransports(ctx, k, d, kernelLogger())() // the chat cockpits of config.toml
 			fmt.Fprintf(cmd.OutOrStdout(), "kule daemon · %s · app at http://%s\n", k.Store().Root, d.Addr())
 			return d.Serve(ctx)
 		},
@@ -124,6 +130,22 @@ func daemonNetHooks(ctx context.Context, home, label string) kernel.NetHooks {
 	}}
 }
 
+// recordCLIStep keeps a run of kule exec in the task's steps.jsonl, as the app's runs are
+// kept, so the app's Live and Timeline show it after a reload too; a running daemon hears of
+// it at once. A run is never failed for its record: a warning says what was not kept.
+func recordCLIStep(ctx context.Context, home string, t *kernel.Task, label string, started time.Time, code int, runErr error, st *kernel.Status) {
+	step, err := daemon.RecordStep(t, "cli", label, started, code, runErr, st)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "kule: the run was not recorded for the app's Timeline: %v\n", err)
+		return
+	}
+	c := client.New(home)
+	if !c.Running(ctx) {
+		return
+	}
+	_ = c.Do(ctx, "POST", "/api/events", map[string]any{"type": "step", "task": t.ID, "data": step}, nil)
+}
+
 // daemonPermissionAsk puts an agent's permission questions (kule run --ask)
 // to the person through the daemon when one runs: they wait under Needs you
 // beside the app's own. Nil when no daemon runs (the terminal asks).
@@ -142,7 +164,10 @@ func daemonPermissionAsk(home string, t *kernel.Task, agent string) kernel.AskFu
 			detail = strings.TrimPrefix(detail+" · "+strings.Join(q.Paths, ", "), " · ")
 		}
 		ok, err := c.Ask(ctx, client.Question{Task: t.ID, Kind: daemon.KindPermission, Title: agent + " asks: " + q.Title, Detail: detail, Subject: agent + " " + kind})
-		return daemon.PickOption(q.Options, err == nil && ok), nil
+		if err != nil {
+			return "", fmt.Errorf("not answered through the daemon: %w", err) // recorded as "no answer"
+		}
+		return daemon.PickOption(q.Options, ok), nil
 	}
 }
 
@@ -150,9 +175,20 @@ func nameCommand() *cobra.Command {
 	return &cobra.Command{
 		Use:   "name TASK NAME",
 		Short: "Name a task (an empty NAME clears it)",
-		Args:  cobra.MinimumNArgs(2),
+		Example: `  kule name 1a2b "tidy the notes"
+  kule name 1a2b ""            # clears the name`,
+		Args: cobra.MinimumNArgs(2),
 		RunE: withTask(func(k *kernel.Kernel, t *kernel.Task, cmd *cobra.Command, args []string) error {
-			return editTask(k, t, func(t *kernel.Task) { t.Name = strings.Join(strings.Fields(strings.Join(args[1:], " ")), " ") })
+			name := strings.Join(strings.Fields(strings.Join(args[1:], " ")), " ")
+			if err := editTask(k, t, func(t *kernel.Task) { t.Name = name }); err != nil {
+				return err
+			}
+			if name == "" {
+				_, err := fmt.Fprintf(cmd.OutOrStdout(), "task %s has no name now\n", t.ID)
+				return err
+			}
+			_, err := fmt.Fprintf(cmd.OutOrStdout(), "task %s is named %q\n", t.ID, safeLine(name))
+			return err
 		}),
 	}
 }
@@ -162,7 +198,9 @@ func colorCommand() *cobra.Command {
 		Use:     "color TASK COLOUR",
 		Aliases: []string{"colour"},
 		Short:   "Give a task a colour: " + strings.Join(daemon.Colours[1:], ", ") + ", or none",
-		Args:    cobra.ExactArgs(2),
+		Example: `  kule color 1a2b green
+  kule color 1a2b none         # no colour`,
+		Args: cobra.ExactArgs(2),
 		RunE: withTask(func(k *kernel.Kernel, t *kernel.Task, cmd *cobra.Command, args []string) error {
 			c := strings.ToLower(args[1])
 			if c == "none" {
@@ -171,7 +209,15 @@ func colorCommand() *cobra.Command {
 			if !slices.Contains(daemon.Colours, c) {
 				return fmt.Errorf("color: %q is not a colour Kule knows; pick one of %s, or none", args[1], strings.Join(daemon.Colours[1:], ", "))
 			}
-			return editTask(k, t, func(t *kernel.Task) { t.Colour = c })
+			if err := editTask(k, t, func(t *kernel.Task) { t.Colour = c }); err != nil {
+				return err
+			}
+			if c == "" {
+				_, err := fmt.Fprintf(cmd.OutOrStdout(), "task %s has no colour now\n", t.ID)
+				return err
+			}
+			_, err := fmt.Fprintf(cmd.OutOrStdout(), "task %s is %s now (in the app's task list)\n", t.ID, c)
+			return err
 		}),
 	}
 }

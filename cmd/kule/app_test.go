@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"github.com/kulehq/kule/kernel"
 	"io"
 	"net/http"
@@ -312,4 +313,25 @@ permit (principal, action, resource);
 		t.Fatalf("moving back: %v\n%s", err, out)
 	}
 	c.must("group", "move", id, "none", "--yes")
+}
+
+// TestExecIsKeptForTheAppsTimeline: a run of kule exec in a terminal is kept in the task's
+// steps.jsonl as started from a terminal, so the app's Live and Timeline show it after a
+// reload, as they show the app's own runs.
+func TestExecIsKeptForTheAppsTimeline(t *testing.T) {
+	c := cli{t: t, home: filepath.Join(t.TempDir(), "home")}
+	folder := t.TempDir()
+	appMust(t, os.WriteFile(filepath.Join(folder, "a.txt"), []byte("a\n"), 0o644))
+	id := strings.Fields(c.must("new", folder))[1]
+	c.must("exec", id, "--no-sandbox", "--", "sh", "-c", "echo from-a-terminal >> a.txt")
+	b, err := os.ReadFile(filepath.Join(c.home, "tasks", id, "steps.jsonl"))
+	appMust(t, err)
+	var step struct {
+		Kind, Command, Source, Summary string
+		Code                           int
+	}
+	appMust(t, json.Unmarshal(b, &step))
+	if step.Kind != "exec" || step.Source != "cli" || !strings.Contains(step.Command, "from-a-terminal") || step.Code != 0 || step.Summary == "" {
+		t.Fatalf("steps.jsonl after kule exec: %s", b)
+	}
 }

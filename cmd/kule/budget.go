@@ -155,7 +155,7 @@ func printBudget(w io.Writer, id string, s *kernel.BudgetSummary) {
 	case u.Runs == 1:
 		line += " · 1 run"
 	case u.Runs > 1:
-		line += fmt.Sprintf(" · %d runs", u.Runs)
+		line += " · " + plural(u.Runs, "run")
 	}
 	if u.Context != nil && u.Context.Size > 0 {
 		line += fmt.Sprintf(" · context %s of %s", thousands(u.Context.Used), thousands(u.Context.Size))

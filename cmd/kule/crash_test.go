@@ -21,8 +21,18 @@ func TestMain(m *testing.M) {
 	if len(os.Args) > 1 && os.Args[1] == "__plugin" { // a built-in plugin, as main does
 		os.Exit(servePlugin(os.Args[2:]))
 	}
+	if os.Getenv("KULE_CHAT_PEER") != "" { // the chat test's scripted agent
+		os.Exit(chatPeer())
+	}
+	if script := os.Getenv("KULE_TEST_ACP_AGENT"); script != "" { // a scripted ACP agent: resume_test.go
+		os.Exit(resumeAgent(script))
+	}
 	if os.Getenv("KULE_AS_CLI") == "1" {
-		rawOutput = os.Getenv("KULE_TEST_RAW_OUTPUT") == "1" // the guard taken away: see termsafe_test.go
+		rawOutput = os.Getenv("KULE_TEST_RAW_OUTPUT") == "1"     // the guard taken away: see termsafe_test.go
+		keepRepeats = os.Getenv("KULE_TEST_KEEP_REPEATS") == "1" // see TestErrorPathsSayEachPrefixOnce
+		if os.Getenv("KULE_TEST_PROGRESS_FLOOR") == "1" {        // see TestNewShowsProgressOnATerminal
+			progressFloor.files, progressFloor.bytes = 1, 1
+		}
 		os.Exit(run(os.Args[1:]))
 	}
 	os.Exit(m.Run())

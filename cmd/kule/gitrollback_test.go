@@ -23,7 +23,7 @@ func TestRollbackPrintsWhatOfGitItReset(t *testing.T) {
 	writeFile(t, filepath.Join(made.Copy, "a.txt"), "one\ntwo\n")
 	gitRun(t, made.Copy, "commit", "-q", "-am", "task")
 	out := mustKule(t, "rollback", made.ID)
-	for _, want := range []string{"git: reset to the folder's: refs main; index (1 entry)", "new object files stay", "rolled back 1 changes · the copy matches"} {
+	for _, want := range []string{"git: reset to the folder's: refs main; index (1 entry)", "new object files stay", "rolled back 1 change · the copy matches"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("rollback output lacks %q:\n%s", want, out)
 		}

@@ -20,8 +20,8 @@ var goldenRules = []golden.Rule{
 	golden.Hash,
 	golden.Replace(`\b(\d+h)?(\d+m)?\d+(\.\d+)?(ns|µs|ms|s)\b`, "<duration>"),
 	golden.Replace(`as of (just now|\d+ \w+ ago|[^\n·]+ ago)`, "as of <when>"),
-	golden.Replace(`reflink copy: no extra space|plain copy: this file system has no reflinks`, "<backend>"),
-	golden.Replace(`"backend": "(reflink|copy)"`, `"backend": "<backend>"`),
+	golden.Replace(`reflink copy: no extra space|plain copy: this file system has no reflinks|plain copy, each command over an overlay of it`, "<backend>"),
+	golden.Replace(`"backend": "(reflink|copy|overlay)"`, `"backend": "<backend>"`),
 }
 
 // normalizeGolden makes an output comparable from run to run (see

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -59,7 +60,11 @@ NVIDIA's devices out of the sandbox.`,
 					continue
 				}
 				v := map[string]string{"memory": memory, "disk": disk}[name]
-				n, err := kernel.ParseBytes(v)
+				var n int64
+				var err error
+				if !isOff(v) {
+					n, err = kernel.ParseBytes(v)
+				}
 				if err != nil {
 					return err
 				}
@@ -121,16 +126,62 @@ NVIDIA's devices out of the sandbox.`,
 			return nil
 		},
 	}
-	c.Flags().Float64Var(&cpu, "cpu", 0, "cores a run may use (slowed beyond)")
-	c.Flags().StringVar(&memory, "memory", "", "memory a run's processes may hold together (e.g. 4G)")
-	c.Flags().StringVar(&disk, "disk", "", "how much the task may grow (e.g. 10G); also the largest file")
-	c.Flags().DurationVar(&runTime, "time", 0, "one run's wall time (e.g. 30m)")
-	c.Flags().DurationVar(&taskTime, "task-time", 0, "all of the task's runs together (e.g. 4h)")
-	c.Flags().DurationVar(&idle, "idle", 0, "stop a run with no activity for this long (e.g. 10m)")
-	c.Flags().IntVar(&pids, "pids", 0, fmt.Sprintf("processes and threads a run may hold at once (0: the default, %d)", kernel.DefaultPids))
+	c.Flags().Var(offFlag(&cpu, "cores", parseCores), "cpu", "cores a run may use (slowed beyond); off removes the limit")
+	c.Flags().StringVar(&memory, "memory", "", "memory a run's processes may hold together (e.g. 4G); off removes the limit")
+	c.Flags().StringVar(&disk, "disk", "", "how much the task may grow (e.g. 10G); also the largest file; off removes the limit")
+	c.Flags().Var(offFlag(&runTime, "duration", time.ParseDuration), "time", "one run's wall time (e.g. 30m); off removes the limit")
+	c.Flags().Var(offFlag(&taskTime, "duration", time.ParseDuration), "task-time", "all of the task's runs together (e.g. 4h); off removes the limit")
+	c.Flags().Var(offFlag(&idle, "duration", time.ParseDuration), "idle", "stop a run with no activity for this long (e.g. 10m); off removes the limit")
+	c.Flags().Var(offFlag(&pids, "int", strconv.Atoi), "pids", fmt.Sprintf("processes and threads a run may hold at once (off or 0: the default, %d)", kernel.DefaultPids))
 	c.Flags().StringVar(&gpu, "gpu", "", "on or off: off leaves /dev/dri and NVIDIA's devices out of the sandbox")
 	return c
 }
+
+// isOff reports whether a limit's value removes it: off or none, as
+// kule budget takes them.
+func isOff(s string) bool {
+	s = strings.TrimSpace(s)
+	return strings.EqualFold(s, "off") || strings.EqualFold(s, "none")
+}
+
+// offValue is a flag whose value is parsed by parse, or is "off" (or
+// "none"), which sets the zero value: no limit.
+type offValue[T any] struct {
+	p     *T
+	typ   string
+	parse func(string) (T, error)
+}
+
+func offFlag[T any](p *T, typ string, parse func(string) (T, error)) *offValue[T] {
+	return &offValue[T]{p: p, typ: typ, parse: parse}
+}
+
+func (v *offValue[T]) Set(s string) error {
+	if isOff(s) {
+		var zero T
+		*v.p = zero
+		return nil
+	}
+	n, err := v.parse(strings.TrimSpace(s))
+	if err != nil {
+		return fmt.Errorf("%q is neither a %s nor off", s, v.typ)
+	}
+	*v.p = n
+	return nil
+}
+
+func (v *offValue[T]) String() string {
+	if v.p == nil {
+		return ""
+	}
+	var zero T
+	if any(*v.p) == any(zero) {
+		return ""
+	}
+	return fmt.Sprint(*v.p)
+}
+
+func (v *offValue[T]) Type() string { return v.typ }
 
 func printLimits(w io.Writer, where string, l kernel.Limits, sandboxNoGPU bool) {
 	show := func(v bool, s string) string {
@@ -152,3 +203,5 @@ func printLimits(w io.Writer, where string, l kernel.Limits, sandboxNoGPU bool) 
 		show(l.Disk > 0, kernel.FormatBytes(l.Disk)), show(l.Time > 0, l.Time.String()), show(l.TaskTime > 0, l.TaskTime.String()),
 		show(l.Idle > 0, l.Idle.String()), pids, gpu)
 }
+
+func parseCores(s string) (float64, error) { return strconv.ParseFloat(s, 64) }

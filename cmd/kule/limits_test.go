@@ -333,3 +333,31 @@ time.sleep(60)
 		t.Fatalf("24 MiB into the task's cache under --disk 4M was not stopped: %v\n%s", err, out)
 	}
 }
+
+// TestLimitsOff: off removes each limit, as it removes a budget, on the
+// task and on the home; a value that is neither says so.
+func TestLimitsOff(t *testing.T) {
+	home, id := newTaskCLI(t)
+	for _, args := range [][]string{{"limits", id}, {"limits"}} {
+		set := append(append([]string{}, args...), "--cpu", "2", "--memory", "4G", "--disk", "10G", "--time", "30m", "--task-time", "4h", "--idle", "10m", "--pids", "64")
+		if out, err := kuleCLI(t, set...); err != nil {
+			t.Fatalf("kule %v: %v\n%s", set, err, out)
+		}
+		off := append(append([]string{}, args...), "--cpu", "off", "--memory", "off", "--disk", "none", "--time", "off", "--task-time", "OFF", "--idle", "off", "--pids", "off")
+		out, err := kuleCLI(t, off...)
+		if err != nil {
+			t.Fatalf("kule %v: %v\n%s", off, err, out)
+		}
+		first, _, _ := strings.Cut(out, "\n")
+		if !strings.HasSuffix(first, "cpu none · memory none · disk none · time none · task-time none · idle none · pids 1024 (default) · gpu on") {
+			t.Errorf("after off, kule %v says %q", args, first)
+		}
+	}
+	if tk := loadTask(t, home, id); tk.Limits.Memory != 0 || tk.Limits.Time != 0 || tk.Limits.CPU != 0 || tk.Limits.Pids != 0 {
+		t.Errorf("the task keeps limits after off: %+v", tk.Limits)
+	}
+	out, err := kuleCLI(t, "limits", id, "--time", "soon")
+	if err == nil || !strings.Contains(out, `"soon" is neither a duration nor off`) {
+		t.Errorf("--time soon: %v\n%s", err, out)
+	}
+}

@@ -30,8 +30,8 @@ func TestListShowsWhereTasksMeet(t *testing.T) {
 	c.must("exec", b, "--", "sh", "-c", `printf 'Plan\nyear\n\nLater\nparty\n' > notes.txt`)
 	out := c.must("list")
 	for _, want := range []string{
-		a + "  " + folder + "  2 file changes: +0 ~2 -0 · as of just now\n    task " + b + " changes them too: notes.txt\n",
-		b + "  " + folder + "  1 file change: +0 ~1 -0 · as of just now\n    task " + a + " changes them too: notes.txt\n",
+		a + "  -  " + folder + "  2 file changes: +0 ~2 -0  to review · as of just now\n    task " + b + " changes them too: notes.txt\n",
+		b + "  -  " + folder + "  1 file change: +0 ~1 -0   to review · as of just now\n    task " + a + " changes them too: notes.txt\n",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("list after exec lacks %q:\n%s", want, out)
@@ -71,7 +71,7 @@ func TestListShowsWhereTasksMeet(t *testing.T) {
 	// and a no longer meets it.
 	c.must("commit", b)
 	out = c.must("list")
-	if !strings.Contains(out, b+"  "+folder+"  0 file changes: +0 ~0 -0") || strings.Contains(out, "task "+b+" changes them too") {
+	if !strings.Contains(out, b+"  -  "+folder+"  0 file changes: +0 ~0 -0  clean") || strings.Contains(out, "task "+b+" changes them too") {
 		t.Errorf("list after b's commit:\n%s", out)
 	}
 }

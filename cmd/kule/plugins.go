@@ -11,6 +11,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/spf13/cobra"
 
+	exthost "github.com/kulehq/kule/extensions/host"
 	"github.com/kulehq/kule/plugins/builtin"
 	sdkplugin "github.com/kulehq/kule/sdk/plugin"
 )
@@ -25,6 +26,16 @@ func servePlugin(args []string) int {
 	if len(args) != 1 {
 		fmt.Fprintln(os.Stderr, "kule __plugin: want one argument, <kind>/<name>")
 		return 2
+	}
+	if args[0] == builtin.ExtensionHost {
+		return exthost.Main()
+	}
+	if name, ok := strings.CutPrefix(args[0], "transport/"); ok {
+		return serveTransport(name)
+	}
+	if p, ok := builtin.LookupPreviewer(args[0]); ok {
+		sdkplugin.ServePreviewer(p.New())
+		return 0
 	}
 	b, ok := builtin.Lookup(args[0])
 	if !ok {
@@ -51,6 +62,10 @@ func builtinPlugins() []kernel.BuiltinPlugin {
 	for _, b := range builtin.Differs {
 		kind, name, _ := strings.Cut(b.Name, "/")
 		bs = append(bs, kernel.BuiltinPlugin{Kind: kind, Name: name, Accepts: b.New().Accepts})
+	}
+	for _, p := range builtin.Previewers {
+		kind, name, _ := strings.Cut(p.Name, "/")
+		bs = append(bs, kernel.BuiltinPlugin{Kind: kind, Name: name, Accepts: p.New().Accepts})
 	}
 	return bs
 }

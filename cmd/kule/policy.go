@@ -179,7 +179,7 @@ func rulesCommand() *cobra.Command {
 			return nil
 		},
 	}
-	c.AddCommand(rulesAllowCommand(), rulesForgetCommand())
+	c.AddCommand(rulesAllowCommand(), rulesForgetCommand(), rulesProposalsCommand(), rulesAcceptCommand())
 	return c
 }
 
@@ -308,9 +308,95 @@ func printRemembered(w io.Writer, t *kernel.Task, r *kernel.Remembered) {
 	}
 }
 
-func plural(n int, word string) string {
+func plural(n int, word string) string { return count(n, word, word+"s") }
+
+// count says n with the word that agrees with it: "1 entry", "2 entries".
+func count(n int, one, many string) string {
 	if n == 1 {
-		return "1 " + word
+		return "1 " + one
 	}
-	return fmt.Sprintf("%d %ss", n, word)
+	return fmt.Sprintf("%d %s", n, many)
+}
+
+func rulesProposalsCommand() *cobra.Command {
+	var asJSON bool
+	var folderFlag string
+	c := &cobra.Command{
+		Use:   "proposals",
+		Short: "List the questions Kule proposes to ask no more, with the evidence it saw",
+		Long: `kule rules proposals lists the categories (an asking rule on a folder, or on one host or
+file) whose changes you approved in runs that Kule saw succeed, whose commits were kept,
+often enough, in enough tasks and over long enough ([graduation] in config.toml; by default
+5 successes in 3 tasks over 7 days, each commit kept a day). Nothing changes until you run
+kule rules accept ID. It also says which categories a failure demoted.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			k, err := openKernel()
+			if err != nil {
+				return err
+			}
+			defer k.CloseMemory()
+			folder := ""
+			if folderFlag != "" {
+				if folder, err = folderArg(folderFlag); err != nil {
+					return err
+				}
+			}
+			rep, err := k.ReviewGraduation(cmd.Context(), folder)
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				out := struct {
+					Proposals []kernel.GraduationProposal `json:"proposals"`
+					Demotions []kernel.GraduationDemotion `json:"demotions"`
+				}{append([]kernel.GraduationProposal{}, rep.Proposals...), append([]kernel.GraduationDemotion{}, rep.Demotions...)}
+				return printJSON(cmd.OutOrStdout(), out)
+			}
+			w := cmd.OutOrStdout()
+			for _, d := range rep.Demotions {
+				fmt.Fprintln(w, "demoted: "+safeLine(d.Line()))
+			}
+			if len(rep.Proposals) == 0 {
+				fmt.Fprintln(w, "no proposals: no category has met the thresholds yet")
+				return nil
+			}
+			for _, p := range rep.Proposals {
+				fmt.Fprintln(w, safeLine(p.Line()))
+				for _, e := range p.Evidence {
+					fmt.Fprintf(w, "  run %d · task %s · ended %s · committed %s, kept since\n", e.Run, e.Task, e.Ended.Local().Format("2006-01-02 15:04"), e.Kept.Local().Format("2006-01-02 15:04"))
+				}
+				fmt.Fprintf(w, "  kule rules accept %s makes it a remembered rule: %s\n", p.ID, safeLine(p.Scope()))
+			}
+			return nil
+		},
+	}
+	c.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	c.Flags().StringVar(&folderFlag, "folder", "", "only this folder's categories (default: every folder)")
+	return c
+}
+
+func rulesAcceptCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:   "accept ID",
+		Short: "Make a graduation proposal a remembered rule (kule rules proposals lists them)",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			k, err := openKernel()
+			if err != nil {
+				return err
+			}
+			defer k.CloseMemory()
+			p, r, err := k.AcceptGraduation(cmd.Context(), strings.TrimSpace(args[0]))
+			if err != nil {
+				return err
+			}
+			w := cmd.OutOrStdout()
+			fmt.Fprintf(w, "kept: %s\n", safeLine(r.String()))
+			fmt.Fprintln(w, safeLine(p.Scope()))
+			fmt.Fprintf(w, "from %d successes in %d tasks since %s; one failure in %s withdraws it (kule rules forget %d takes it back now)\n",
+				p.Successes, p.Tasks, p.Since.Local().Format("2006-01-02"), safeLine(p.Category.String()), r.N)
+			return nil
+		},
+	}
 }

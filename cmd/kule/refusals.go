@@ -27,7 +27,7 @@ func printRefusals(w io.Writer, t *kernel.Task) {
 		fmt.Fprintln(w, safeLine(kernel.RefusalLine(r)))
 	}
 	if len(damaged) > 0 {
-		fmt.Fprintf(w, "sandbox: %d lines of %s could not be read (first: %v)\n", len(damaged), kernel.SandboxLogPath(t.Paths.Dir), damaged[0])
+		fmt.Fprintf(w, "sandbox: %s of %s could not be read (first: %v)\n", plural(len(damaged), "line"), kernel.SandboxLogPath(t.Paths.Dir), damaged[0])
 	}
 }
 

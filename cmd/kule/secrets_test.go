@@ -9,7 +9,7 @@ import (
 	"testing"
 )
 
-func runKule(t *testing.T, stdin string, args ...string) (string, error) {
+func runKule(t testing.TB, stdin string, args ...string) (string, error) {
 	t.Helper()
 	root := rootCommand()
 	var out bytes.Buffer
@@ -102,5 +102,22 @@ sys.exit(os.waitstatus_to_exitcode(status))
 	}
 	if s, err := st.Get("TTY_KEY"); err != nil || s.Value != "typed-secret-value" {
 		t.Fatalf("kept %q, %v", s.Value, err)
+	}
+}
+
+// A secret kept for an IP address could never be sent: the proxy reads a
+// request inside TLS only with a certificate of its run authority, which
+// signs none for an address. kule secrets add refuses it and says why.
+func TestSecretsAddRefusesAnAddress(t *testing.T) {
+	t.Setenv("KULE_HOME", t.TempDir())
+	t.Setenv("DBUS_SESSION_BUS_ADDRESS", "")
+	for _, h := range []string{"127.0.0.1", "10.0.0.5", "::1", "[::1]"} {
+		_, err := runKule(t, "v\n", "secrets", "add", "X", "--host", h)
+		if err == nil || !strings.Contains(err.Error(), "signs no certificate for an address") || !strings.Contains(err.Error(), "nothing was kept") {
+			t.Errorf("--host %s: %v", h, err)
+		}
+	}
+	if out, _ := runKule(t, "", "secrets", "list"); strings.Contains(out, "X") && !strings.Contains(out, "no secrets") {
+		t.Errorf("a refused secret was kept:\n%s", out)
 	}
 }

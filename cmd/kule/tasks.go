@@ -9,7 +9,6 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
-	"runtime/debug"
 	"strings"
 	"syscall"
 	"time"
@@ -49,7 +48,7 @@ func printJSON(w io.Writer, v any) error {
 }
 
 func newCommand() *cobra.Command {
-	var asJSON bool
+	var asJSON, yes bool
 	c := &cobra.Command{
 		Use:   "new FOLDER",
 		Short: "Make a task: a copy of FOLDER that commands change instead of the folder",
@@ -59,8 +58,15 @@ func newCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
+			if err := checkCopyCost(args[0], yes, cmd.InOrStdin(), cmd.ErrOrStderr()); err != nil {
+				return err
+			}
 			start := time.Now()
-			rep, err := k.NewTask(cmd.Context(), args[0])
+			var rep *kernel.NewReport
+			err = withProgress(cmd.Context(), cmd.ErrOrStderr(), "copying", func(ctx context.Context) error {
+				rep, err = k.NewTask(ctx, args[0])
+				return err
+			})
 			if err != nil {
 				return err
 			}
@@ -69,7 +75,7 @@ func newCommand() *cobra.Command {
 				return printJSON(out, map[string]any{"id": rep.Task.ID, "folder": rep.Task.Folder, "copy": rep.Task.Paths.Copy, "backend": rep.Task.Backend, "files": rep.Files, "skipped": problemsJSON(rep.Problems), "notes": orEmpty(rep.Notes)})
 			}
 			fmt.Fprintf(out, "task %s · copy at %s\n", rep.Task.ID, rep.Task.Paths.Copy)
-			fmt.Fprintf(out, "  %d files from %s (%s, %s)\n", rep.Files, rep.Task.Folder, backendWords(rep.Task.Backend), time.Since(start).Round(time.Millisecond))
+			fmt.Fprintf(out, "  %s from %s (%s, %s)\n", plural(rep.Files, "file"), rep.Task.Folder, backendWords(rep.Task.Backend), time.Since(start).Round(time.Millisecond))
 			printProblems(out, rep.Problems)
 			for _, n := range rep.Notes {
 				fmt.Fprintln(out, "note: "+safeLine(n))
@@ -78,12 +84,16 @@ func newCommand() *cobra.Command {
 		},
 	}
 	c.Flags().BoolVar(&asJSON, "json", false, "print the task as JSON")
+	c.Flags().BoolVar(&yes, "yes", false, "make the task even when a plain copy of a large folder (over 10 GiB or 200,000 files) would take that space")
 	return c
 }
 
 func backendWords(b string) string {
 	if b == "reflink" {
 		return "reflink copy: no extra space"
+	}
+	if b == "overlay" {
+		return "plain copy, each command over an overlay of it"
 	}
 	return "plain copy: this file system has no reflinks"
 }
@@ -92,7 +102,7 @@ func printProblems(w io.Writer, ps []kernel.Problem) {
 	if len(ps) == 0 {
 		return
 	}
-	fmt.Fprintf(w, "  passed over %d entries:\n", len(ps))
+	fmt.Fprintf(w, "  passed over %s:\n", count(len(ps), "entry", "entries"))
 	for i, p := range ps {
 		if i == 20 {
 			fmt.Fprintf(w, "    … and %d more\n", len(ps)-20)
@@ -105,6 +115,7 @@ func printProblems(w io.Writer, ps []kernel.Problem) {
 func execCommand() *cobra.Command {
 	var sf sandboxFlags
 	var pids int
+	var allowHosts []string
 	c := &cobra.Command{
 		Use:   "exec TASK -- COMMAND [ARGS...]",
 		Short: "Run a command in the task's copy, then list what it changed",
@@ -113,10 +124,11 @@ subdirectory when you are inside the folder), passes its exit code through,
 and lists what it changed. Nothing reaches the folder until kule commit.`,
 		Args: cobra.MinimumNArgs(2),
 		RunE: withTask(func(k *kernel.Kernel, t *kernel.Task, cmd *cobra.Command, args []string) error {
-			// An exec's heap (the proxy's policy and CA, then the effect
-			// scan) sits at the first collection's goal: a collection
-			// there is a pause the sandbox's fork waits for.
-			defer debug.SetGCPercent(debug.SetGCPercent(400))
+			// The collector's goal is 400% from the start (main.go's
+			// shortHeapCommands): an exec's heap (the proxy's policy and CA,
+			// then the effect scan) sits at the first collection's goal at
+			// 100%, and a collection there is a pause the sandbox's fork
+			// waits for.
 			argv := args[1:]
 			if dash := cmd.ArgsLenAtDash(); dash >= 1 {
 				argv = args[dash:]
@@ -130,7 +142,7 @@ and lists what it changed. Nothing reaches the folder until kule commit.`,
 			if err != nil {
 				return err
 			}
-			opt := kernel.ExecOptions{Args: argv, Subdir: subdirOf(t.Folder), Limits: kernel.LimitsFor(t, cfg.Limits)}
+			opt := kernel.ExecOptions{Args: argv, Subdir: subdirOf(t.Folder), Limits: kernel.LimitsFor(t, cfg.Limits), AllowHosts: allowHosts}
 			switch {
 			case pids < 0:
 				return fmt.Errorf("exec: --pids %d is below zero (nothing was run)", pids)
@@ -143,7 +155,9 @@ and lists what it changed. Nothing reaches the folder until kule commit.`,
 				return err
 			}
 			k = k.With(kernel.RunHooks{Runner: r, Net: daemonNetHooks(ctx, k.Store().Root, strings.Join(argv, " "))})
+			started := time.Now()
 			code, st, err := k.Exec(ctx, t, opt)
+			recordCLIStep(ctx, k.Store().Root, t, strings.Join(argv, " "), started, code, err, st)
 			if st != nil {
 				// No names and no policy marks: an exec stays quick, and
 				// kule status has both.
@@ -165,6 +179,7 @@ and lists what it changed. Nothing reaches the folder until kule commit.`,
 	}
 	sf.add(c)
 	c.Flags().IntVar(&pids, "pids", 0, "processes and threads this run may hold at once (over the task's and home's limit)")
+	c.Flags().StringArrayVar(&allowHosts, "allow-host", nil, "let the command connect to HOST:PORT, on loopback or your network too (a local model: 127.0.0.1:11434; repeatable)")
 	return c
 }
 
@@ -193,8 +208,8 @@ func statusCommand() *cobra.Command {
 		RunE: withTask(func(k *kernel.Kernel, t *kernel.Task, cmd *cobra.Command, args []string) error {
 			// A status holds ~40 MB of manifest and walk for 100,000 files
 			// for a fraction of a second: fewer collections, each a pause
-			// that waits for busy walkers on a loaded machine.
-			defer debug.SetGCPercent(debug.SetGCPercent(400))
+			// that waits for busy walkers on a loaded machine (the goal
+			// is 400% from the start, main.go's shortHeapCommands).
 			naming := k.OpenNames(cmd.Context(), t) // a differ may start while the copy is walked
 			defer naming.Close()
 			st, err := k.Status(cmd.Context(), t)
@@ -204,6 +219,7 @@ func statusCommand() *cobra.Command {
 			j, perr := k.JudgeStatus(t, st, false, false)
 			names := naming.Review(cmd.Context(), st)
 			naming.Close() // before printing: a plugin's exit may log
+			notes, noteWarnings := reviewNotes(cmd.Context(), k, st, names)
 			if asJSON {
 				m := statusJSON(st).(map[string]any)
 				if perr != nil {
@@ -214,9 +230,16 @@ func statusCommand() *cobra.Command {
 					m["reasons"] = j.Reasons()
 				}
 				m["names"] = names
+				if len(notes) > 0 || len(noteWarnings) > 0 {
+					m["extension_notes"] = notes
+					m["extension_warnings"] = noteWarnings
+				}
 				addBudgetJSON(m, k, t)
 				m["sandbox"] = refusalsJSON(t)
 				m["env_tracked"] = orEmpty(t.EnvTracked)
+				if ach, err := kernel.AgentChanges(t); len(ach) > 0 || err != nil {
+					m["agent_changes"] = ach
+				}
 				return printJSON(cmd.OutOrStdout(), m)
 			}
 			var home []kernel.Verdict
@@ -224,13 +247,21 @@ func statusCommand() *cobra.Command {
 				home, _ = homeVerdicts(k, t, st.Home)
 			}
 			printStatus(cmd.OutOrStdout(), st, true, &names, home)
+			ach, aerr := kernel.AgentChanges(t)
+			printAgentChanges(cmd.OutOrStdout(), ach)
+			if aerr != nil {
+				fmt.Fprintf(cmd.OutOrStdout(), "note: what runs changed in agents' homes cannot be read: %s\n", safeLine(aerr.Error()))
+			}
+			printReviewNotes(cmd.OutOrStdout(), notes, noteWarnings)
 			for _, rel := range t.EnvTracked {
 				fmt.Fprintln(cmd.OutOrStdout(), "note: "+safeLine(kernel.EnvTrackedNote(rel)))
 			}
 			statusBudget(cmd.OutOrStdout(), k, t)
+			found := noteInterrupted(cmd.Context(), cmd.OutOrStdout(), k, t.ID) // memory.go
+			noteResumable(cmd.Context(), cmd.OutOrStdout(), k, t.ID, found)
 			printRefusals(cmd.OutOrStdout(), t)
 			if perr != nil {
-				fmt.Fprintf(cmd.OutOrStdout(), "policy: cannot judge: %v\n", perr)
+				fmt.Fprintf(cmd.OutOrStdout(), "policy: cannot judge: %s\n", strings.TrimPrefix(dedupePrefixes(perr.Error()), "policy: "))
 			} else if len(st.Pending(false)) > 0 || len(j.Git) > 0 {
 				printRuling(cmd.OutOrStdout(), j.Ruling)
 			}
@@ -373,7 +404,11 @@ func commitCommand() *cobra.Command {
 				// The commit's own history entry says what was approved, and by whom.
 				opts.Approval = &kernel.Approval{By: "cli", All: true}
 			}
-			rep, err := k.Commit(cmd.Context(), t, opts)
+			var rep *kernel.CommitReport
+			err := withProgress(cmd.Context(), cmd.ErrOrStderr(), "committing", func(ctx context.Context) (err error) {
+				rep, err = k.Commit(ctx, t, opts)
+				return err
+			})
 			if err != nil {
 				return err
 			}
@@ -467,7 +502,7 @@ func rollbackCommand() *cobra.Command {
 			for _, line := range rep.Git {
 				fmt.Fprintln(cmd.OutOrStdout(), line)
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "rolled back %d changes · the copy matches %s again\n", rep.Changes, t.Folder)
+			fmt.Fprintf(cmd.OutOrStdout(), "rolled back %s · the copy matches %s again\n", plural(rep.Changes, "change"), t.Folder)
 			return nil
 		}),
 	}
@@ -479,11 +514,19 @@ func undoCommand() *cobra.Command {
 		Short: "Revert the task's newest commit from its checkpoint (repeat to walk back)",
 		Args:  cobra.ExactArgs(1),
 		RunE: withTask(func(k *kernel.Kernel, t *kernel.Task, cmd *cobra.Command, args []string) error {
-			rep, err := k.Undo(cmd.Context(), t)
+			var rep *kernel.UndoReport
+			err := withProgress(cmd.Context(), cmd.ErrOrStderr(), "undoing", func(ctx context.Context) (err error) {
+				rep, err = k.Undo(ctx, t)
+				return err
+			})
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "undid checkpoint %d · %d paths in %s are as they were before it\n", rep.Checkpoint, rep.Paths, t.Folder)
+			as := "are as they were"
+			if rep.Paths == 1 {
+				as = "is as it was"
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "undid checkpoint %d · %s in %s %s before it\n", rep.Checkpoint, plural(rep.Paths, "path"), t.Folder, as)
 			return nil
 		}),
 	}
@@ -552,17 +595,42 @@ in a copy by hand since then show at its next status, or with --fresh.`,
 					fmt.Fprintf(out, "%s  broken: %s · %s (%s)\n", b.ID, safeLine(b.Reason), next, safeLine(b.Dir))
 				}
 			}()
-			for _, r := range rows {
+			// One line a task, in columns: id, name, folder, its changes, its
+			// state; where it meets others below it.
+			type line struct{ id, name, folder, changes, state string }
+			var lines []line
+			var wName, wFolder, wChanges int
+			for i, r := range rows {
 				if r["broken"] == true {
 					continue // said last
 				}
-				state, _ := r["summary"].(string)
-				if e, ok := r["error"].(string); ok {
-					state = "error: " + e
-				} else if at, ok := r["as_of"].(time.Time); ok {
-					state += " · as of " + ago(time.Since(at))
+				t := list[i].Task
+				l := line{id: t.ID, name: safeLine(t.Name), folder: safeLine(t.Folder)}
+				if l.name == "" {
+					l.name = "-"
 				}
-				fmt.Fprintf(out, "%s  %s  %s\n", r["id"], r["folder"], state)
+				if e, ok := r["error"].(string); ok {
+					l.changes, l.state = "-", "error: "+safeLine(e)
+				} else {
+					l.changes, _ = r["summary"].(string)
+					switch {
+					case kernel.TaskBusy(t):
+						l.state = "busy: a command or commit runs"
+					case r["changes"] == 0:
+						l.state = "clean"
+					default:
+						l.state = "to review"
+					}
+					if at, ok := r["as_of"].(time.Time); ok {
+						l.state += " · as of " + ago(time.Since(at))
+					}
+				}
+				wName, wFolder, wChanges = max(wName, len(l.name)), max(wFolder, len(l.folder)), max(wChanges, len(l.changes))
+				lines = append(lines, l)
+			}
+			for i, l := range lines {
+				r := rows[i]
+				fmt.Fprintf(out, "%s  %-*s  %-*s  %-*s  %s\n", l.id, wName, l.name, wFolder, l.folder, wChanges, l.changes, l.state)
 				ms, _ := r["meets"].([]kernel.Meet)
 				for _, m := range ms {
 					fmt.Fprintln(out, "    "+safeLine(m.Line))
@@ -663,7 +731,7 @@ func historyCommand() *cobra.Command {
 				return printJSON(out, entries)
 			}
 			if verify {
-				fmt.Fprintf(out, "history verifies: %d entries, each signed and chained to the one before\n", len(entries))
+				fmt.Fprintf(out, "history verifies: %s, each signed and chained to the one before\n", count(len(entries), "entry", "entries"))
 			}
 			for _, e := range entries {
 				var d kernel.HistoryData

@@ -1,0 +1,48 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/kulehq/kule/kernel"
+)
+
+// A folder over the bounds that would get a plain copy is said with its
+// cost; under them, or asked on a terminal and answered yes, it is not.
+func TestCopyCostAsks(t *testing.T) {
+	dir := t.TempDir()
+	folder := filepath.Join(dir, "folder")
+	for i := range 5 {
+		writeFile(t, filepath.Join(folder, "f"+string(rune('a'+i))), strings.Repeat("x", 1000))
+	}
+	home := filepath.Join(dir, "home")
+	if err := os.MkdirAll(home, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	hi, err := kernel.ProbeFileSystem(home, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if hi.Reflinks {
+		t.Skip("the temporary folder clones: no plain copy to warn of")
+	}
+	msg, err := copyCost(folder, home, 1<<30, 3)
+	if err != nil || !strings.Contains(msg, "over 4 files") || !strings.Contains(msg, "plain copy") || !strings.Contains(msg, "free") {
+		t.Errorf("5 files over a bound of 3: %q, %v", msg, err)
+	}
+	if msg, err := copyCost(folder, home, 1<<30, 100); err != nil || msg != "" {
+		t.Errorf("5 files under a bound of 100: %q, %v", msg, err)
+	}
+	if msg, _ := copyCost(folder, home, 2000, 100); !strings.Contains(msg, "over") {
+		t.Errorf("5000 bytes over a bound of 2000: %q", msg)
+	}
+	var out bytes.Buffer
+	for in, want := range map[string]bool{"y\n": true, "YES\n": true, "\n": false, "n\n": false, "": false} {
+		if got := confirm(strings.NewReader(in), &out, "Make it?"); got != want {
+			t.Errorf("answer %q: %v", in, got)
+		}
+	}
+}
