@@ -5,14 +5,14 @@
 GO      ?= go
 BIN     ?= bin/kule
 # The longest a single package's tests may run (go test's -timeout holds per
-# test binary): cmd/kule, the slowest, takes about 8 minutes under -race on
+# test binary): cmd/kule and contrib/packaging, the slowest, take 10–25 minutes under -race on
 # two cores.
-TIMEOUT ?= 15m
+TIMEOUT ?= 40m
 # staticcheck at a pinned version, fetched and built by the go command.
 STATICCHECK ?= $(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2
 # Each Go module of the tree: the root, and those below it that have a go.mod
 # of their own (contrib/samples holds a sample folder, not Kule's code).
-MODULES = . $(patsubst %/go.mod,%,$(wildcard sdk/go.mod contrib/example-differ/go.mod))
+MODULES = . $(patsubst %/go.mod,%,$(wildcard sdk/go.mod contrib/example-differ/go.mod contrib/example-previewer/go.mod contrib/example-transport/go.mod))
 # What make lint runs gofmt over: every Go file git knows or would add and
 # that is there, but testdata, which holds inputs kept as they are (some do
 # not even parse).
@@ -22,16 +22,28 @@ COVER_PKGS ?= ./...
 # The sandbox's helper is C run before the Go runtime (kernel/internal/sandbox/pid1_linux.c),
 # linked statically so that no loader runs before it either.
 HELPER_FLAGS = -tags netgo,osusergo -ldflags '-linkmode=external -extldflags=-static'
+# What kule --version says: the nearest tag (or the commit) and the commit,
+# linked into the binary; a plain go build reads the commit from the VCS
+# stamp instead.
+VERSION ?= $(shell v=$$(git describe --tags --match 'v[0-9]*' 2>/dev/null) && echo $${v\#v} || echo 0.0.0+git$$(git rev-parse --short=12 HEAD 2>/dev/null || echo unknown))
+COMMIT  ?= $(shell git rev-parse HEAD 2>/dev/null)
+VERSION_FLAGS = -ldflags '-X main.version=$(VERSION) -X main.commit=$(COMMIT)'
 
-.PHONY: build install test test-short lint cover demo bench proto vet fmt clean
+.PHONY: build install desktop install-desktop test test-short lint cover demo bench proto vet fmt clean screenshots dist
 
 build:
-	$(GO) build -o $(BIN) ./cmd/kule
+	$(GO) build $(VERSION_FLAGS) -o $(BIN) ./cmd/kule
 	CGO_ENABLED=1 $(GO) build $(HELPER_FLAGS) -o $(dir $(BIN))kule-sandbox ./cmd/kule-sandbox
 
 install:
-	$(GO) install ./cmd/kule
+	$(GO) install $(VERSION_FLAGS) ./cmd/kule
 	CGO_ENABLED=1 $(GO) install $(HELPER_FLAGS) ./cmd/kule-sandbox
+
+# The desktop window links WebKitGTK (apt install libwebkit2gtk-4.1-dev).
+desktop:
+	CGO_ENABLED=1 $(GO) build -ldflags '-X main.version=$(VERSION)' -o $(dir $(BIN))kule-desktop ./cmd/kule-desktop
+install-desktop:
+	CGO_ENABLED=1 $(GO) install -ldflags '-X main.version=$(VERSION)' ./cmd/kule-desktop
 
 test: lint
 	for m in $(MODULES); do (cd $$m && $(GO) vet ./...) || exit 1; done
@@ -70,6 +82,11 @@ demo: build
 bench: build
 	KULE=$(CURDIR)/$(BIN) bash contrib/bench/run-all.sh
 
+# screenshots draws each panel of the app at 1000x700 and 1920x1080 in a real Chromium and
+# writes them to docs/screenshots (docs/app.md shows them).
+screenshots:
+	CI=1 $(GO) test -count=1 -run '^TestAppScreenshots$$' ./cmd/internal/daemon/ -screenshots=$(CURDIR)/docs/screenshots
+
 proto:
 	bash sdk/proto/generate.sh
 
@@ -79,5 +96,11 @@ vet:
 fmt:
 	gofmt -w $(FMT_FILES)
 
+# Release files for linux/amd64 and linux/arm64 in DIST: .deb, .rpm, a
+# tar.gz of the command, SHA256SUMS; reproducible (contrib/packaging/dist.sh).
+DIST ?= dist
+dist:
+	GO=$(GO) VERSION=$(VERSION) COMMIT=$(COMMIT) DIST=$(DIST) bash contrib/packaging/dist.sh
+
 clean:
-	rm -rf bin
+	rm -rf bin dist

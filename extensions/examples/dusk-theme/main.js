@@ -1,0 +1,2 @@
+// A theme needs no script; the manifest and the theme file are the whole
+// extension.

@@ -1,0 +1,5 @@
+package host
+
+import "github.com/dop251/goja"
+
+type gojaRuntime = goja.Runtime
