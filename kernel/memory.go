@@ -41,15 +41,19 @@ func (k *Kernel) Memory() (*memory.Store, error) {
 	h := k.mem
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if h.st != nil {
-		return h.st, nil
+	if h.st == nil {
+		st, err := memory.Open(memory.Path(k.store.Root))
+		if err != nil {
+			return nil, err
+		}
+		h.st = st
 	}
-	st, err := memory.Open(memory.Path(k.store.Root))
-	if err != nil {
-		return nil, err
-	}
-	h.st = st
-	return st, nil
+	// The commands that ended since (kule exec leaves its runs in the
+	// pending log) are taken in before anything reads or adds to the
+	// memory, so that it sees the runs in the order they ended.
+	_, err := h.st.TakePending(context.Background())
+	k.memWarn("the commands' records", err)
+	return h.st, nil
 }
 
 // CloseMemory closes the memory store if it is open (the daemon's end,
@@ -191,29 +195,45 @@ func (k *Kernel) MemoryRunEnded(t *task.Task, id int64, e MemoryRunEnd) {
 	k.memWarn("the run's end", err)
 }
 
-// memExecStart records the start of a `kule exec` command.
-func (k *Kernel) memExecStart(t *task.Task, args []string) int64 {
-	st := k.memStore("the command's start")
-	if st == nil {
-		return 0
+// execRecord is what is known of a `kule exec` command while it runs: its
+// start, and what its connections did for their hosts' categories.
+type execRecord struct {
+	start    memory.Start
+	mu       sync.Mutex
+	subjects []memory.SubjectUse
+}
+
+func (r *execRecord) addSubjects(us []memory.SubjectUse) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.subjects = append(r.subjects, us...)
+}
+
+// memExecStart notes the start of a `kule exec` command; memExecEnd
+// records the whole run.
+func (k *Kernel) memExecStart(t *task.Task, args []string) *execRecord {
+	return &execRecord{start: memory.Start{Task: t.ID, Folder: t.Folder, Kind: memory.KindExec, Prompt: strings.Join(args, " "), Started: k.memNow()}}
+}
+
+// memNow is the memory's clock: the open store's (tests move it), else
+// the time.
+func (k *Kernel) memNow() time.Time {
+	h := k.mem
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.st != nil {
+		return h.st.Now()
 	}
-	id, err := st.StartRun(context.Background(), memory.Start{Task: t.ID, Folder: t.Folder, Kind: memory.KindExec, Prompt: strings.Join(args, " ")})
-	k.memWarn("the command's start", err)
-	return id
+	return time.Now()
 }
 
 // memExecEnd records how a `kule exec` command ended: its exit code, the
 // last lines of its stderr (tail, when Kule saw them), the limit that
-// stopped it, its effects.
-func (k *Kernel) memExecEnd(t *task.Task, id int64, code int, st *Status, runErr error, tail *tailWriter) {
+// stopped it, its effects. The record goes to the memory's pending log,
+// not the database (memory/pending.go): a command's own cost stays off
+// SQLite, and the next use of the memory takes the record in.
+func (k *Kernel) memExecEnd(t *task.Task, rec *execRecord, code int, st *Status, runErr error, tail *tailWriter) {
 	defer k.graduationAfter(t) // a failure demotes its graduated category at once
-	if id == 0 {
-		return
-	}
-	ms := k.memStore("the command's end")
-	if ms == nil {
-		return
-	}
 	end := memory.End{How: memory.EndDone}
 	if code >= 0 {
 		end.Exit = &code
@@ -235,8 +255,15 @@ func (k *Kernel) memExecEnd(t *task.Task, id int64, code int, st *Status, runErr
 		}
 	}
 	k.memEffects(t, st, &end)
-	_, err := ms.EndRun(context.Background(), id, end)
-	k.memWarn("the command's end", err)
+	end.ErrorTail = memory.Tail(end.ErrorTail, memory.MaxTail)
+	end.Ended = k.memNow()
+	if !end.Ended.After(rec.start.Started) {
+		end.Ended = rec.start.Started
+	}
+	rec.mu.Lock()
+	subjects := rec.subjects
+	rec.mu.Unlock()
+	k.memWarn("the command's run", memory.AppendFinished(k.store.Root, memory.Finished{Start: rec.start, End: end, Subjects: subjects}))
 }
 
 // memJudgeMax is the most effects a run's end judges for its record's
@@ -302,8 +329,9 @@ func rulesOf(j *Judgement, approved bool) map[string]memory.RuleUse {
 // subjectsSeen keeps, for one proxy, the uses already put in memory, so
 // that a run connecting to a host a thousand times writes it once.
 type subjectsSeen struct {
-	mu   sync.Mutex
-	seen map[memory.SubjectUse]bool
+	mu     sync.Mutex
+	seen   map[memory.SubjectUse]bool
+	record *execRecord // the kule exec run whose record keeps them, nil: the task's running run in the database
 }
 
 // subjectUses are what the rules of verdict v did to subject: each rule
@@ -355,6 +383,10 @@ func (k *Kernel) memConnection(t *task.Task, seen *subjectsSeen, host string, po
 	}
 	seen.mu.Unlock()
 	if len(fresh) == 0 {
+		return
+	}
+	if seen.record != nil {
+		seen.record.addSubjects(fresh)
 		return
 	}
 	st := k.memStore("the connection")

@@ -173,8 +173,31 @@ func TestMemoryDamagedNeverBlocksCommitOrUndo(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.sh(tk, "echo again >> main.go")
-	if rs := f.records(tk); len(rs) != 1 {
+	// Both commands are remembered: their runs waited in the pending log
+	// while the database could not take them.
+	if rs := f.records(tk); len(rs) != 2 {
 		t.Fatalf("after moving the file aside: %d records", len(rs))
+	}
+}
+
+// TestExecLeavesTheDatabaseAlone: a command's run goes to the memory's
+// pending log, without opening the database (the cost kule exec no longer
+// pays), and the next use of the memory reads it.
+func TestExecLeavesTheDatabaseAlone(t *testing.T) {
+	f, log := memFixture(t)
+	tk := f.newTask()
+	if code := f.run(tk, "echo 'boom' >&2; exit 2"); code != 2 {
+		t.Fatalf("exit %d", code)
+	}
+	if _, err := os.Stat(kernel.MemoryPath(f.k.Home())); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("exec opened the memory database: %v", err)
+	}
+	rs := f.records(tk)
+	if len(rs) != 1 || rs[0].Kind != "exec" || rs[0].Exit == nil || *rs[0].Exit != 2 || !strings.Contains(rs[0].ErrorTail, "boom") {
+		t.Fatalf("the command's run: %+v", rs)
+	}
+	if log.String() != "" {
+		t.Fatalf("memory warned: %s", log.String())
 	}
 }
 

@@ -74,6 +74,10 @@ type ProxyOptions struct {
 	// Configure, when set, may change the proxy's config before it starts
 	// (tests point its upstream at a stand-in for a vendor's API).
 	Configure func(*proxy.Config)
+	// record, when set, is the kule exec run the proxy serves: what its
+	// connections earn for their hosts is kept in it (memExecEnd), since
+	// the run is not in the memory's database while it runs.
+	record *execRecord
 }
 
 // StartProxy starts the task's proxy for one run: every connection judged by
@@ -153,7 +157,7 @@ func (k *Kernel) startProxyWith(ctx context.Context, t *task.Task, o ProxyOption
 	}
 	cfg := proxy.ForTask(t.Paths.Dir, t.Paths.Tmp, seen)
 	named, allowed := hostPortSet(o.Endpoints), hostPortSet(o.AllowHosts)
-	remembered := &subjectsSeen{}
+	remembered := &subjectsSeen{record: o.record}
 	cfg.Decide = func(pctx context.Context, host string, port int) proxy.Decision {
 		hp := policy.HostKey(host, port)
 		eng, err := engine()
@@ -268,7 +272,7 @@ var hideTransportSecrets = true
 // withProxy starts the proxy when the run's network goes through it, and
 // fills the spec from it. The returned stop closes it and says, one line a
 // host, where the run connected.
-func (k *Kernel) withProxy(ctx context.Context, t *task.Task, spec *runner.Spec, allowHosts []string) (func() []string, error) {
+func (k *Kernel) withProxy(ctx context.Context, t *task.Task, spec *runner.Spec, allowHosts []string, rec *execRecord) (func() []string, error) {
 	if spec.Network != runner.NetworkProxy {
 		return func() []string { return nil }, nil
 	}
@@ -278,7 +282,7 @@ func (k *Kernel) withProxy(ctx context.Context, t *task.Task, spec *runner.Spec,
 			return nil, fmt.Errorf("exec: --allow-host: %w (nothing ran)", err)
 		}
 	}
-	p, ready, err := k.startProxy(ctx, t, ProxyOptions{Sandboxed: !direct, Endpoints: allowHosts, AllowHosts: allowHosts})
+	p, ready, err := k.startProxy(ctx, t, ProxyOptions{Sandboxed: !direct, Endpoints: allowHosts, AllowHosts: allowHosts, record: rec})
 	if err != nil {
 		return nil, fmt.Errorf("exec: start the task's proxy: %w (nothing ran)", err)
 	}

@@ -174,13 +174,13 @@ type ExecOptions struct {
 // commit never applies a half-written copy. The run is remembered
 // (memory.go); memory never changes what Exec returns.
 func (k *Kernel) Exec(ctx context.Context, t *task.Task, opt ExecOptions) (int, *Status, error) {
-	id, tail := k.memExecStart(t, opt.Args), withStderrTail(&opt.Spec)
-	code, st, err := k.exec(ctx, t, opt)
-	k.memExecEnd(t, id, code, st, err, tail)
+	rec, tail := k.memExecStart(t, opt.Args), withStderrTail(&opt.Spec)
+	code, st, err := k.exec(ctx, t, opt, rec)
+	k.memExecEnd(t, rec, code, st, err, tail)
 	return code, st, err
 }
 
-func (k *Kernel) exec(ctx context.Context, t *task.Task, opt ExecOptions) (int, *Status, error) {
+func (k *Kernel) exec(ctx context.Context, t *task.Task, opt ExecOptions, rec *execRecord) (int, *Status, error) {
 	l, err := k.lock(t)
 	if err != nil {
 		return -1, nil, err
@@ -241,7 +241,7 @@ func (k *Kernel) exec(ctx context.Context, t *task.Task, opt ExecOptions) (int, 
 	if _, err := k.maskEnv(t); err != nil { // see envmask.go
 		return -1, nil, fmt.Errorf("exec: %w (the command did not run)", err)
 	}
-	stopProxy, err := k.withProxy(ctx, t, &spec, opt.AllowHosts)
+	stopProxy, err := k.withProxy(ctx, t, &spec, opt.AllowHosts, rec)
 	if err != nil {
 		return -1, nil, err
 	}

@@ -105,11 +105,11 @@ func Signature(kind, runKind, command, errorTail, rule string) string {
 	return hex.EncodeToString(h[:8])
 }
 
-// addFailure files r's failure and expires the valid links whose failure
+// addFailure files r's failure, as of at, and expires the valid links whose failure
 // has the same signature on the same folder: the fix failed again.
-func (s *Store) addFailure(ctx context.Context, tx *sql.Tx, r *Run, kind, rule, tail string) (*Failure, []Link, error) {
+func (s *Store) addFailure(ctx context.Context, tx *sql.Tx, r *Run, at time.Time, kind, rule, tail string) (*Failure, []Link, error) {
 	f := &Failure{RunID: r.ID, Task: r.Task, Folder: r.Folder, Kind: kind, Command: r.Prompt, ErrorTail: tail, Paths: r.Paths, Rule: rule,
-		Trust: r.Trust, Created: s.now()}
+		Trust: r.Trust, Created: at}
 	f.Signature = Signature(kind, r.Kind, r.Prompt, tail, rule)
 	paths, _ := json.Marshal(nonNil(f.Paths))
 	res, err := tx.ExecContext(ctx, `INSERT INTO failures(run_id, task, folder, kind, signature, command, error_tail, paths, rule, trust, created)
@@ -199,7 +199,10 @@ func (s *Store) linkFixes(ctx context.Context, tx *sql.Tx, r *Run) ([]Link, erro
 			ch.Paths = ch.Paths[:10]
 		}
 		raw, _ := json.Marshal(ch)
-		now := s.now()
+		now := r.Ended // the fix is known from when its run ended (it may be recorded later: pending.go)
+		if now.IsZero() {
+			now = s.now()
+		}
 		res, err := tx.ExecContext(ctx, `INSERT INTO links(failure_id, fix_run_id, kind, changed, state, created) VALUES(?,?,'prevents',?,'valid',?)`,
 			c.id, r.ID, string(raw), ms(now))
 		if err != nil {
@@ -380,7 +383,7 @@ func (s *Store) Refused(ctx context.Context, task, rule, why string) (*Failure, 
 		if err != nil {
 			return err
 		}
-		f, _, err = s.addFailure(ctx, tx, r, "refused", rule, why)
+		f, _, err = s.addFailure(ctx, tx, r, s.now(), "refused", rule, why)
 		return err
 	})
 	return f, err
@@ -417,7 +420,7 @@ func (s *Store) Undone(ctx context.Context, task string, cp int) ([]*Failure, er
 			if err != nil {
 				return err
 			}
-			f, _, err := s.addFailure(ctx, tx, r, "undone", "", "its commit was undone")
+			f, _, err := s.addFailure(ctx, tx, r, s.now(), "undone", "", "its commit was undone")
 			if err != nil {
 				return err
 			}

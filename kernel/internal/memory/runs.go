@@ -152,6 +152,15 @@ func trustOf(source string, inputs []string) string {
 
 // StartRun records a run that begins and returns its id.
 func (s *Store) StartRun(ctx context.Context, st Start) (int64, error) {
+	var id int64
+	err := s.tx(ctx, func(tx *sql.Tx) (err error) {
+		id, err = s.startRun(ctx, tx, st)
+		return err
+	})
+	return id, err
+}
+
+func (s *Store) startRun(ctx context.Context, tx *sql.Tx, st Start) (int64, error) {
 	if st.Started.IsZero() {
 		st.Started = s.now()
 	}
@@ -159,20 +168,17 @@ func (s *Store) StartRun(ctx context.Context, st Start) (int64, error) {
 		st.Source = SourceOperator
 	}
 	inputs, _ := json.Marshal(nonNil(st.Inputs))
-	var id int64
-	err := s.tx(ctx, func(tx *sql.Tx) error {
-		res, err := tx.ExecContext(ctx, `INSERT INTO runs(task, folder, kind, agent, agent_version, session, conversation, prompt, source, inputs, trust, started)
-			VALUES(?,?,?,?,?,?,?,?,?,?,?,?)`,
-			st.Task, st.Folder, st.Kind, st.Agent, st.AgentVersion, st.Session, st.Conversation, st.Prompt, st.Source, string(inputs), trustOf(st.Source, st.Inputs), ms(st.Started))
-		if err != nil {
-			return err
-		}
-		if id, err = res.LastInsertId(); err != nil {
-			return err
-		}
-		return s.index(ctx, tx, id, st.Prompt, "", nil)
-	})
-	return id, err
+	res, err := tx.ExecContext(ctx, `INSERT INTO runs(task, folder, kind, agent, agent_version, session, conversation, prompt, source, inputs, trust, started)
+		VALUES(?,?,?,?,?,?,?,?,?,?,?,?)`,
+		st.Task, st.Folder, st.Kind, st.Agent, st.AgentVersion, st.Session, st.Conversation, st.Prompt, st.Source, string(inputs), trustOf(st.Source, st.Inputs), ms(st.Started))
+	if err != nil {
+		return 0, err
+	}
+	id, err := res.LastInsertId()
+	if err != nil {
+		return 0, err
+	}
+	return id, s.index(ctx, tx, id, st.Prompt, "", nil)
 }
 
 // searchRow is a run's row in the full-text index (notes use odd rows).
@@ -204,6 +210,18 @@ type EndReport struct {
 
 // EndRun records how run id ended, and finds what it failed or fixed.
 func (s *Store) EndRun(ctx context.Context, id int64, e End) (*EndReport, error) {
+	var rep *EndReport
+	err := s.tx(ctx, func(tx *sql.Tx) (err error) {
+		rep, err = s.endRun(ctx, tx, id, e)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return rep, nil
+}
+
+func (s *Store) endRun(ctx context.Context, tx *sql.Tx, id int64, e End) (*EndReport, error) {
 	if e.Ended.IsZero() {
 		e.Ended = s.now()
 	}
@@ -222,36 +240,30 @@ func (s *Store) EndRun(ctx context.Context, id int64, e End) (*EndReport, error)
 	if e.Exit != nil {
 		exit = *e.Exit
 	}
-	rep := &EndReport{}
-	err := s.tx(ctx, func(tx *sql.Tx) error {
-		res, err := tx.ExecContext(ctx, `UPDATE runs SET ended=?, exit_code=?, ended_how=?, limit_name=?, error_tail=?, tokens=?, cost=?, currency=?,
-			effects=?, rules=?, paths=?, questions=?,
-			agent = CASE WHEN ? = '' THEN agent ELSE ? END,
-			agent_version = CASE WHEN ? = '' THEN agent_version ELSE ? END,
-			session = CASE WHEN ? = '' THEN session ELSE ? END
-			WHERE id=?`,
-			ms(e.Ended), exit, e.How, e.Limit, e.ErrorTail, e.Tokens, e.Cost, e.Currency,
-			string(effects), string(rules), string(paths), string(qs),
-			e.Agent, e.Agent, e.AgentVersion, e.AgentVersion, e.Session, e.Session, id)
-		if err != nil {
-			return err
-		}
-		if n, _ := res.RowsAffected(); n == 0 {
-			return fmt.Errorf("run %d: %w", id, ErrNotFound)
-		}
-		r, err := getRun(ctx, tx, id)
-		if err != nil {
-			return err
-		}
-		if err := s.index(ctx, tx, id, r.Prompt, r.ErrorTail, r.Paths); err != nil {
-			return err
-		}
-		return s.judgeEnd(ctx, tx, r, rep)
-	})
+	res, err := tx.ExecContext(ctx, `UPDATE runs SET ended=?, exit_code=?, ended_how=?, limit_name=?, error_tail=?, tokens=?, cost=?, currency=?,
+		effects=?, rules=?, paths=?, questions=?,
+		agent = CASE WHEN ? = '' THEN agent ELSE ? END,
+		agent_version = CASE WHEN ? = '' THEN agent_version ELSE ? END,
+		session = CASE WHEN ? = '' THEN session ELSE ? END
+		WHERE id=?`,
+		ms(e.Ended), exit, e.How, e.Limit, e.ErrorTail, e.Tokens, e.Cost, e.Currency,
+		string(effects), string(rules), string(paths), string(qs),
+		e.Agent, e.Agent, e.AgentVersion, e.AgentVersion, e.Session, e.Session, id)
 	if err != nil {
 		return nil, err
 	}
-	return rep, nil
+	if n, _ := res.RowsAffected(); n == 0 {
+		return nil, fmt.Errorf("run %d: %w", id, ErrNotFound)
+	}
+	r, err := getRun(ctx, tx, id)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.index(ctx, tx, id, r.Prompt, r.ErrorTail, r.Paths); err != nil {
+		return nil, err
+	}
+	rep := &EndReport{}
+	return rep, s.judgeEnd(ctx, tx, r, rep)
 }
 
 // judgeEnd files a failure for a run that failed, expiring the fixes it
@@ -269,7 +281,7 @@ func (s *Store) judgeEnd(ctx context.Context, tx *sql.Tx, r *Run, rep *EndReport
 		} else if r.Kind == KindAgent {
 			kind = "turn"
 		}
-		f, expired, err := s.addFailure(ctx, tx, r, kind, "", r.ErrorTail)
+		f, expired, err := s.addFailure(ctx, tx, r, r.Ended, kind, "", r.ErrorTail) // as of the run's end, which is before now when it was pending
 		rep.Failure, rep.Expired = f, expired
 		return err
 	}

@@ -127,6 +127,9 @@ func open(path string, to int) (*Store, error) {
 // Close closes the database.
 func (s *Store) Close() error { return s.db.Close() }
 
+// Now is the time by the store's clock.
+func (s *Store) Now() time.Time { return s.now() }
+
 // SetClock replaces the store's clock (tests).
 func (s *Store) SetClock(now func() time.Time) { s.now = now }
 
