@@ -209,10 +209,13 @@ func (r *execRecord) addSubjects(us []memory.SubjectUse) {
 	r.subjects = append(r.subjects, us...)
 }
 
-// memExecStart notes the start of a `kule exec` command; memExecEnd
-// records the whole run.
+// memExecStart records the start of a `kule exec` command in the memory's
+// pending log (memory/pending.go): a command killed before its end is
+// found interrupted, as a run recorded in the database would be.
 func (k *Kernel) memExecStart(t *task.Task, args []string) *execRecord {
-	return &execRecord{start: memory.Start{Task: t.ID, Folder: t.Folder, Kind: memory.KindExec, Prompt: strings.Join(args, " "), Started: k.memNow()}}
+	rec := &execRecord{start: memory.Start{Task: t.ID, Folder: t.Folder, Kind: memory.KindExec, Prompt: strings.Join(args, " "), Started: k.memNow()}}
+	k.memWarn("the command's start", memory.AppendPending(k.store.Root, memory.PendingRun{Start: rec.start}))
+	return rec
 }
 
 // memNow is the memory's clock: the open store's (tests move it), else
@@ -263,7 +266,7 @@ func (k *Kernel) memExecEnd(t *task.Task, rec *execRecord, code int, st *Status,
 	rec.mu.Lock()
 	subjects := rec.subjects
 	rec.mu.Unlock()
-	k.memWarn("the command's run", memory.AppendFinished(k.store.Root, memory.Finished{Start: rec.start, End: end, Subjects: subjects}))
+	k.memWarn("the command's end", memory.AppendPending(k.store.Root, memory.PendingRun{Start: rec.start, End: &end, Subjects: subjects}))
 }
 
 // memJudgeMax is the most effects a run's end judges for its record's

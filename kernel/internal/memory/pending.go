@@ -14,13 +14,15 @@ import (
 	"syscall"
 )
 
-// The pending log, $KULE_HOME/memory-pending.jsonl: a command that has only
-// a finished run to record (kule exec) appends it here as one line instead
-// of opening the database. Opening SQLite, setting its pragmas and the two
-// transactions of a run's start and end were half of kule exec's own cost
-// from start to end. Every store that is opened, and an open one before
-// each use the kernel makes of it, takes the pending lines in first
-// (TakePending), so whatever reads the memory reads them too.
+// The pending log, $KULE_HOME/memory-pending.jsonl: a command that only
+// records its run (kule exec) appends a line here when it starts and one
+// when it ends, instead of opening the database. Opening SQLite, setting its
+// pragmas and the two transactions of a run's start and end were half of
+// kule exec's own cost from start to end. Every store that is opened, and
+// an open one before each use the kernel makes of it, takes the pending
+// lines in first (TakePending), so whatever reads the memory reads them too:
+// a start whose end has not come is a run still running, or one that was
+// killed (Interrupted finds it, as it finds any run that never ended).
 //
 // Writers and the reader hold the file's lock (flock) while they touch it,
 // so a line appended while the log is being taken in waits for the reader
@@ -36,24 +38,25 @@ const PendingFile = "memory-pending.jsonl"
 // kilobytes (an error's tail, fifty paths); a longer one is damaged.
 const maxPendingLine = 1 << 20
 
-// Finished is a run recorded whole once it ended.
-type Finished struct {
+// PendingRun is one line of the pending log: a run's start (End nil), or
+// its end, which names the run by its Start again.
+type PendingRun struct {
 	Start Start `json:"start"`
-	End   End   `json:"end"`
+	End   *End  `json:"end,omitempty"`
 	// Subjects are what the run's connections did for their hosts'
-	// categories, kept with the run (AddSubject).
+	// categories, kept with its end (AddSubject).
 	Subjects []SubjectUse `json:"subjects,omitempty"`
 }
 
 // PendingPath is the pending log's path in the Kule home.
 func PendingPath(home string) string { return filepath.Join(home, PendingFile) }
 
-// AppendFinished appends f to the pending log of the Kule home: one write
+// AppendPending appends f to the pending log of the Kule home: one write
 // of one line, under the log's lock. It never opens the log through a
 // symbolic link.
-func AppendFinished(home string, f Finished) error {
-	if f.Start.Started.IsZero() || f.End.Ended.IsZero() {
-		return errors.New("memory: a finished run needs its start and end times")
+func AppendPending(home string, f PendingRun) error {
+	if !f.valid() {
+		return errors.New("memory: a pending run needs its task, kind and start time, and an end not before its start")
 	}
 	line, err := json.Marshal(f)
 	if err != nil {
@@ -95,9 +98,9 @@ func openPending(path string, flag int) (*os.File, error) {
 // ParsePending reads the pending log's lines from r: the runs it holds, and
 // how many lines were damaged (not a run's JSON, missing its task, kind or
 // times, or longer than any run's line) and skipped.
-func ParsePending(r io.Reader) ([]Finished, int, error) {
+func ParsePending(r io.Reader) ([]PendingRun, int, error) {
 	br := bufio.NewReaderSize(r, 64<<10)
-	var out []Finished
+	var out []PendingRun
 	damaged := 0
 	for {
 		line, tooLong, err := readLine(br)
@@ -109,7 +112,7 @@ func ParsePending(r io.Reader) ([]Finished, int, error) {
 		case tooLong:
 			damaged++
 		case len(line) > 0:
-			var f Finished
+			var f PendingRun
 			if json.Unmarshal(line, &f) != nil || !f.valid() {
 				damaged++
 			} else {
@@ -141,8 +144,11 @@ func readLine(br *bufio.Reader) (line []byte, tooLong bool, err error) {
 }
 
 // valid reports whether f is a run the store can record.
-func (f *Finished) valid() bool {
-	if f.Start.Task == "" || f.Start.Kind == "" || f.Start.Started.IsZero() || f.End.Ended.IsZero() || f.End.Ended.Before(f.Start.Started) {
+func (f *PendingRun) valid() bool {
+	if f.Start.Task == "" || f.Start.Kind == "" || f.Start.Started.IsZero() {
+		return false
+	}
+	if f.End != nil && (f.End.Ended.IsZero() || f.End.Ended.Before(f.Start.Started)) {
 		return false
 	}
 	for _, u := range f.Subjects {
@@ -177,7 +183,7 @@ func (s *Store) TakePending(ctx context.Context) (int, error) {
 	}
 	n := 0
 	for _, f := range runs {
-		taken, err := s.recordFinished(ctx, f)
+		taken, err := s.recordPending(ctx, f)
 		if err != nil {
 			return n, fmt.Errorf("memory: the commands' records in %s: %w (the log is kept for the next try)", path, err)
 		}
@@ -194,26 +200,36 @@ func (s *Store) TakePending(ctx context.Context) (int, error) {
 	return n, nil
 }
 
-// recordFinished records f, in one transaction, unless a run with its
-// task, kind, start and command line is recorded already.
-func (s *Store) recordFinished(ctx context.Context, f Finished) (bool, error) {
+// recordPending records f, in one transaction: a start unless its run is
+// recorded already, an end unless its run has ended already (a run said
+// interrupted gets its real end).
+func (s *Store) recordPending(ctx context.Context, f PendingRun) (bool, error) {
 	taken := false
 	err := s.tx(ctx, func(tx *sql.Tx) error {
-		var seen int
-		if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM runs WHERE task = ? AND kind = ? AND started = ? AND prompt = ?`,
-			f.Start.Task, f.Start.Kind, ms(f.Start.Started), f.Start.Prompt).Scan(&seen); err != nil || seen > 0 {
+		var id, ended int64
+		var how string
+		err := tx.QueryRowContext(ctx, `SELECT id, ended, ended_how FROM runs WHERE task = ? AND kind = ? AND started = ? AND prompt = ? ORDER BY id LIMIT 1`,
+			f.Start.Task, f.Start.Kind, ms(f.Start.Started), f.Start.Prompt).Scan(&id, &ended, &how)
+		switch {
+		case errors.Is(err, sql.ErrNoRows):
+			if id, err = s.startRun(ctx, tx, f.Start); err != nil {
+				return err
+			}
+			taken = true
+		case err != nil:
 			return err
+		case f.End == nil || (ended != 0 && how != EndInterrupted):
+			return nil // taken in before
 		}
-		id, err := s.startRun(ctx, tx, f.Start)
-		if err != nil {
-			return err
+		if f.End == nil {
+			return nil
 		}
 		for _, u := range f.Subjects {
 			if err := s.addSubject(ctx, tx, id, u); err != nil {
 				return err
 			}
 		}
-		if _, err := s.endRun(ctx, tx, id, f.End); err != nil {
+		if _, err := s.endRun(ctx, tx, id, *f.End); err != nil {
 			return err
 		}
 		taken = true

@@ -12,14 +12,14 @@ import (
 	"time"
 )
 
-func finishedT(task, cmd string, at time.Time, exit int) Finished {
+func finishedT(task, cmd string, at time.Time, exit int) PendingRun {
 	how, tail := EndDone, ""
 	if exit != 0 {
 		how, tail = EndFailed, "main.go:3: undefined: x"
 	}
-	return Finished{
+	return PendingRun{
 		Start: Start{Task: task, Folder: "/f", Kind: KindExec, Prompt: cmd, Started: at},
-		End:   End{Ended: at.Add(2 * time.Second), Exit: &exit, How: how, ErrorTail: tail, Effects: map[string]int{"modify": 1}, Paths: []string{"main.go"}},
+		End:   &End{Ended: at.Add(2 * time.Second), Exit: &exit, How: how, ErrorTail: tail, Effects: map[string]int{"modify": 1}, Paths: []string{"main.go"}},
 	}
 }
 
@@ -29,8 +29,8 @@ func finishedT(task, cmd string, at time.Time, exit int) Finished {
 func TestPendingRunsAreTakenIn(t *testing.T) {
 	home := t.TempDir()
 	at := time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC)
-	for _, f := range []Finished{finishedT("t", "go build", at, 1), finishedT("t", "go build", at.Add(time.Minute), 0)} {
-		if err := AppendFinished(home, f); err != nil {
+	for _, f := range []PendingRun{finishedT("t", "go build", at, 1), finishedT("t", "go build", at.Add(time.Minute), 0)} {
+		if err := AppendPending(home, f); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -77,7 +77,7 @@ func TestPendingRunsAreTakenInOnce(t *testing.T) {
 	}
 	defer s.Close()
 	for range 2 {
-		if err := AppendFinished(home, f); err != nil {
+		if err := AppendPending(home, f); err != nil {
 			t.Fatal(err)
 		}
 		if _, err := s.TakePending(ctx); err != nil {
@@ -89,12 +89,50 @@ func TestPendingRunsAreTakenInOnce(t *testing.T) {
 	}
 }
 
+// TestPendingStartThenEnd: a start taken in alone is a run still running
+// (or one killed, which Interrupted finds); its end, taken in later, ends
+// that same run, and an end taken in twice ends it once.
+func TestPendingStartThenEnd(t *testing.T) {
+	home := t.TempDir()
+	s, err := Open(Path(home))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	whole := finishedT("t", "go test ./...", time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC), 1)
+	if err := AppendPending(home, PendingRun{Start: whole.Start}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.TakePending(ctx); err != nil {
+		t.Fatal(err)
+	}
+	runs, _ := s.Runs(ctx, Filter{Task: "t"})
+	if len(runs) != 1 || !runs[0].Ended.IsZero() {
+		t.Fatalf("after its start: %+v", runs)
+	}
+	for range 2 {
+		if err := AppendPending(home, whole); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.TakePending(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	runs, _ = s.Runs(ctx, Filter{Task: "t"})
+	if len(runs) != 1 || runs[0].How != EndFailed || runs[0].Ended.IsZero() {
+		t.Fatalf("after its end: %+v", runs)
+	}
+	if fs, _ := s.FailuresOfRun(ctx, runs[0].ID); len(fs) != 1 {
+		t.Fatalf("the end taken in twice filed %d failures", len(fs))
+	}
+}
+
 // TestDamagedPendingLinesAreSaid: a damaged line is dropped and said; the
 // runs around it are recorded.
 func TestDamagedPendingLinesAreSaid(t *testing.T) {
 	home := t.TempDir()
 	at := time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC)
-	if err := AppendFinished(home, finishedT("t", "a", at, 0)); err != nil {
+	if err := AppendPending(home, finishedT("t", "a", at, 0)); err != nil {
 		t.Fatal(err)
 	}
 	long := `{"start":{"Task":"` + strings.Repeat("x", maxPendingLine) + `"}}`
@@ -102,7 +140,7 @@ func TestDamagedPendingLinesAreSaid(t *testing.T) {
 	if err := os.WriteFile(PendingPath(home), append(mustRead(t, PendingPath(home)), junk...), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if err := AppendFinished(home, finishedT("t", "b", at.Add(time.Minute), 0)); err != nil {
+	if err := AppendPending(home, finishedT("t", "b", at.Add(time.Minute), 0)); err != nil {
 		t.Fatal(err)
 	}
 	s, err := Open(Path(home))
@@ -134,7 +172,7 @@ func TestPendingAppendsWhileTakenAreKept(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for i := range each {
-				if err := AppendFinished(home, finishedT("t", "cmd", at.Add(time.Duration(w*each+i)*time.Second), 0)); err != nil {
+				if err := AppendPending(home, finishedT("t", "cmd", at.Add(time.Duration(w*each+i)*time.Second), 0)); err != nil {
 					t.Error(err)
 				}
 			}
@@ -169,7 +207,7 @@ func TestPendingRefusesLink(t *testing.T) {
 		t.Fatal(err)
 	}
 	f := finishedT("t", "a", time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC), 0)
-	if err := AppendFinished(home, f); !errors.Is(err, ErrLink) {
+	if err := AppendPending(home, f); !errors.Is(err, ErrLink) {
 		t.Fatalf("append through a link: %v", err)
 	}
 	s, err := Open(Path(home))
