@@ -31,12 +31,15 @@ VERSION_FLAGS = -ldflags '-X main.version=$(VERSION) -X main.commit=$(COMMIT)'
 
 .PHONY: build install desktop install-desktop test test-short lint cover demo bench proto vet fmt clean screenshots dist
 
+# kule-plugins serves the built-in plugins; it goes beside kule.
 build:
 	$(GO) build $(VERSION_FLAGS) -o $(BIN) ./cmd/kule
+	$(GO) build -o $(dir $(BIN))kule-plugins ./cmd/kule-plugins
 	CGO_ENABLED=1 $(GO) build $(HELPER_FLAGS) -o $(dir $(BIN))kule-sandbox ./cmd/kule-sandbox
 
 install:
 	$(GO) install $(VERSION_FLAGS) ./cmd/kule
+	$(GO) install ./cmd/kule-plugins
 	CGO_ENABLED=1 $(GO) install $(HELPER_FLAGS) ./cmd/kule-sandbox
 
 # The desktop window links WebKitGTK (apt install libwebkit2gtk-4.1-dev).

@@ -2,5 +2,5 @@
 // kernel: the extension host (host), the skeleton `kule ext new` writes
 // (skeleton), the SDK's TypeScript declarations (sdk/kule.d.ts) and three
 // examples (examples/). The kernel never imports it; it starts the host as
-// `kule __plugin extension/host` and talks to it through sdk/extension.
+// `kule-plugins __plugin extension/host` and talks to it through sdk/extension.
 package extensions

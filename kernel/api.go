@@ -418,7 +418,7 @@ type BuiltinPlugin = pluginhost.Builtin
 const ConfineArg = pluginhost.ConfineArg
 
 // ConfineMain is the last step before a plugin runs, already inside the sandbox (kernel/internal/sandbox):
-// `kule __plugin __confine <profile>` adds a second Landlock domain for the plugin's kind on top
+// `kule-plugins __plugin __confine <profile>` adds a second Landlock domain for the plugin's kind on top
 // of the sandbox's own, then executes the plugin. See [pluginhost.ConfineMain].
 func ConfineMain(arg string) int { return pluginhost.ConfineMain(arg) }
 
@@ -490,7 +490,7 @@ type ExtensionNote = extensions.Note
 // [extensions.Methods].
 var ExtensionMethods = extensions.Methods
 
-// ExtensionHostLauncher starts `kule __plugin extension/host` in the plugin sandbox through h.
+// ExtensionHostLauncher starts `kule-plugins __plugin extension/host` in the plugin sandbox through h.
 // See [extensions.HostLauncher].
 func ExtensionHostLauncher(h *PluginHost) extensions.Launcher { return extensions.HostLauncher(h) }
 

@@ -60,6 +60,9 @@ type Config struct {
 	// Plugins are the built-in plugins the plugin host may start (cmd/kule
 	// hands over plugins/builtin's table: the kernel never imports plugins).
 	Plugins []pluginhost.Builtin
+	// PluginBinary is the executable that serves Plugins (kule-plugins
+	// beside kule); "" is this process's own binary.
+	PluginBinary string
 	// PluginSandbox is the sandbox every plugin starts in (nil: the zero
 	// sandbox, which fails closed where isolation is missing).
 	PluginSandbox *sandbox.Sandbox

@@ -26,7 +26,7 @@ func (k *Kernel) differs() (ds review.Differs, notices func() []string, close fu
 	if k.cfg.Differs != nil {
 		return k.cfg.Differs, func() []string { return nil }, func() {}
 	}
-	h := pluginhost.New(k.store.Root, pluginhost.Options{Builtins: k.cfg.Plugins, Logger: k.cfg.Logger, Sandbox: k.cfg.PluginSandbox})
+	h := pluginhost.New(k.store.Root, pluginhost.Options{Self: k.cfg.PluginBinary, Builtins: k.cfg.Plugins, Logger: k.cfg.Logger, Sandbox: k.cfg.PluginSandbox})
 	return review.FromHost(h), h.Notices, h.Close
 }
 

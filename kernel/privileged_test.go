@@ -206,9 +206,12 @@ func kuleBinary(t *testing.T) string {
 		}
 		must(t, os.Chmod(dir, 0o755))
 		binPath = filepath.Join(dir, "kule")
-		out, err := exec.Command("go", "build", "-o", binPath, "github.com/kulehq/kule/cmd/kule").CombinedOutput()
-		if err != nil {
-			binErr = errors.New(string(out))
+		// kule-plugins beside it serves the built-in plugins, as make install puts them.
+		for _, b := range []struct{ out, pkg string }{{binPath, "github.com/kulehq/kule/cmd/kule"}, {filepath.Join(dir, "kule-plugins"), "github.com/kulehq/kule/cmd/kule-plugins"}} {
+			if out, err := exec.Command("go", "build", "-o", b.out, b.pkg).CombinedOutput(); err != nil {
+				binErr = errors.New(string(out))
+				return
+			}
 		}
 	})
 	if binErr != nil {

@@ -28,7 +28,7 @@ import (
 )
 
 // A chat transport runs out of process, as the built-in plugin
-// `kule __plugin transport/<name>` or an installed transport plugin's
+// `kule-plugins __plugin transport/<name>` or an installed transport plugin's
 // approved executable, in the plugin sandbox's transport profile: its
 // network namespace reaches only a proxy of its own, which lets it reach
 // the chat service's hosts (and their subdomains) and nothing else, and

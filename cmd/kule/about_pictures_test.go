@@ -14,7 +14,7 @@ import (
 )
 
 // TestAboutPictures: kule run --about's picture regions are cut out by the
-// built-in picture previewer, run out of process as `kule __plugin
+// built-in picture previewer, run out of process as `kule-plugins __plugin
 // previewer/image`: the first three come back as PNGs of the regions (their
 // pixels checked), a fourth is named in the text only, and a region outside
 // the picture is refused before anything is sent.

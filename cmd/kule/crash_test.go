@@ -12,14 +12,21 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/kulehq/kule/cmd/internal/pluginserve"
 )
 
 // TestMain lets the test binary stand in for the kule binary: with
 // KULE_AS_CLI=1 it runs the CLI on its arguments. The crash tests kill such a
 // process at every named step of commit and undo.
 func TestMain(m *testing.M) {
-	if len(os.Args) > 1 && os.Args[1] == "__plugin" { // a built-in plugin, as main does
-		os.Exit(servePlugin(os.Args[2:]))
+	if len(os.Args) > 1 && os.Args[1] == "__plugin" { // a built-in plugin, as kule-plugins serves it
+		os.Exit(pluginserve.Main(os.Args[2:]))
+	}
+	// The built-ins are served by this test binary (above), not by a
+	// kule-plugins beside it.
+	if self, err := os.Executable(); err == nil {
+		pluginsBinary = func() string { return self }
 	}
 	if os.Getenv("KULE_CHAT_PEER") != "" { // the chat test's scripted agent
 		os.Exit(chatPeer())

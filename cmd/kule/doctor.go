@@ -52,6 +52,7 @@ type doctorEnv struct {
 	proc        string // where the sysctls are read ("/proc")
 	landlockABI int
 	exe         string                         // this binary, beside which the helper is looked for
+	plugins     string                         // kule-plugins, which serves the built-in plugins
 	lookPath    func(string) (string, error)   // exec.LookPath
 	output      func(string, ...string) string // a tool's --version output, "" when it fails
 	agents      func() ([]kernel.AgentStatus, error)
@@ -74,6 +75,7 @@ func doctorEnvFromSystem(home, folder string) doctorEnv {
 		},
 		landlockABI: kernel.ProbeSandbox().LandlockABI,
 		exe:         exe,
+		plugins:     pluginsBinary(),
 		lookPath:    exec.LookPath,
 		output: func(name string, args ...string) string {
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -104,7 +106,7 @@ func doctorEnvFromSystem(home, folder string) doctorEnv {
 // and git.
 func doctorChecks(e doctorEnv) []doctorCheck {
 	var cs []doctorCheck
-	cs = append(cs, checkUserNS(e), checkLandlock(e), checkHelper(e))
+	cs = append(cs, checkUserNS(e), checkLandlock(e), checkHelper(e), checkPlugins(e))
 	fs := checkFileSystems(e)
 	cs = append(cs, fs...)
 	// What lives in KULE_HOME is not looked at when it cannot be made: its
@@ -196,6 +198,22 @@ func checkHelper(e doctorEnv) doctorCheck {
 		}
 	}
 	c.Detail = fmt.Sprintf("%s, static", h)
+	return c
+}
+
+// checkPlugins looks for kule-plugins, which serves the built-in differs,
+// previewers, chat transports and the extension host: without it kule
+// still runs commands and commits, but none of those start.
+func checkPlugins(e doctorEnv) doctorCheck {
+	c := doctorCheck{Name: "built-in plugins", Status: checkOK, Detail: e.plugins}
+	fix := "reinstall Kule (make install, or the package), which puts kule-plugins beside kule"
+	fi, err := os.Stat(e.plugins)
+	switch {
+	case err != nil:
+		return doctorCheck{c.Name, checkFail, fmt.Sprintf("%v: structured diffs, previews, chat transports and extensions cannot start", err), fix}
+	case !fi.Mode().IsRegular() || fi.Mode()&0o111 == 0:
+		return doctorCheck{c.Name, checkFail, fmt.Sprintf("%s is not an executable file (%v): no built-in plugin can start", e.plugins, fi.Mode()), fix}
+	}
 	return c
 }
 

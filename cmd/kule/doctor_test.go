@@ -31,9 +31,13 @@ func goodDoctorEnv(t *testing.T) doctorEnv {
 		t.Fatal(err)
 	}
 	versions := map[string]string{"node": "v20.11.0", "npm": "10.2.4", "git": "git version 2.39.5"}
+	writeFile(t, filepath.Join(bin, "kule-plugins"), "")
+	if err := os.Chmod(filepath.Join(bin, "kule-plugins"), 0o755); err != nil {
+		t.Fatal(err)
+	}
 	return doctorEnv{
 		home: filepath.Join(dir, "home"), proc: proc, landlockABI: 4,
-		exe: filepath.Join(bin, "kule"),
+		exe: filepath.Join(bin, "kule"), plugins: filepath.Join(bin, "kule-plugins"),
 		lookPath: func(name string) (string, error) {
 			if _, ok := versions[name]; ok {
 				return "/usr/bin/" + name, nil
@@ -105,6 +109,12 @@ func TestDoctorPlantedFailures(t *testing.T) {
 			writeFile(t, filepath.Join(e.proc, "sys", "kernel", "apparmor_restrict_unprivileged_userns"), "1\n")
 		}},
 		{"no landlock", "landlock", checkFail, "no Landlock", func(t *testing.T, e *doctorEnv) { e.landlockABI = 0 }},
+		{"no kule-plugins", "built-in plugins", checkFail, "previews, chat transports and extensions cannot start", func(t *testing.T, e *doctorEnv) {
+			os.Remove(e.plugins)
+		}},
+		{"kule-plugins not executable", "built-in plugins", checkFail, "not an executable", func(t *testing.T, e *doctorEnv) {
+			os.Chmod(e.plugins, 0o644)
+		}},
 		{"landlock abi 1", "landlock", checkFail, "ABI 1 only", func(t *testing.T, e *doctorEnv) { e.landlockABI = 1 }},
 		{"helper not executable", "sandbox helper", checkFail, "not an executable", func(t *testing.T, e *doctorEnv) {
 			writeFile(t, filepath.Join(filepath.Dir(e.exe), kernel.SandboxHelperName), "#!/bin/sh\n")

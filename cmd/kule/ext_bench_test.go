@@ -39,11 +39,11 @@ func installExample(b *testing.B, home, name string) string {
 // BenchmarkExtHostStart measures starting the extension host and loading
 // an extension in it (the hello-panel example), each way Kule does it,
 // against its peer, starting the built-in text differ in the same sandbox
-// through the same plugin host (`kule __plugin differ/text`, handshake
+// through the same plugin host (`kule-plugins __plugin differ/text`, handshake
 // only). It reports, each in ms:
 //
 //   - ext-start+load: what the CLI pays (kule ext run, kule status): read
-//     and check the package against its approval, start `kule __plugin
+//     and check the package against its approval, start `kule-plugins __plugin
 //     extension/host` in the plugin sandbox, handshake, make the runtime,
 //     run main.js;
 //   - launch-sandboxed: the host's start alone, in the sandbox;
@@ -110,7 +110,7 @@ func BenchmarkExtHostStart(b *testing.B) {
 
 		t0 = time.Now()
 		if err := exec.Command(self, "__plugin", "none/none").Run(); err == nil {
-			b.Fatal("kule __plugin none/none served something")
+			b.Fatal("kule-plugins __plugin none/none served something")
 		}
 		execT += time.Since(t0)
 

@@ -9,10 +9,12 @@ import (
 	"testing"
 )
 
-// TestInstalledBinaries builds kule and kule-sandbox side by side, as
-// `make install` puts them, and runs the main job with them: commands run
-// under the small helper as the sandbox's PID 1, and the differs (which must
-// start from kule itself, not from that helper) still name what changed.
+// TestInstalledBinaries builds kule, kule-plugins and kule-sandbox side by
+// side, as `make install` puts them, and runs the main job with them:
+// commands run under the small helper as the sandbox's PID 1, and the
+// differs and previewers (which kule-plugins serves, not that helper) still
+// name what changed and lay a file out; without kule-plugins a preview says
+// what is missing.
 // The other CLI tests run the test binary as kule, without the helper beside
 // it, so they cannot see how the two binaries meet.
 func TestInstalledBinaries(t *testing.T) {
@@ -30,7 +32,7 @@ func TestInstalledBinaries(t *testing.T) {
 	for _, b := range []struct {
 		pkg, out string
 		flags    []string
-	}{{".", "kule", nil}, {"../kule-sandbox", "kule-sandbox", static}} {
+	}{{".", "kule", nil}, {"../kule-plugins", "kule-plugins", nil}, {"../kule-sandbox", "kule-sandbox", static}} {
 		cmd := exec.Command(goTool, append(append([]string{"build"}, b.flags...), "-o", filepath.Join(bin, b.out), b.pkg)...)
 		cmd.Env = append(os.Environ(), "CGO_ENABLED=1") // the sandbox's helper is C in both
 		if out, err := cmd.CombinedOutput(); err != nil {
@@ -50,15 +52,19 @@ func TestInstalledBinaries(t *testing.T) {
 	home, folder := t.TempDir(), t.TempDir()
 	must(t, os.WriteFile(filepath.Join(folder, "notes.md"), []byte("# Plan\nhello\n"), 0o644))
 	must(t, os.WriteFile(filepath.Join(folder, "a.go"), []byte("package a\n\nfunc A() {}\n"), 0o644))
-	kule := func(args ...string) string {
-		t.Helper()
+	try := func(args ...string) (string, error) {
 		cmd := exec.Command(filepath.Join(bin, "kule"), args...)
 		cmd.Env = append(os.Environ(), "KULE_HOME="+home)
 		out, err := cmd.CombinedOutput()
+		return string(out), err
+	}
+	kule := func(args ...string) string {
+		t.Helper()
+		out, err := try(args...)
 		if err != nil {
 			t.Fatalf("kule %s: %v\n%s", strings.Join(args, " "), err, out)
 		}
-		return string(out)
+		return out
 	}
 	kule("new", folder)
 	ids, err := os.ReadDir(filepath.Join(home, "tasks"))
@@ -75,6 +81,13 @@ func TestInstalledBinaries(t *testing.T) {
 		if !strings.Contains(out, want) {
 			t.Errorf("status does not name %q (the differs did not start?):\n%s", want, out)
 		}
+	}
+	if out := kule("preview", id, "notes.md"); !strings.Contains(out, "Plan") || !strings.Contains(out, "more") {
+		t.Errorf("the Markdown previewer did not lay out notes.md:\n%s", out)
+	}
+	must(t, os.Remove(filepath.Join(bin, "kule-plugins")))
+	if out, err := try("preview", id, "notes.md"); err == nil || !strings.Contains(out, "kule-plugins") {
+		t.Errorf("without kule-plugins, a preview should fail and name it: %v\n%s", err, out)
 	}
 }
 

@@ -12,11 +12,6 @@ import (
 )
 
 func main() {
-	// A built-in plugin is this binary re-executed by the kernel; it serves
-	// before anything else of the CLI starts.
-	if len(os.Args) > 1 && os.Args[1] == "__plugin" {
-		os.Exit(servePlugin(os.Args[2:]))
-	}
 	os.Exit(run(os.Args[1:]))
 }
 

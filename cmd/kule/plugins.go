@@ -5,45 +5,25 @@ import (
 	"github.com/kulehq/kule/kernel"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 	"text/tabwriter"
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/spf13/cobra"
 
-	exthost "github.com/kulehq/kule/extensions/host"
 	"github.com/kulehq/kule/plugins/builtin"
-	sdkplugin "github.com/kulehq/kule/sdk/plugin"
 )
 
-// servePlugin is `kule __plugin <kind>/<name>`: the kule binary serving one
-// of its built-in plugins to a kernel that started it. It never returns
-// while the plugin serves; it is not a command a person runs.
-func servePlugin(args []string) int {
-	if len(args) == 2 && args[0] == kernel.ConfineArg {
-		return kernel.ConfineMain(args[1]) // inside the sandbox, before the plugin
+// pluginsBinary is the executable that serves the built-in plugins:
+// kule-plugins beside this kule (make install and the packages put them
+// together). The tests of this package serve them from their own binary.
+var pluginsBinary = func() string {
+	exe, err := os.Executable()
+	if err != nil {
+		return "kule-plugins"
 	}
-	if len(args) != 1 {
-		fmt.Fprintln(os.Stderr, "kule __plugin: want one argument, <kind>/<name>")
-		return 2
-	}
-	if args[0] == builtin.ExtensionHost {
-		return exthost.Main()
-	}
-	if name, ok := strings.CutPrefix(args[0], "transport/"); ok {
-		return serveTransport(name)
-	}
-	if p, ok := builtin.LookupPreviewer(args[0]); ok {
-		sdkplugin.ServePreviewer(p.New())
-		return 0
-	}
-	b, ok := builtin.Lookup(args[0])
-	if !ok {
-		fmt.Fprintf(os.Stderr, "kule __plugin: no built-in plugin %q\n", args[0])
-		return 2
-	}
-	sdkplugin.ServeDiffer(b.New())
-	return 0
+	return filepath.Join(filepath.Dir(exe), "kule-plugins")
 }
 
 // kernelLogger is Kule's log on stderr; KULE_LOG=debug|info|warn|error sets
@@ -65,7 +45,7 @@ func builtinPlugins() []kernel.BuiltinPlugin {
 	}
 	for _, p := range builtin.Previewers {
 		kind, name, _ := strings.Cut(p.Name, "/")
-		bs = append(bs, kernel.BuiltinPlugin{Kind: kind, Name: name, Accepts: p.New().Accepts})
+		bs = append(bs, kernel.BuiltinPlugin{Kind: kind, Name: name, Accepts: p.Accepts})
 	}
 	return bs
 }
@@ -74,7 +54,7 @@ func builtinPlugins() []kernel.BuiltinPlugin {
 // missing none starts, unless the person accepted weaker isolation (kule
 // isolation --accept-weaker on).
 func pluginSandbox(home string) *kernel.Sandbox {
-	sb := &kernel.Sandbox{}
+	sb := &kernel.Sandbox{Exe: pluginsBinary()}
 	if cfg, err := kernel.LoadSettings(home); err == nil {
 		sb.AcceptWeaker = cfg.Sandbox.AcceptWeaker
 	}
@@ -83,7 +63,7 @@ func pluginSandbox(home string) *kernel.Sandbox {
 
 // pluginHost is the plugin host on home with the built-in plugins.
 func pluginHost(home string) *kernel.PluginHost {
-	return kernel.NewPluginHost(home, kernel.PluginHostOptions{Builtins: builtinPlugins(), Logger: kernelLogger(), Sandbox: pluginSandbox(home)})
+	return kernel.NewPluginHost(home, kernel.PluginHostOptions{Self: pluginsBinary(), Builtins: builtinPlugins(), Logger: kernelLogger(), Sandbox: pluginSandbox(home)})
 }
 
 func openPluginHost() (*kernel.PluginHost, error) {
@@ -166,7 +146,7 @@ func pluginsShowCommand() *cobra.Command {
 			if err != nil {
 				for _, b := range h.Builtins() {
 					if b.Name == name {
-						fmt.Fprintf(out, "%s: built-in %s, part of the kule binary (runs as `kule __plugin %s/%s`, trusted as kule itself)\n", name, b.Kind, b.Kind, name)
+						fmt.Fprintf(out, "%s: built-in %s, part of Kule (runs as `kule-plugins __plugin %s/%s`, trusted as kule itself)\n", name, b.Kind, b.Kind, name)
 						fmt.Fprintf(out, "sandbox:     %s\n", kernel.PluginProfiles[b.Kind].Says)
 						return nil
 					}

@@ -9,7 +9,7 @@ import (
 )
 
 // TestStatusNamesWhatChanged: kule status lists the paragraphs that changed
-// inside a text file (the built-in text differ, run as `kule __plugin
+// inside a text file (the built-in text differ, run as `kule-plugins __plugin
 // differ/text`), where two tasks meet, and the same in --json.
 func TestStatusNamesWhatChanged(t *testing.T) {
 	dir := t.TempDir()

@@ -10,7 +10,7 @@ import (
 )
 
 // TestPreviewCommand: kule preview prints a file of the task's copy as the
-// built-in previewers (run out of process as `kule __plugin previewer/…`)
+// built-in previewers (run out of process as `kule-plugins __plugin previewer/…`)
 // read it — text with line numbers, a sheet from A1, a Markdown outline, a
 // picture's size — refuses a link and a polyglot, and --json is the model.
 func TestPreviewCommand(t *testing.T) {

@@ -24,7 +24,7 @@ func openKernel() (*kernel.Kernel, error) {
 	if err != nil {
 		return nil, err
 	}
-	return kernel.New(kernel.Config{Home: root, Plugins: builtinPlugins(), Logger: kernelLogger(), PluginSandbox: pluginSandbox(root), Agents: builtinAgents()})
+	return kernel.New(kernel.Config{Home: root, Plugins: builtinPlugins(), PluginBinary: pluginsBinary(), Logger: kernelLogger(), PluginSandbox: pluginSandbox(root), Agents: builtinAgents()})
 }
 
 func withTask(fn func(k *kernel.Kernel, t *kernel.Task, cmd *cobra.Command, args []string) error) func(*cobra.Command, []string) error {

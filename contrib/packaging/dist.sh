@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
 # make dist: Kule's release files for each of ARCHES (default amd64 and
 # arm64), in DIST (default dist/):
-#   kule_<version>_<arch>.deb, kule-<version>-1.<arch>.rpm — kule and
-#     kule-sandbox in /usr/bin, man pages, bash/zsh/fish completions and the
+#   kule_<version>_<arch>.deb, kule-<version>-1.<arch>.rpm — kule,
+#     kule-plugins and kule-sandbox in /usr/bin, man pages, bash/zsh/fish completions and the
 #     systemd user unit (nfpm, at the version pinned below);
 #   kule-desktop_<version>_<arch>.deb, kule-desktop-<version>-1.<arch>.rpm —
 #     the control room's window (kule-desktop, its launcher and icon), for
 #     DESKTOP_ARCHES only (default: this machine's architecture): it links
 #     WebKitGTK, whose C libraries for another architecture are not here;
-#   kule-<version>-linux-<arch>.tar.gz — the command alone;
+#   kule-<version>-linux-<arch>.tar.gz — the command alone (kule, and
+#     kule-plugins, which serves its built-in plugins);
 #   SHA256SUMS over all of them.
 # The build is reproducible: -trimpath, no build id, no VCS stamp (the
 # version and commit are linked in), every time in the packages is
@@ -78,6 +79,8 @@ for arch in $ordered; do
 		fi
 		gzip -n -9 "$stage_root/common/man/"*.1
 	fi
+	GOOS=linux GOARCH=$arch CGO_ENABLED=1 CC=$cc \
+		$GO build -trimpath -buildvcs=false -ldflags "-buildid=" -o "$stage/kule-plugins" ./cmd/kule-plugins
 	cp -r "$stage_root/common/man" "$stage_root/common/completions" "$stage/"
 	cp contrib/packaging/kule.service "$stage/"
 	GOOS=linux GOARCH=$arch CGO_ENABLED=1 CC=$cc \
@@ -104,7 +107,7 @@ for arch in $ordered; do
 
 	name="kule-$VERSION-linux-$arch"
 	mkdir -p "$stage/tar/$name"
-	cp "$stage/kule" "$stage/tar/$name/kule"
+	cp "$stage/kule" "$stage/kule-plugins" "$stage/tar/$name/"
 	touch -h -d "@$SOURCE_DATE_EPOCH" "$stage/tar/$name"
 	tar -C "$stage/tar" --sort=name --mtime="@$SOURCE_DATE_EPOCH" --owner=0 --group=0 --numeric-owner \
 		--format=gnu -cf - "$name" | gzip -n -9 >"$DIST/$name.tar.gz"

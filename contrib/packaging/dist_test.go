@@ -173,8 +173,9 @@ func checkSums(t *testing.T, files map[string][]byte) map[string]bool {
 	return listed
 }
 
-// checkTarball: the tar.gz holds kule-VERSION-linux-ARCH/kule alone, an
-// executable for arch, owned by root, every time the commit's.
+// checkTarball: the tar.gz holds kule-VERSION-linux-ARCH/ with kule and
+// kule-plugins (which serves its built-in plugins), executables for arch,
+// owned by root, every time the commit's.
 func checkTarball(t *testing.T, body []byte, arch string) {
 	t.Helper()
 	zr, err := gzip.NewReader(bytes.NewReader(body))
@@ -195,7 +196,7 @@ func checkTarball(t *testing.T, body []byte, arch string) {
 		if h.Uid != 0 || h.Gid != 0 {
 			t.Errorf("%s is owned by %d:%d", h.Name, h.Uid, h.Gid)
 		}
-		if filepath.Base(h.Name) != "kule" || h.Typeflag != tar.TypeReg {
+		if b := filepath.Base(h.Name); (b != "kule" && b != "kule-plugins") || h.Typeflag != tar.TypeReg {
 			continue
 		}
 		if h.Mode&0o111 == 0 {
@@ -211,11 +212,11 @@ func checkTarball(t *testing.T, body []byte, arch string) {
 		}
 		want := map[string]elf.Machine{"amd64": elf.EM_X86_64, "arm64": elf.EM_AARCH64}[arch]
 		if f.Machine != want {
-			t.Errorf("the %s tarball's kule is for %v", arch, f.Machine)
+			t.Errorf("the %s tarball's %s is for %v", arch, filepath.Base(h.Name), f.Machine)
 		}
 	}
-	if len(entries) != 2 || !strings.HasSuffix(entries[1], "-linux-"+arch+"/kule") {
-		t.Errorf("the %s tarball holds %v, want its folder and kule", arch, entries)
+	if len(entries) != 3 || !strings.HasSuffix(entries[1], "-linux-"+arch+"/kule") || !strings.HasSuffix(entries[2], "-linux-"+arch+"/kule-plugins") {
+		t.Errorf("the %s tarball holds %v, want its folder, kule and kule-plugins", arch, entries)
 	}
 }
 
@@ -269,7 +270,7 @@ func installDeb(t *testing.T, dir string, names []string) {
 	})
 	files := strings.Fields(dpkg(t, "-L", "kule"))
 	dfiles := strings.Fields(dpkg(t, "-L", "kule-desktop"))
-	for _, want := range []string{"/usr/bin/kule", "/usr/bin/kule-sandbox", "/usr/lib/systemd/user/kule.service",
+	for _, want := range []string{"/usr/bin/kule", "/usr/bin/kule-plugins", "/usr/bin/kule-sandbox", "/usr/lib/systemd/user/kule.service",
 		"/usr/share/bash-completion/completions/kule", "/usr/share/zsh/vendor-completions/_kule",
 		"/usr/share/fish/vendor_completions.d/kule.fish", "/usr/share/man/man1/kule.1.gz", "/usr/share/man/man1/kule-doctor.1.gz"} {
 		if !contains(files, want) {

@@ -1,5 +1,5 @@
 // Package host is Kule's extension host: the process the kernel starts as
-// `kule __plugin extension/host` (in the plugin sandbox: no network, no
+// `kule-plugins __plugin extension/host` (in the plugin sandbox: no network, no
 // writes) to run JavaScript extensions on goja, one runtime per extension
 // (as k6 runs one per virtual user), each with goja_nodejs's event loop for
 // timers and promises.
@@ -72,7 +72,7 @@ func New(log hclog.Logger) *Host {
 	return &Host{log: log, rts: map[string]*rt{}}
 }
 
-// Main serves the host to the kernel that started it (`kule __plugin
+// Main serves the host to the kernel that started it (`kule-plugins __plugin
 // extension/host`); it returns when the kernel ends it.
 func Main() int {
 	extension.Serve(New(hclog.New(&hclog.LoggerOptions{Name: extension.HostName, JSONFormat: true, Level: hclog.Info})))

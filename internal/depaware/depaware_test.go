@@ -17,6 +17,10 @@ var update = flag.Bool("update", false, "rewrite kule.deps from `go list -deps .
 // binary is the package whose dependencies kule.deps lists.
 const binary = "github.com/kulehq/kule/cmd/kule"
 
+// pluginsBinary serves the built-in plugins beside kule; it is held to the
+// forbidden list too (its libraries are its own: no list file).
+const pluginsBinary = "github.com/kulehq/kule/cmd/kule-plugins"
+
 // listFile is the checked-in list, one import path a line, sorted.
 const listFile = "kule.deps"
 
@@ -140,7 +144,9 @@ func formatList(deps []string) []byte {
 // goList runs `go list -deps` on the binary for the platform Kule ships
 // on, and returns every package (standard library included) and those
 // outside it, each sorted.
-func goList(t *testing.T) (all, outside []string) {
+func goList(t *testing.T) (all, outside []string) { return goListOf(t, binary) }
+
+func goListOf(t *testing.T, binary string) (all, outside []string) {
 	t.Helper()
 	const format = `{{if .Standard}}std{{else if and .Module .Module.Main}}own{{else}}dep{{end}} {{.ImportPath}} {{.Dir}}`
 	cmd := exec.Command("go", "list", "-deps", "-f", format, binary)
@@ -221,5 +227,29 @@ func TestDeps(t *testing.T) {
 	}
 	if add, remove := difference(list, outside); len(add)+len(remove) > 0 {
 		t.Error(staleReport(add, remove))
+	}
+}
+
+// TestPluginsBinaryDeps: kule-plugins, which the kernel starts for every
+// built-in plugin, links nothing the forbidden list names either.
+func TestPluginsBinaryDeps(t *testing.T) {
+	all, _ := goListOf(t, pluginsBinary)
+	if bad := forbiddenIn(all); len(bad) > 0 {
+		t.Errorf("the kule-plugins binary links packages it must not:\n\t%s", strings.Join(bad, "\n\t"))
+	}
+	if !slices.Contains(all, "github.com/xuri/excelize/v2") {
+		t.Error("kule-plugins does not link the spreadsheet previewer's library: is it serving the previewers?")
+	}
+}
+
+// TestKuleLeavesThePluginsLibraries: the kule binary links none of the
+// libraries only the built-in plugins use; they are kule-plugins' (each
+// costs every kule command its start-up).
+func TestKuleLeavesThePluginsLibraries(t *testing.T) {
+	all, _ := goList(t)
+	for _, lib := range []string{"github.com/xuri/excelize/v2", "github.com/yuin/goldmark", "github.com/dop251/goja", "github.com/slack-go/slack", "github.com/bwmarrin/discordgo"} {
+		if slices.Contains(all, lib) {
+			t.Errorf("kule links %s, which only the built-in plugins need (kule-plugins serves them)", lib)
+		}
 	}
 }

@@ -1,7 +1,12 @@
-// Package builtin is the table of plugins compiled into the kule binary. They
-// still run out of process: the kernel starts `kule __plugin differ/<name>`
-// (the binary re-executing itself) through the same host path as a
-// third-party plugin. This table is the only init-style registration Kule has.
+// Package builtin is the table of Kule's built-in plugins. They run out of
+// process, served by kule-plugins: the kernel starts `kule-plugins __plugin
+// differ/<name>` through the same host path as a third-party plugin. kule
+// links this table to choose a plugin for a file: the differs, which are
+// light, and the previewers' names only (plugins/previewer/names), so that
+// the spreadsheet and Markdown libraries stay out of every kule command's
+// start; kule-plugins links the previewers themselves
+// (plugins/builtin/previewers). This table is the only init-style
+// registration Kule has.
 package builtin
 
 import (
@@ -17,18 +22,12 @@ import (
 	"github.com/kulehq/kule/plugins/differ/typescript"
 	"github.com/kulehq/kule/sdk/differ"
 
-	csvpreviewer "github.com/kulehq/kule/plugins/previewer/csv"
-	docxpreviewer "github.com/kulehq/kule/plugins/previewer/docx"
-	imagepreviewer "github.com/kulehq/kule/plugins/previewer/image"
-	mdpreviewer "github.com/kulehq/kule/plugins/previewer/markdown"
-	textpreviewer "github.com/kulehq/kule/plugins/previewer/text"
-	xlsxpreviewer "github.com/kulehq/kule/plugins/previewer/xlsx"
-	"github.com/kulehq/kule/sdk/previewer"
+	"github.com/kulehq/kule/plugins/previewer/names"
 )
 
 // Differ is one built-in differ.
 type Differ struct {
-	Name string               // "differ/<name>", as `kule __plugin` takes it
+	Name string               // "differ/<name>", as `kule-plugins __plugin` takes it
 	New  func() differ.Differ // a fresh differ
 }
 
@@ -47,7 +46,7 @@ var Differs = []Differ{
 	{Name: "differ/text", New: text.New},
 }
 
-// ExtensionHost is the built-in extension host, `kule __plugin
+// ExtensionHost is the built-in extension host, `kule-plugins __plugin
 // extension/host`. Plugins may not import extensions/, so cmd/kule serves it
 // from extensions/host under this name.
 const ExtensionHost = "extension/host"
@@ -62,22 +61,23 @@ func Lookup(name string) (Differ, bool) {
 	return Differ{}, false
 }
 
-// Previewer is one built-in previewer.
+// Previewer is one built-in previewer, as kule knows it: its name and the
+// files it reads.
 type Previewer struct {
-	Name string                     // "previewer/<name>", as `kule __plugin` takes it
-	New  func() previewer.Previewer // a fresh previewer
+	Name    string            // "previewer/<name>", as `kule-plugins __plugin` takes it
+	Accepts func(string) bool // the previewer's own Accepts (plugins/previewer/names)
 }
 
 // Previewers are the built-in previewers, in precedence order: the first
 // that accepts a file's name previews it; text, which accepts any name that
 // is not a known binary format, comes last.
 var Previewers = []Previewer{
-	{Name: "previewer/image", New: imagepreviewer.New},
-	{Name: "previewer/markdown", New: mdpreviewer.New},
-	{Name: "previewer/csv", New: csvpreviewer.New},
-	{Name: "previewer/xlsx", New: xlsxpreviewer.New},
-	{Name: "previewer/docx", New: docxpreviewer.New},
-	{Name: "previewer/text", New: textpreviewer.New},
+	{Name: "previewer/image", Accepts: names.Image},
+	{Name: "previewer/markdown", Accepts: names.Markdown},
+	{Name: "previewer/csv", Accepts: names.CSV},
+	{Name: "previewer/xlsx", Accepts: names.Sheet},
+	{Name: "previewer/docx", Accepts: names.Word},
+	{Name: "previewer/text", Accepts: names.Text},
 }
 
 // LookupPreviewer returns the built-in previewer named "previewer/<name>".

@@ -6,7 +6,7 @@ import (
 )
 
 // TestTable: every entry is "differ/<name>" with a differ of that name, and
-// names are unique, so `kule __plugin differ/<name>` serves what the kernel
+// names are unique, so `kule-plugins __plugin differ/<name>` serves what the kernel
 // asked for.
 func TestTable(t *testing.T) {
 	seen := map[string]bool{}
@@ -32,25 +32,22 @@ func TestTable(t *testing.T) {
 	}
 }
 
-// TestPreviewerTable: every entry is "previewer/<name>" with a previewer of
-// that name, names are unique, and text, the last resort, comes last.
+// TestPreviewerTable: every entry is "previewer/<name>" with its Accepts,
+// names are unique, and text, the last resort, comes last.
 func TestPreviewerTable(t *testing.T) {
 	seen := map[string]bool{}
 	for _, p := range Previewers {
 		kind, name, ok := strings.Cut(p.Name, "/")
-		if !ok || kind != "previewer" || name == "" {
-			t.Errorf("entry %q: want previewer/<name>", p.Name)
+		if !ok || kind != "previewer" || name == "" || p.Accepts == nil {
+			t.Errorf("entry %q: want previewer/<name> and its Accepts", p.Name)
 			continue
-		}
-		if got := p.New().Name(); got != name {
-			t.Errorf("entry %q serves a previewer named %q", p.Name, got)
 		}
 		if seen[p.Name] {
 			t.Errorf("entry %q twice", p.Name)
 		}
 		seen[p.Name] = true
 		if b, ok := LookupPreviewer(p.Name); !ok || b.Name != p.Name {
-			t.Errorf("LookupPreviewer(%q) = %v, %v", p.Name, b, ok)
+			t.Errorf("LookupPreviewer(%q) = %v, %v", p.Name, b.Name, ok)
 		}
 	}
 	if last := Previewers[len(Previewers)-1].Name; last != "previewer/text" {

@@ -17,10 +17,10 @@ import (
 )
 
 // Kind is the extension host's plugin kind: its name in go-plugin's plugin
-// set and the first half of `kule __plugin extension/host`.
+// set and the first half of `kule-plugins __plugin extension/host`.
 const Kind = "extension"
 
-// HostName is the built-in host's name: `kule __plugin extension/host`.
+// HostName is the built-in host's name: `kule-plugins __plugin extension/host`.
 const HostName = Kind + "/host"
 
 // ProtocolVersion is the extension host protocol's major version.

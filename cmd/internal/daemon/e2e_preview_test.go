@@ -12,13 +12,13 @@ import (
 	"github.com/kulehq/kule/kernel"
 )
 
-// previewHost is a plugin host whose built-in previewers are a kule binary
-// built for the test, each run out of process in its sandbox as kule
-// daemon runs them (the daemon's tests cannot import plugins/).
+// previewHost is a plugin host whose built-in previewers are a kule-plugins
+// binary built for the test, each run out of process in its sandbox as
+// kule daemon runs them (the daemon's tests cannot import plugins/).
 func previewHost(t *testing.T, home string) Previews {
 	t.Helper()
-	bin := filepath.Join(t.TempDir(), "kule")
-	cmd := exec.Command("go", "build", "-o", bin, "github.com/kulehq/kule/cmd/kule")
+	bin := filepath.Join(t.TempDir(), "kule-plugins")
+	cmd := exec.Command("go", "build", "-o", bin, "github.com/kulehq/kule/cmd/kule-plugins")
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=1")
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("build kule: %v\n%s", err, out)

@@ -1,4 +1,4 @@
-package main
+package pluginserve
 
 import (
 	"context"
@@ -18,7 +18,7 @@ import (
 	"github.com/kulehq/kule/sdk/transport"
 )
 
-// serveTransport is `kule __plugin transport/<name>`, inside the plugin
+// serveTransport is `kule-plugins __plugin transport/<name>`, inside the plugin
 // sandbox: it reads its settings (placeholders, never tokens) from the
 // environment, sends everything through the proxy the sandbox forwards to
 // (also to a stand-in on loopback, which the proxy judges like any host),
@@ -27,12 +27,12 @@ import (
 func serveTransport(name string) int {
 	cfg, err := transport.PluginConfigFromEnv()
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "kule __plugin transport/"+name+":", err)
+		fmt.Fprintln(os.Stderr, "kule-plugins __plugin transport/"+name+":", err)
 		return 2
 	}
 	pu, err := url.Parse(os.Getenv("HTTPS_PROXY"))
 	if err != nil || pu.Host == "" {
-		fmt.Fprintln(os.Stderr, "kule __plugin transport/"+name+": no proxy in the environment (HTTPS_PROXY)")
+		fmt.Fprintln(os.Stderr, "kule-plugins __plugin transport/"+name+": no proxy in the environment (HTTPS_PROXY)")
 		return 2
 	}
 	viaProxy := http.ProxyURL(pu) // NO_PROXY is not honoured: there is no other way out
@@ -53,7 +53,7 @@ func serveTransport(name string) int {
 		s, err := slack.New(slack.Config{APIURL: cfg.API, BotToken: cfg.Bot, AppToken: cfg.App, Channel: cfg.Channel, Log: log,
 			Dialer: &websocket.Dialer{Proxy: viaProxy, TLSClientConfig: tc, HandshakeTimeout: 30 * time.Second}})
 		if err != nil {
-			fmt.Fprintln(os.Stderr, "kule __plugin transport/slack:", err)
+			fmt.Fprintln(os.Stderr, "kule-plugins __plugin transport/slack:", err)
 			return 2
 		}
 		go s.Run(ctx)
@@ -61,7 +61,7 @@ func serveTransport(name string) int {
 	case "discord":
 		d, err := discord.New(discord.Config{API: cfg.API, Token: cfg.Bot, Channel: cfg.Channel, Log: log})
 		if err != nil {
-			fmt.Fprintln(os.Stderr, "kule __plugin transport/discord:", err)
+			fmt.Fprintln(os.Stderr, "kule-plugins __plugin transport/discord:", err)
 			return 2
 		}
 		go func() {
@@ -75,7 +75,7 @@ func serveTransport(name string) int {
 		}()
 		sdkplugin.ServeTransport(d, name)
 	default:
-		fmt.Fprintf(os.Stderr, "kule __plugin: no built-in transport %q\n", name)
+		fmt.Fprintf(os.Stderr, "kule-plugins __plugin: no built-in transport %q\n", name)
 		return 2
 	}
 	return 0

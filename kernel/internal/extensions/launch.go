@@ -10,7 +10,7 @@ import (
 	"github.com/kulehq/kule/sdk/extension"
 )
 
-// HostLauncher starts `kule __plugin extension/host` through the plugin
+// HostLauncher starts `kule-plugins __plugin extension/host` through the plugin
 // host h: in the plugin sandbox (no network, no writes, its own PID and
 // network namespaces, a Landlock domain that reads only the kule binary and
 // what it links), as every plugin starts; fail closed when the sandbox

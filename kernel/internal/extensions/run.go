@@ -22,7 +22,7 @@ type Services interface {
 }
 
 // Launcher starts one extension host process and returns its client and
-// how to end it. Kule's launcher starts `kule __plugin extension/host` in
+// how to end it. Kule's launcher starts `kule-plugins __plugin extension/host` in
 // the plugin sandbox (pluginhost.StartBuiltin).
 type Launcher func(ctx context.Context) (*extension.HostClient, func(), error)
 

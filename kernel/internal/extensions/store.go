@@ -3,7 +3,7 @@
 // approvals (in kule.lock, beside plugins' and agent profiles', pinned by id,
 // exact version and the sha256 of the package), the permission check on
 // every call an extension makes, and the launch of the extension host (an
-// out-of-process plugin, `kule __plugin extension/host`) that runs its
+// out-of-process plugin, `kule-plugins __plugin extension/host`) that runs its
 // JavaScript. The kernel never imports extensions/: it talks to the host
 // through sdk/extension and sdk/proto/extension/v1 only.
 //

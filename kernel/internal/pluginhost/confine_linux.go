@@ -15,7 +15,7 @@ import (
 )
 
 // ConfineMain is the last step before a plugin runs, already inside the
-// sandbox (kernel/internal/sandbox): `kule __plugin __confine <profile>` adds a second
+// sandbox (kernel/internal/sandbox): `kule-plugins __plugin __confine <profile>` adds a second
 // Landlock domain for the plugin's kind on top of the sandbox's own, then
 // executes the plugin. Domains only ever narrow, so what the plugin may do is
 // what both allow. cmd/kule calls it; it is not for people to run. It returns

@@ -2,8 +2,9 @@
 // $KULE_HOME/plugins, keeps the person's approvals (name + exact version +
 // sha256 of the executable and of the manifest), and starts approved plugins
 // out of process with hashicorp/go-plugin over gRPC. Built-in plugins take
-// the very same path: the kule binary re-executes itself as
-// `kule __plugin differ/<name>`, trusted by being the binary that runs.
+// the very same path: the kernel starts the binary that serves them
+// (Options.Self: kule-plugins beside kule) as `kule-plugins __plugin
+// differ/<name>`, trusted as part of the Kule installation it belongs to.
 //
 // Lifecycle of a third-party plugin:
 //  1. Install copies its executable and plugin.toml into
@@ -74,7 +75,7 @@ var (
 // Builtin is a plugin compiled into the kule binary.
 type Builtin struct {
 	Kind string // "differ"
-	Name string // "go"; started as `kule __plugin <kind>/<name>`
+	Name string // "go"; started as `kule-plugins __plugin <kind>/<name>`
 	// Accepts is the differ's own Accepts, evaluated in the kule process:
 	// it reads only a path, and the kule binary is trusted code.
 	Accepts func(path string) bool
@@ -116,7 +117,8 @@ func DirectCmd(_ context.Context, spec LaunchSpec) (*exec.Cmd, error) {
 
 // Options configure a Host. Zero values take the defaults.
 type Options struct {
-	// Self is the kule executable built-ins re-execute; "/proc/self/exe".
+	// Self is the executable that serves the built-ins (kule-plugins);
+	// "/proc/self/exe", this process's own binary, when empty.
 	Self string
 	// Builtins are the built-in plugins, in precedence order.
 	Builtins []Builtin
@@ -190,11 +192,13 @@ func New(home string, opts Options) *Host {
 		sb.Warn = weakerWarn{h}
 	}
 	if sb.Exe == "" {
-		// The sandbox's PID 1 is this binary itself, not the small
-		// kule-sandbox helper: the plugin's confine step executes PID 1's
-		// own /proc/self/exe, which must be the binary that has the
-		// built-in plugins and the confine stage.
-		if self, err := os.Executable(); err == nil {
+		// The sandbox's PID 1 is the binary that serves the built-ins,
+		// not the small kule-sandbox helper: the plugin's confine step
+		// executes PID 1's own /proc/self/exe, which must be the binary
+		// that has the built-in plugins and the confine stage.
+		if opts.Self != "/proc/self/exe" {
+			sb.Exe = opts.Self
+		} else if self, err := os.Executable(); err == nil {
 			sb.Exe = self
 		}
 	}

@@ -527,7 +527,7 @@ func TestCmdFactorySeam(t *testing.T) {
 		t.Errorf("third-party spec = %+v; want the sealed copy", third)
 	}
 	if built.Exe != nil || built.Path != selfExe(t) || strings.Join(built.Args[1:], " ") != "__plugin differ/lines" {
-		t.Errorf("built-in spec = %+v; want kule __plugin differ/lines", built)
+		t.Errorf("built-in spec = %+v; want kule-plugins __plugin differ/lines", built)
 	}
 
 	h2 := newHost(t)

@@ -132,10 +132,12 @@ func (h *Host) drop(p *proc) {
 // approval first, from a sealed in-memory copy of its executable, and that
 // copy is what runs.
 func (h *Host) start(ctx context.Context, kind, name string, builtin bool) (*proc, error) {
-	spec := LaunchSpec{Name: name, Kind: kind}
+	var spec LaunchSpec
 	if builtin {
-		spec.Path = h.opts.Self
-		spec.Args = []string{h.opts.Self, "__plugin", kindName(kind, name)}
+		var err error
+		if spec, err = h.builtinSpec(kind, name); err != nil {
+			return nil, err
+		}
 	} else {
 		var err error
 		if spec, err = h.installedSpec(kind, name); err != nil {

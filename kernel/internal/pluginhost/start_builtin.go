@@ -3,6 +3,7 @@ package pluginhost
 import (
 	"context"
 	"fmt"
+	"os"
 	"os/exec"
 	"sync/atomic"
 
@@ -22,7 +23,7 @@ type Started struct {
 // Kill ends the plugin's process.
 func (s *Started) Kill() { s.Client.Kill() }
 
-// StartBuiltin starts the built-in plugin kind/name (`kule __plugin
+// StartBuiltin starts the built-in plugin kind/name (`kule-plugins __plugin
 // kind/name`) through the path every plugin takes: in the sandbox with
 // kind's profile (Profiles), or through the host's CmdFactory in tests,
 // with handshake hs and plugin set set, and dispenses kind. It is for kinds
@@ -48,8 +49,22 @@ type StartOptions struct {
 
 // StartBuiltinWith is StartBuiltin with options: a transport's proxy.
 func (h *Host) StartBuiltinWith(ctx context.Context, kind, name string, hs goplugin.HandshakeConfig, set goplugin.PluginSet, o StartOptions) (*Started, error) {
-	spec := LaunchSpec{Name: name, Kind: kind, Path: h.opts.Self, Args: []string{h.opts.Self, "__plugin", kindName(kind, name)}}
+	spec, err := h.builtinSpec(kind, name)
+	if err != nil {
+		return nil, err
+	}
 	return h.startWith(ctx, spec, hs, set, o)
+}
+
+// builtinSpec is how the built-in kind/name starts: the binary that serves
+// the built-ins (Options.Self), given `__plugin kind/name`.
+func (h *Host) builtinSpec(kind, name string) (LaunchSpec, error) {
+	if h.opts.Self != "/proc/self/exe" {
+		if _, err := os.Stat(h.opts.Self); err != nil {
+			return LaunchSpec{}, fmt.Errorf("the built-in %s %s cannot start: %w — kule-plugins, which serves Kule's built-in plugins, belongs beside kule (make install and the packages put it there; kule doctor checks it)", kind, name, err)
+		}
+	}
+	return LaunchSpec{Name: name, Kind: kind, Path: h.opts.Self, Args: []string{h.opts.Self, "__plugin", kindName(kind, name)}}, nil
 }
 
 // startWith starts spec (a built-in, or an installed plugin's verified

@@ -12,6 +12,7 @@ import (
 	"path"
 	"strings"
 
+	"github.com/kulehq/kule/plugins/previewer/names"
 	"github.com/kulehq/kule/plugins/previewer/text"
 	"github.com/kulehq/kule/sdk/previewer"
 )
@@ -33,14 +34,8 @@ func New() previewer.Previewer { return Previewer{} }
 // Name is "csv".
 func (Previewer) Name() string { return "csv" }
 
-// Accepts *.csv and *.tsv.
-func (Previewer) Accepts(p string) bool {
-	switch strings.ToLower(path.Ext(p)) {
-	case ".csv", ".tsv":
-		return true
-	}
-	return false
-}
+// Accepts *.csv and *.tsv (names.CSV).
+func (Previewer) Accepts(p string) bool { return names.CSV(p) }
 
 // Separator guesses the separator from the first line: a tab for *.tsv,
 // else whichever of ',', ';' and tab the first line holds most of.

@@ -13,11 +13,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"path"
 	"strconv"
 	"strings"
 
 	"github.com/kulehq/kule/plugins/previewer/internal/ooxml"
+	"github.com/kulehq/kule/plugins/previewer/names"
 	"github.com/kulehq/kule/plugins/previewer/text"
 	"github.com/kulehq/kule/sdk/previewer"
 )
@@ -41,13 +41,7 @@ func New() previewer.Previewer { return Previewer{} }
 func (Previewer) Name() string { return "docx" }
 
 // Accepts *.docx and *.docm (macros are never run: only text is read).
-func (Previewer) Accepts(p string) bool {
-	switch strings.ToLower(path.Ext(p)) {
-	case ".docx", ".docm":
-		return true
-	}
-	return false
-}
+func (Previewer) Accepts(p string) bool { return names.Word(p) }
 
 const wNS = "http://schemas.openxmlformats.org/wordprocessingml/2006/main"
 

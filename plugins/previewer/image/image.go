@@ -22,12 +22,12 @@ import (
 	_ "image/gif" // DecodeConfig
 	_ "image/jpeg"
 	"image/png"
-	"path"
 	"strconv"
 	"strings"
 
 	_ "golang.org/x/image/webp" // DecodeConfig
 
+	"github.com/kulehq/kule/plugins/previewer/names"
 	"github.com/kulehq/kule/sdk/previewer"
 )
 
@@ -51,10 +51,8 @@ func New() previewer.Previewer { return Previewer{} }
 // Name is "image".
 func (Previewer) Name() string { return "image" }
 
-var exts = map[string]string{".png": "png", ".jpg": "jpeg", ".jpeg": "jpeg", ".gif": "gif", ".webp": "webp"}
-
-// Accepts *.png, *.jpg, *.jpeg, *.gif and *.webp.
-func (Previewer) Accepts(p string) bool { return exts[strings.ToLower(path.Ext(p))] != "" }
+// Accepts *.png, *.jpg, *.jpeg, *.gif and *.webp (names.Image).
+func (Previewer) Accepts(p string) bool { return names.Image(p) }
 
 // Preview proves req.Content a picture and answers its format and size.
 func (Previewer) Preview(_ context.Context, req previewer.Request) (previewer.Response, error) {
@@ -63,7 +61,7 @@ func (Previewer) Preview(_ context.Context, req previewer.Request) (previewer.Re
 		return previewer.Response{}, err
 	}
 	resp := previewer.Response{Kind: previewer.KindImage, Blocks: []previewer.Block{{Image: &img}}}
-	if want := exts[strings.ToLower(path.Ext(req.Path))]; want != "" && want != img.Format {
+	if want := names.ImageFormat(req.Path); want != "" && want != img.Format {
 		resp.Notes = append(resp.Notes, fmt.Sprintf("named as %s but is a %s", strings.ToUpper(want), strings.ToUpper(img.Format)))
 	}
 	if req.Crop != nil {

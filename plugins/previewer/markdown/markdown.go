@@ -10,7 +10,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"path"
 	"strconv"
 	"strings"
 
@@ -20,6 +19,7 @@ import (
 	east "github.com/yuin/goldmark/extension/ast"
 	gtext "github.com/yuin/goldmark/text"
 
+	"github.com/kulehq/kule/plugins/previewer/names"
 	"github.com/kulehq/kule/plugins/previewer/text"
 	"github.com/kulehq/kule/sdk/previewer"
 )
@@ -39,14 +39,8 @@ func New() previewer.Previewer { return Previewer{} }
 // Name is "markdown".
 func (Previewer) Name() string { return "markdown" }
 
-// Accepts *.md and *.markdown.
-func (Previewer) Accepts(p string) bool {
-	switch strings.ToLower(path.Ext(p)) {
-	case ".md", ".markdown", ".mdown", ".mkd":
-		return true
-	}
-	return false
-}
+// Accepts *.md, *.markdown, *.mdown and *.mkd (names.Markdown).
+func (Previewer) Accepts(p string) bool { return names.Markdown(p) }
 
 var md = goldmark.New(goldmark.WithExtensions(extension.Table, extension.Strikethrough, extension.TaskList))
 

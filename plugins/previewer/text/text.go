@@ -18,6 +18,7 @@ import (
 	"unicode/utf16"
 	"unicode/utf8"
 
+	"github.com/kulehq/kule/plugins/previewer/names"
 	"github.com/kulehq/kule/sdk/previewer"
 )
 
@@ -42,20 +43,8 @@ func New() previewer.Previewer { return Previewer{} }
 // Name is "text".
 func (Previewer) Name() string { return "text" }
 
-// binaryExt are names the text previewer leaves alone: formats that are
-// never text, so a person sees "no previewer" rather than a refusal.
-var binaryExt = map[string]bool{
-	".png": true, ".jpg": true, ".jpeg": true, ".gif": true, ".webp": true, ".bmp": true, ".ico": true,
-	".tif": true, ".tiff": true, ".heic": true, ".zip": true, ".gz": true, ".tgz": true, ".xz": true,
-	".bz2": true, ".zst": true, ".7z": true, ".rar": true, ".pdf": true, ".xlsx": true, ".xls": true,
-	".docx": true, ".doc": true, ".pptx": true, ".odt": true, ".ods": true, ".exe": true, ".dll": true,
-	".so": true, ".dylib": true, ".o": true, ".a": true, ".class": true, ".jar": true, ".wasm": true,
-	".mp3": true, ".mp4": true, ".mov": true, ".wav": true, ".flac": true, ".ogg": true, ".sqlite": true,
-	".db": true, ".woff": true, ".woff2": true, ".ttf": true, ".otf": true,
-}
-
-// Accepts any name but those of known binary formats.
-func (Previewer) Accepts(p string) bool { return !binaryExt[strings.ToLower(path.Ext(p))] }
+// Accepts any name but those of known binary formats (names.Text).
+func (Previewer) Accepts(p string) bool { return names.Text(p) }
 
 // Language names the language of a file by its name ("" when unknown).
 func Language(p string) string {

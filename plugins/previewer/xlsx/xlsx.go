@@ -18,6 +18,7 @@ import (
 	"github.com/xuri/excelize/v2"
 
 	"github.com/kulehq/kule/plugins/previewer/internal/ooxml"
+	"github.com/kulehq/kule/plugins/previewer/names"
 	"github.com/kulehq/kule/plugins/previewer/text"
 	"github.com/kulehq/kule/sdk/previewer"
 )
@@ -41,13 +42,7 @@ func New() previewer.Previewer { return Previewer{} }
 func (Previewer) Name() string { return "xlsx" }
 
 // Accepts *.xlsx and *.xlsm (macros are never run: only cells are read).
-func (Previewer) Accepts(p string) bool {
-	switch strings.ToLower(path.Ext(p)) {
-	case ".xlsx", ".xlsm":
-		return true
-	}
-	return false
-}
+func (Previewer) Accepts(p string) bool { return names.Sheet(p) }
 
 // Preview reads every sheet of req.Content from A1.
 func (Previewer) Preview(ctx context.Context, req previewer.Request) (previewer.Response, error) {

@@ -1,7 +1,7 @@
 // kule:protocol-version 1
 //
 // The extension host protocol: the kernel starts the extension host
-// (`kule __plugin extension/host`, in the plugin sandbox: no network, no
+// (`kule-plugins __plugin extension/host`, in the plugin sandbox: no network, no
 // writes) for one extension, hands it the approved package's files, and
 // calls its commands and hooks. The extension's JavaScript reaches Kule only
 // through bridge calls the host sends back on the same stream; the kernel
