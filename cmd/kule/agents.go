@@ -837,7 +837,7 @@ func stepsCommand() *cobra.Command {
 				}
 			}
 			if bad > 0 {
-				fmt.Fprintf(w, "%d damaged lines in steps.jsonl were skipped\n", bad)
+				fmt.Fprintf(w, "%s skipped\n", count(bad, "damaged line in steps.jsonl was", "damaged lines in steps.jsonl were"))
 			}
 			return nil
 		}),

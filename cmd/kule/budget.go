@@ -173,7 +173,7 @@ func printBudget(w io.Writer, id string, s *kernel.BudgetSummary) {
 		fmt.Fprintf(w, "no run starts: %s\n", s.Blocked)
 	}
 	if u.Damaged > 0 {
-		fmt.Fprintf(w, "%d damaged lines in usage.jsonl were skipped\n", u.Damaged)
+		fmt.Fprintf(w, "%s skipped\n", count(u.Damaged, "damaged line in usage.jsonl was", "damaged lines in usage.jsonl were"))
 	}
 }
 

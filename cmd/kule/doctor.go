@@ -57,6 +57,9 @@ type doctorEnv struct {
 	output      func(string, ...string) string // a tool's --version output, "" when it fails
 	agents      func() ([]kernel.AgentStatus, error)
 	daemonUp    func() bool
+	// forcedBackend is KULE_BACKEND ("" when unset): the backend every
+	// new task gets, whatever its folder.
+	forcedBackend string
 	// backendFor says which workspace backend a task of the folder gets
 	// and why (Kernel.BackendFor); nil: no such line.
 	backendFor func(folder string) (name, reason string)
@@ -66,6 +69,7 @@ func doctorEnvFromSystem(home, folder string) doctorEnv {
 	exe, _ := os.Executable()
 	return doctorEnv{
 		home: home, folder: folder, proc: "/proc",
+		forcedBackend: os.Getenv("KULE_BACKEND"),
 		backendFor: func(folder string) (string, string) {
 			k, err := kernel.New(kernel.Config{Home: home})
 			if err != nil {
@@ -256,6 +260,14 @@ func checkFileSystems(e doctorEnv) []doctorCheck {
 	}
 	cs := []doctorCheck{home}
 	if e.folder == "" {
+		// A forced backend is every new task's: a misspelt one would make
+		// each kule new fail, so it is checked without a folder to ask
+		// about (against KULE_HOME, which exists by now).
+		if e.forcedBackend != "" && e.backendFor != nil {
+			f := e
+			f.folder = e.home
+			cs = append(cs, checkBackend(f))
+		}
 		return cs
 	}
 	name = "folder"
@@ -531,8 +543,9 @@ func doctorCommand() *cobra.Command {
 		Short: "Check what Kule needs here, each line with what to do about what does not work",
 		Long: `Checks, one line each: user namespaces (and the sysctls that turn them off),
 Landlock, the sandbox's helper, the file system of KULE_HOME (reflinks, free
-space) and of FOLDER when given (what a task's copy of it costs), how secrets
-are sealed, node and npm and each agent, the daemon and its socket, the app's
+space) and of FOLDER when given (what a task's copy of it costs), the backend
+a task gets (of FOLDER, or the one KULE_BACKEND forces), how secrets are
+sealed, node and npm and each agent, the daemon and its socket, the app's
 address, and git. It exits 0 when nothing failed (warnings are fine) and 4
 when a check failed.`,
 		Example: `  kule doctor

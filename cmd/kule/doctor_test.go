@@ -356,3 +356,29 @@ func TestDoctorSaysTheBackend(t *testing.T) {
 		t.Fatalf("a bad backend gives %+v", c)
 	}
 }
+
+// kule doctor without a folder still checks a backend forced by
+// KULE_BACKEND: a misspelt one makes every kule new fail, so doctor fails
+// too and says what to do, while an unset one adds no line.
+func TestDoctorChecksAForcedBackendWithoutAFolder(t *testing.T) {
+	e := goodDoctorEnv(t)
+	e.backendFor = func(string) (string, string) { return "", `KULE_BACKEND="bogus" is not a workspace backend` }
+	if c, ok := findCheck(doctorChecks(e), "backend"); ok {
+		t.Errorf("no backend forced and no folder, yet a backend line: %+v", c)
+	}
+	e.forcedBackend = "bogus"
+	if c, ok := findCheck(doctorChecks(e), "backend"); !ok || c.Status != checkFail || c.Fix == "" {
+		t.Errorf("KULE_BACKEND=bogus gives the backend line %+v (found %v), want a failure with its fix", c, ok)
+	}
+
+	cmd := exec.Command(os.Args[0], "doctor")
+	cmd.Env = append(os.Environ(), "KULE_AS_CLI=1", "KULE_HOME="+filepath.Join(t.TempDir(), "home"), "KULE_BACKEND=bogus")
+	out, err := cmd.Output()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != exitCheckFailed {
+		t.Errorf("KULE_BACKEND=bogus kule doctor: %v, want exit %d\n%s", err, exitCheckFailed, out)
+	}
+	if !strings.Contains(string(out), "FAIL  backend") || !strings.Contains(string(out), `KULE_BACKEND="bogus"`) {
+		t.Errorf("KULE_BACKEND=bogus kule doctor does not say so:\n%s", out)
+	}
+}

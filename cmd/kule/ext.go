@@ -92,7 +92,7 @@ func extPackCommand() *cobra.Command {
 			if err := kernel.WriteFileAtomic(out, data, 0o644); err != nil {
 				return fmt.Errorf("ext pack: %w", err)
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "packed %s %s into %s (%d files, sha256 %s)\n", pkg.Manifest.ID, pkg.Manifest.Version, out, len(pkg.Files), pkg.SHA256)
+			fmt.Fprintf(cmd.OutOrStdout(), "packed %s %s into %s (%s, sha256 %s)\n", pkg.Manifest.ID, pkg.Manifest.Version, out, plural(len(pkg.Files), "file"), pkg.SHA256)
 			return nil
 		},
 	}
@@ -444,7 +444,7 @@ func reviewNotes(ctx context.Context, k *kernel.Kernel, st *kernel.Status, names
 			continue
 		}
 		if dropped > 0 {
-			warnings = append(warnings, fmt.Sprintf("%s: %d notes dropped (a path outside the review, or text too long or not printable)", e.Manifest.ID, dropped))
+			warnings = append(warnings, fmt.Sprintf("%s: %s dropped (a path outside the review, or text too long or not printable)", e.Manifest.ID, plural(dropped, "note")))
 		}
 		notes = append(notes, ns...)
 	}

@@ -17,6 +17,10 @@ func TestLeaseAndGraduationCommands(t *testing.T) {
 	if err != nil || !strings.Contains(out, "leased 1h0m0s at a time, renewed up to 4 times, minted for each lease") {
 		t.Fatalf("add: %v\n%s", err, out)
 	}
+	out, err = runKule(t, "", "secrets", "add", "ONCE_TOKEN", "--host", "once.cloud.test", "--lease", "1h", "--renew", "1", "--mint", "echo tok")
+	if err != nil || !strings.Contains(out, "renewed up to 1 time, minted") {
+		t.Fatalf("add --renew 1: %v\n%s", err, out)
+	}
 	if _, err := runKule(t, "", "secrets", "add", "X", "--host", "h.test", "--mint", "echo tok"); err == nil {
 		t.Error("--mint without --lease was accepted")
 	}

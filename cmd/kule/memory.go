@@ -174,7 +174,8 @@ the file rebuilt. The task, its copy and its history are not touched.`,
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "forgot %s: %s\n", safeLine(what), got)
+			fmt.Fprintf(cmd.OutOrStdout(), "forgot %s: %s, %s, %s, %s\n", safeLine(what),
+				plural(got.Runs, "run"), plural(got.Failures, "failure"), count(got.Links, "fix link", "fix links"), plural(got.Notes, "note"))
 			return nil
 		}),
 	}
@@ -243,10 +244,10 @@ func runEnd(r *kernel.MemoryRecord) string {
 // held some of its paths back says how many it applied.
 func outcomeOf(r *kernel.MemoryRecord) string {
 	if r.Outcome == kernel.MemoryOutcomePartly {
-		return fmt.Sprintf("partly committed (%d of %d paths)", r.OutcomePaths, r.OutcomeOf)
+		return fmt.Sprintf("partly committed (%d of %s)", r.OutcomePaths, plural(r.OutcomeOf, "path"))
 	}
 	if r.Outcome == "committed" && r.OutcomeOf > 0 {
-		return fmt.Sprintf("committed (%d of %d paths)", r.OutcomePaths, r.OutcomeOf)
+		return fmt.Sprintf("committed (%d of %s)", r.OutcomePaths, plural(r.OutcomeOf, "path"))
 	}
 	return r.Outcome
 }
@@ -402,11 +403,14 @@ func (f *recallFlags) recall(ctx context.Context, errw io.Writer, k *kernel.Kern
 		rec.Notes = append(rec.Notes, kernel.MemoryNote{Text: note})
 	}
 	if len(rec.Notes) > 0 {
-		leaves := "--no-recall leaves them out"
+		goes, leaves := "go", "--no-recall leaves them out"
+		if len(rec.Notes) == 1 {
+			goes, leaves = "goes", "--no-recall leaves it out"
+		}
 		if f.noRecall {
 			leaves = "--no-recall left out the rest"
 		}
-		fmt.Fprintf(errw, "memory: %d notes from earlier runs go to the agent after your prompt, as Kule's data (%s):\n", len(rec.Notes), leaves)
+		fmt.Fprintf(errw, "memory: %s from earlier runs %s to the agent after your prompt, as Kule's data (%s):\n", plural(len(rec.Notes), "note"), goes, leaves)
 		for _, n := range rec.Notes {
 			fmt.Fprintln(errw, "  · "+safeLine(n.Text))
 		}

@@ -55,11 +55,11 @@ func TestMemoryCLI(t *testing.T) {
 	prompt := filepath.Join(t.TempDir(), "prompt.md")
 	writeFile(t, prompt, "make a.txt say hello\n")
 	out, _ = kuleCLI(t, "run", id, "--agent", "touch", "--no-sandbox", "--prompt-file", prompt)
-	if !strings.Contains(out, "memory: 1 notes from earlier runs go to the agent after your prompt") || !strings.Contains(out, `"sh -c exit 3" failed: exit status 3; fixed later by "sh -c echo fixed > a.txt"`) {
+	if !strings.Contains(out, "memory: 1 note from earlier runs goes to the agent after your prompt, as Kule's data (--no-recall leaves it out)") || !strings.Contains(out, `"sh -c exit 3" failed: exit status 3; fixed later by "sh -c echo fixed > a.txt"`) {
 		t.Errorf("kule run --prompt-file: no recall:\n%s", out)
 	}
 	out, _ = kuleCLI(t, "run", id, "--agent", "touch", "--no-sandbox", "--no-recall", "x")
-	if strings.Contains(out, "notes from earlier runs") {
+	if strings.Contains(out, "from earlier runs go") {
 		t.Errorf("kule run --no-recall recalled:\n%s", out)
 	}
 	cmd := exec.Command(os.Args[0], "run", id, "--agent", "touch", "--no-sandbox", "-")
@@ -72,7 +72,7 @@ func TestMemoryCLI(t *testing.T) {
 	}
 
 	out = mustKule(t, "memory", "forget", "--task", id)
-	if !strings.Contains(out, "forgot task "+id+": 2 runs, 1 failures, 1 fix links") {
+	if !strings.Contains(out, "forgot task "+id+": 2 runs, 1 failure, 1 fix link, 0 notes") {
 		t.Errorf("kule memory forget --task:\n%s", out)
 	}
 	if out, err := kuleCLI(t, "memory", "forget", "1", "--task", id); err == nil || !strings.Contains(out, "nothing was forgotten") {

@@ -74,6 +74,11 @@ func confirm(in io.Reader, out io.Writer, q string) bool {
 // checkCopyCost stops kule new of a large folder that would be copied
 // whole, unless the person says yes (on a terminal) or gave --yes.
 func checkCopyCost(folder string, yes bool, in io.Reader, out io.Writer) error {
+	return askCopyCost(folder, yes, in, out, askBytes, askFiles)
+}
+
+// askCopyCost is checkCopyCost with the bounds over which it asks.
+func askCopyCost(folder string, yes bool, in io.Reader, out io.Writer, maxBytes int64, maxFiles int) error {
 	if yes {
 		return nil
 	}
@@ -81,7 +86,7 @@ func checkCopyCost(folder string, yes bool, in io.Reader, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	msg, err := copyCost(folder, home, askBytes, askFiles)
+	msg, err := copyCost(folder, home, maxBytes, maxFiles)
 	if err != nil || msg == "" {
 		return err
 	}

@@ -394,8 +394,8 @@ func rulesAcceptCommand() *cobra.Command {
 			w := cmd.OutOrStdout()
 			fmt.Fprintf(w, "kept: %s\n", safeLine(r.String()))
 			fmt.Fprintln(w, safeLine(p.Scope()))
-			fmt.Fprintf(w, "from %d successes in %d tasks since %s; one failure in %s withdraws it (kule rules forget %d takes it back now)\n",
-				p.Successes, p.Tasks, p.Since.Local().Format("2006-01-02"), safeLine(p.Category.String()), r.N)
+			fmt.Fprintf(w, "from %s in %s since %s; one failure in %s withdraws it (kule rules forget %d takes it back now)\n",
+				count(p.Successes, "success", "successes"), plural(p.Tasks, "task"), p.Since.Local().Format("2006-01-02"), safeLine(p.Category.String()), r.N)
 			return nil
 		},
 	}

@@ -20,7 +20,7 @@ func printRefusals(w io.Writer, t *kernel.Task) {
 		return
 	}
 	if n := len(recs) - statusRefusals; n > 0 {
-		fmt.Fprintf(w, "sandbox: %d earlier refusals in %s\n", n, kernel.SandboxLogPath(t.Paths.Dir))
+		fmt.Fprintf(w, "sandbox: %s in %s\n", count(n, "earlier refusal", "earlier refusals"), kernel.SandboxLogPath(t.Paths.Dir))
 		recs = recs[n:]
 	}
 	for _, r := range recs {

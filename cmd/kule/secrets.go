@@ -123,7 +123,7 @@ func secretsAddCommand() *cobra.Command {
 			}
 			how := ""
 			if lease > 0 {
-				how = fmt.Sprintf("; leased %s at a time, renewed up to %d times", lease, renew)
+				how = fmt.Sprintf("; leased %s at a time, renewed up to %s", lease, plural(renew, "time"))
 				if mint != "" {
 					how += ", minted for each lease"
 				}
@@ -171,7 +171,7 @@ func secretsLeasesCommand() *cobra.Command {
 				if !kernel.LeaseHolderAlive(l) {
 					state = "orphaned (its holder is gone; the daemon revokes it at its next start)"
 				}
-				fmt.Fprintf(w, "%-20s task %s · until %s · %d renewals left · %s\n", l.Secret, l.Holder, l.Expires.Local().Format("2006-01-02 15:04"), l.Left, state)
+				fmt.Fprintf(w, "%-20s task %s · until %s · %s left · %s\n", l.Secret, l.Holder, l.Expires.Local().Format("2006-01-02 15:04"), plural(l.Left, "renewal"), state)
 			}
 			return nil
 		},
@@ -270,7 +270,7 @@ func secretsGrantCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "granted %d more renewals of %s to task %s (%d leases held now)\n", renew, args[1], t.ID, n)
+			fmt.Fprintf(cmd.OutOrStdout(), "granted %s of %s to task %s (%s held now)\n", count(renew, "more renewal", "more renewals"), args[1], t.ID, plural(n, "lease"))
 			return nil
 		}),
 	}

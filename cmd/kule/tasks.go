@@ -290,7 +290,11 @@ func printStatus(w io.Writer, st *kernel.Status, header bool, names *namesView, 
 		fmt.Fprintln(w, safeLine(l))
 	}
 	if n := st.IgnoredCount(); n > 0 {
-		fmt.Fprintf(w, "%d ignored by the folder's .gitignore (kept in the copy; kule commit --include-ignored applies them):\n", n)
+		them := "them"
+		if n == 1 {
+			them = "it"
+		}
+		fmt.Fprintf(w, "%d ignored by the folder's .gitignore (kept in the copy; kule commit --include-ignored applies %s):\n", n, them)
 		for _, e := range st.Effects {
 			if e.Ignored {
 				fmt.Fprintln(w, "  "+effectLine(e))
@@ -690,7 +694,12 @@ shown by kule list) is removed the same way, by its id.`,
 			}
 			st, err := k.Status(cmd.Context(), t)
 			if err == nil && len(st.Effects) > 0 && !yes {
-				return fmt.Errorf("delete: task %s has %d uncommitted changes; commit them, or run kule delete %s --yes to throw them away (the folder is untouched either way)", t.ID, len(st.Effects), t.ID)
+				them := "them"
+				if len(st.Effects) == 1 {
+					them = "it"
+				}
+				return fmt.Errorf("delete: task %s has %s; commit %s, or run kule delete %s --yes to throw %s away (the folder is untouched either way)",
+					t.ID, count(len(st.Effects), "uncommitted change", "uncommitted changes"), them, t.ID, them)
 			}
 			if err := k.Delete(cmd.Context(), t); err != nil {
 				return err

@@ -310,8 +310,19 @@ func installDeb(t *testing.T, dir string, names []string) {
 		out, err := cmd.CombinedOutput()
 		return string(out), err
 	}
-	if out, err := run("--version"); err != nil || !strings.HasPrefix(out, "kule ") || !strings.Contains(out, "commit ") {
+	if out, err := run("--version"); err != nil || !strings.HasPrefix(out, "kule ") || !strings.Contains(out, "commit ") || !strings.Contains(out, ", go1.") {
 		t.Errorf("kule --version: %v\n%s", err, out)
+	}
+	// The release is built with the VCS stamp off: the version and commit
+	// it says are the ones make dist linked in, never "dev" or "unknown".
+	if out, err := run("version", "--json"); err != nil {
+		t.Errorf("kule version --json: %v\n%s", err, out)
+	} else {
+		var v struct{ Version, Commit, Go string }
+		head, _ := exec.Command("git", "-C", repoRoot(t), "rev-parse", "HEAD").Output()
+		if err := json.Unmarshal([]byte(out), &v); err != nil || v.Version == "dev" || !strings.HasPrefix(v.Go, "go1.") || v.Commit != strings.TrimSpace(string(head)) {
+			t.Errorf("kule version --json from the package: %v\n%s", err, out)
+		}
 	}
 	out, err := run("doctor")
 	var ee *exec.ExitError
