@@ -16,6 +16,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -140,7 +141,14 @@ func New(cfg Config) (*Kernel, error) {
 	if b == "" {
 		b = os.Getenv("KULE_BACKEND")
 	}
-	return &Kernel{store: s, runner: r, backend: b, key: &signingKey{}, mem: &memHandle{}, cfg: cfg}, nil
+	k := &Kernel{store: s, runner: r, backend: b, key: &signingKey{}, mem: &memHandle{}, cfg: cfg}
+	// A misspelt name is refused by every command, not only by the kule
+	// new it would change: one that ignored it would let the person think
+	// their tasks are made some other way.
+	if clone.CheckBackend(b) != nil {
+		return nil, fmt.Errorf("%s=%q is %w (%s): unset it to let Kule pick by the file system, or set one of those (nothing was changed)", k.backendSource(), b, clone.ErrUnknownBackend, strings.Join(clone.Backends, ", "))
+	}
+	return k, nil
 }
 
 func (k *Kernel) signingKey() (ed25519.PrivateKey, error) {

@@ -361,3 +361,21 @@ func TestLimitsOff(t *testing.T) {
 		t.Errorf("--time soon: %v\n%s", err, out)
 	}
 }
+
+// TestBogusBackendIsRefusedByEveryCommand: a misspelt KULE_BACKEND is an
+// error for the commands on an existing task too, not only for kule new,
+// and the task is untouched.
+func TestBogusBackendIsRefusedByEveryCommand(t *testing.T) {
+	home, id := newTaskCLI(t)
+	t.Setenv("KULE_BACKEND", "overlya")
+	for _, args := range [][]string{{"list"}, {"status", id}, {"exec", id, "--no-sandbox", "--", "touch", "made"}} {
+		out, err := kuleCLI(t, args...)
+		if err == nil || !strings.Contains(out, `KULE_BACKEND="overlya"`) || !strings.Contains(out, "unset it") {
+			t.Errorf("KULE_BACKEND=overlya kule %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+	}
+	tk := loadTask(t, home, id)
+	if _, err := os.Stat(filepath.Join(tk.Paths.Copy, "made")); err == nil {
+		t.Error("the command ran with a misspelt backend")
+	}
+}
