@@ -244,10 +244,12 @@ func (k *Kernel) describe(ctx context.Context, t *task.Task, h *pluginhost.Host,
 		if err != nil {
 			return d, err
 		}
-		if !utf8.Valid(data) {
-			return d, errors.New("not UTF-8 text: name its lines as the Preview numbers them, or the whole file")
+		var lines []string
+		if utf8.Valid(data) {
+			lines = strings.Split(strings.TrimSuffix(string(data), "\n"), "\n")
+		} else if lines, err = k.previewLines(ctx, t, h, p.Path); err != nil {
+			return d, err
 		}
-		lines := strings.Split(strings.TrimSuffix(string(data), "\n"), "\n")
 		if p.To > len(lines) {
 			return d, fmt.Errorf("the file has %d lines", len(lines))
 		}
@@ -301,6 +303,30 @@ func (k *Kernel) describe(ctx context.Context, t *task.Task, h *pluginhost.Host,
 		return describeCells(d, pv)
 	}
 	return d, fmt.Errorf("unknown place %q", p.Kind)
+}
+
+// previewLines are the lines of a file that is not UTF-8 as its previewer
+// shows and numbers them (Latin-1 bytes as �, UTF-16 converted), so a
+// place names the lines the person picked in the Preview.
+func (k *Kernel) previewLines(ctx context.Context, t *task.Task, h *pluginhost.Host, rel string) ([]string, error) {
+	const notText = "not UTF-8 text, and its previewer shows no lines: name the whole file"
+	if h == nil {
+		return nil, errors.New(notText)
+	}
+	pv, err := k.Preview(ctx, t, h, rel, PreviewOptions{MaxBlocks: previewer.MaxBlocks})
+	if err != nil {
+		return nil, err
+	}
+	var lines []string
+	for _, b := range pv.Blocks {
+		if b.Line != nil && b.Line.Number == len(lines)+1 {
+			lines = append(lines, b.Line.Text)
+		}
+	}
+	if len(lines) == 0 {
+		return nil, errors.New(notText)
+	}
+	return lines, nil
 }
 
 func describeCells(d Described, pv *Preview) (Described, error) {

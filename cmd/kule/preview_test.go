@@ -80,6 +80,8 @@ func TestPreviewPlaces(t *testing.T) {
 	folder := filepath.Join(dir, "folder")
 	writeFile(t, filepath.Join(folder, "plan.md"), "# Plan\n\nweek\n\n## Later\n\nparty\n")
 	writeFile(t, filepath.Join(folder, "budget.csv"), "item,cost\nrent,1200\nfood,300\n")
+	writeFile(t, filepath.Join(folder, "latin.txt"), "caf\xe9 au lait\nthé\n")
+	writeFile(t, filepath.Join(folder, "utf16.txt"), "\xff\xfeo\x00n\x00e\x00\n\x00t\x00w\x00o\x00\n\x00")
 	out, err := c.kule("", "new", folder)
 	if err != nil {
 		t.Fatalf("kule new: %v\n%s", err, out)
@@ -90,6 +92,9 @@ func TestPreviewPlaces(t *testing.T) {
 		"plan.md:#Later":   "1. plan.md section Plan › Later\n",
 		"budget.csv:A2:B3": "1. budget.csv A2:B3:\n   A2 = rent; B2 = 1200; A3 = food; B3 = 300\n",
 		"budget.csv:B9":    "1. budget.csv B9:\n   (empty cells)\n",
+		// Text that is not UTF-8 is quoted as the Preview shows and numbers it.
+		"latin.txt:1-2": "1. latin.txt lines 1–2:\n   1: caf\uFFFD au lait\n   2: thé\n",
+		"utf16.txt:2":   "1. utf16.txt line 2:\n   2: two\n",
 	} {
 		out, err := c.kule("", "preview", id, place)
 		if err != nil || out != want {
