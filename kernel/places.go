@@ -130,11 +130,7 @@ func placeOf(path, spec string) (Place, bool) {
 	}
 	if s, ok := strings.CutPrefix(spec, "#"); ok {
 		p.Kind = PlaceSection
-		parts := strings.FieldsFunc(s, func(r rune) bool { return r == '›' || r == '/' || r == '>' })
-		for i := range parts {
-			parts[i] = strings.TrimSpace(parts[i])
-		}
-		p.Section = strings.Join(parts, " › ")
+		p.Section = sectionKey(s)
 		return p, p.Section != ""
 	}
 	if m := cellsRe().FindStringSubmatch(spec); m != nil {
@@ -154,6 +150,20 @@ func placeOf(path, spec string) (Place, bool) {
 		return p, p.Row1 >= 1 && p.Col1 >= 1 && p.Col2 <= 16384
 	}
 	return Place{}, false
+}
+
+// sectionKey is a heading path with its parts split at '›', '/' or '>' and
+// joined by " › ": the form a section place is compared in, so that a
+// heading holding '/' or '>' of its own ("Pros/Cons") is still found.
+func sectionKey(s string) string {
+	parts := strings.FieldsFunc(s, func(r rune) bool { return r == '›' || r == '/' || r == '>' })
+	out := parts[:0]
+	for _, x := range parts {
+		if x = strings.TrimSpace(x); x != "" {
+			out = append(out, x)
+		}
+	}
+	return strings.Join(out, " › ")
 }
 
 func atoi(s string) int { n, _ := strconv.Atoi(s); return n }
@@ -274,7 +284,7 @@ func (k *Kernel) describe(ctx context.Context, t *task.Task, h *pluginhost.Host,
 	switch p.Kind {
 	case PlaceSection:
 		for _, s := range Sections(pv.Blocks) {
-			if s == p.Section || strings.HasSuffix(s, " › "+p.Section) {
+			if k := sectionKey(s); k == p.Section || strings.HasSuffix(k, " › "+p.Section) {
 				d.Name = p.Path + " section " + s
 				return d, nil
 			}
