@@ -130,11 +130,7 @@ func placeOf(path, spec string) (Place, bool) {
 	}
 	if s, ok := strings.CutPrefix(spec, "#"); ok {
 		p.Kind = PlaceSection
-		parts := strings.FieldsFunc(s, func(r rune) bool { return r == '›' || r == '/' || r == '>' })
-		for i := range parts {
-			parts[i] = strings.TrimSpace(parts[i])
-		}
-		p.Section = strings.Join(parts, " › ")
+		p.Section = sectionKey(s)
 		return p, p.Section != ""
 	}
 	if m := cellsRe().FindStringSubmatch(spec); m != nil {
@@ -154,6 +150,20 @@ func placeOf(path, spec string) (Place, bool) {
 		return p, p.Row1 >= 1 && p.Col1 >= 1 && p.Col2 <= 16384
 	}
 	return Place{}, false
+}
+
+// sectionKey is a heading path with its parts split at '›', '/' or '>' and
+// joined by " › ": the form a section place is compared in, so that a
+// heading holding '/' or '>' of its own ("Pros/Cons") is still found.
+func sectionKey(s string) string {
+	parts := strings.FieldsFunc(s, func(r rune) bool { return r == '›' || r == '/' || r == '>' })
+	out := parts[:0]
+	for _, x := range parts {
+		if x = strings.TrimSpace(x); x != "" {
+			out = append(out, x)
+		}
+	}
+	return strings.Join(out, " › ")
 }
 
 func atoi(s string) int { n, _ := strconv.Atoi(s); return n }
@@ -244,10 +254,12 @@ func (k *Kernel) describe(ctx context.Context, t *task.Task, h *pluginhost.Host,
 		if err != nil {
 			return d, err
 		}
-		if !utf8.Valid(data) {
-			return d, errors.New("not UTF-8 text: name its lines as the Preview numbers them, or the whole file")
+		var lines []string
+		if utf8.Valid(data) {
+			lines = strings.Split(strings.TrimSuffix(string(data), "\n"), "\n")
+		} else if lines, err = k.previewLines(ctx, t, h, p.Path); err != nil {
+			return d, err
 		}
-		lines := strings.Split(strings.TrimSuffix(string(data), "\n"), "\n")
 		if p.To > len(lines) {
 			return d, fmt.Errorf("the file has %d lines", len(lines))
 		}
@@ -272,7 +284,7 @@ func (k *Kernel) describe(ctx context.Context, t *task.Task, h *pluginhost.Host,
 	switch p.Kind {
 	case PlaceSection:
 		for _, s := range Sections(pv.Blocks) {
-			if s == p.Section || strings.HasSuffix(s, " › "+p.Section) {
+			if k := sectionKey(s); k == p.Section || strings.HasSuffix(k, " › "+p.Section) {
 				d.Name = p.Path + " section " + s
 				return d, nil
 			}
@@ -301,6 +313,30 @@ func (k *Kernel) describe(ctx context.Context, t *task.Task, h *pluginhost.Host,
 		return describeCells(d, pv)
 	}
 	return d, fmt.Errorf("unknown place %q", p.Kind)
+}
+
+// previewLines are the lines of a file that is not UTF-8 as its previewer
+// shows and numbers them (Latin-1 bytes as �, UTF-16 converted), so a
+// place names the lines the person picked in the Preview.
+func (k *Kernel) previewLines(ctx context.Context, t *task.Task, h *pluginhost.Host, rel string) ([]string, error) {
+	const notText = "not UTF-8 text, and its previewer shows no lines: name the whole file"
+	if h == nil {
+		return nil, errors.New(notText)
+	}
+	pv, err := k.Preview(ctx, t, h, rel, PreviewOptions{MaxBlocks: previewer.MaxBlocks})
+	if err != nil {
+		return nil, err
+	}
+	var lines []string
+	for _, b := range pv.Blocks {
+		if b.Line != nil && b.Line.Number == len(lines)+1 {
+			lines = append(lines, b.Line.Text)
+		}
+	}
+	if len(lines) == 0 {
+		return nil, errors.New(notText)
+	}
+	return lines, nil
 }
 
 func describeCells(d Described, pv *Preview) (Described, error) {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"path"
 	"strings"
 
@@ -89,7 +90,7 @@ func ReadCopyFile(t *task.Task, rel string, max int64) ([]byte, error) {
 		return nil, fmt.Errorf("%w %s: %v", ErrCannotPreview, rel, err)
 	}
 	if !st.Mode().IsRegular() {
-		return nil, fmt.Errorf("%w %s: not a regular file (%s); only files are previewed", ErrCannotPreview, rel, st.Mode().Type())
+		return nil, fmt.Errorf("%w %s: not a regular file (%s); only files are previewed", ErrCannotPreview, rel, typeName(st.Mode()))
 	}
 	if st.Size() > max {
 		return nil, fmt.Errorf("%w %s: %d bytes, larger than the %d MiB a preview reads; nothing of it was read (open it with a program of your own)", ErrCannotPreview, rel, st.Size(), max>>20)
@@ -123,6 +124,24 @@ func PreviewBytes(ctx context.Context, h *pluginhost.Host, rel string, data []by
 		return nil, fmt.Errorf("%w %s: %v (the file is as it was)", ErrCannotPreview, rel, err)
 	}
 	return &Preview{Path: rel, Size: int64(len(data)), Previewer: p.String(), Response: r}, nil
+}
+
+// typeName says what a file that is not a regular one is, in words a
+// person reads ("a directory", not "d---------").
+func typeName(m fs.FileMode) string {
+	switch {
+	case m.IsDir():
+		return "a directory"
+	case m&fs.ModeSymlink != 0:
+		return "a symbolic link"
+	case m&fs.ModeNamedPipe != 0:
+		return "a named pipe"
+	case m&fs.ModeSocket != 0:
+		return "a socket"
+	case m&fs.ModeDevice != 0:
+		return "a device"
+	}
+	return "a special file"
 }
 
 func extName(rel string) string {

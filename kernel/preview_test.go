@@ -51,7 +51,7 @@ func TestPreviewReadsOnlyRegularFilesInsideTheCopy(t *testing.T) {
 		"../home":     "inside the task's copy",
 		"/etc/passwd": "no such file",
 		"big.txt":     "larger than the 16 MiB",
-		"d":           "not a regular file",
+		"d":           "not a regular file (a directory)",
 		"nosuch":      "no such file",
 	} {
 		_, err := kernel.ReadCopyFile(tk, rel, kernel.MaxPreviewBytes)

@@ -78,25 +78,33 @@ func TestPreviewPlaces(t *testing.T) {
 	dir := t.TempDir()
 	c := cli{t: t, home: filepath.Join(dir, "home")}
 	folder := filepath.Join(dir, "folder")
-	writeFile(t, filepath.Join(folder, "plan.md"), "# Plan\n\nweek\n\n## Later\n\nparty\n")
+	writeFile(t, filepath.Join(folder, "plan.md"), "# Plan\n\nweek\n\n## Later\n\nparty\n\n## Pros/Cons\n\nboth\n")
 	writeFile(t, filepath.Join(folder, "budget.csv"), "item,cost\nrent,1200\nfood,300\n")
+	writeFile(t, filepath.Join(folder, "latin.txt"), "caf\xe9 au lait\nthé\n")
+	writeFile(t, filepath.Join(folder, "utf16.txt"), "\xff\xfeo\x00n\x00e\x00\n\x00t\x00w\x00o\x00\n\x00")
 	out, err := c.kule("", "new", folder)
 	if err != nil {
 		t.Fatalf("kule new: %v\n%s", err, out)
 	}
 	id, _, _ := strings.Cut(strings.TrimPrefix(out, "task "), " ")
 	for place, want := range map[string]string{
-		"plan.md:3":        "1. plan.md line 3:\n   3: week\n",
-		"plan.md:#Later":   "1. plan.md section Plan › Later\n",
-		"budget.csv:A2:B3": "1. budget.csv A2:B3:\n   A2 = rent; B2 = 1200; A3 = food; B3 = 300\n",
-		"budget.csv:B9":    "1. budget.csv B9:\n   (empty cells)\n",
+		"plan.md:3":      "1. plan.md line 3:\n   3: week\n",
+		"plan.md:#Later": "1. plan.md section Plan › Later\n",
+		// A heading's own '/' reads as a separator, and still finds it.
+		"plan.md:#Plan › Pros/Cons": "1. plan.md section Plan › Pros/Cons\n",
+		"plan.md:#Pros/Cons":        "1. plan.md section Plan › Pros/Cons\n",
+		"budget.csv:A2:B3":          "1. budget.csv A2:B3:\n   A2 = rent; B2 = 1200; A3 = food; B3 = 300\n",
+		"budget.csv:B9":             "1. budget.csv B9:\n   (empty cells)\n",
+		// Text that is not UTF-8 is quoted as the Preview shows and numbers it.
+		"latin.txt:1-2": "1. latin.txt lines 1–2:\n   1: caf\uFFFD au lait\n   2: thé\n",
+		"utf16.txt:2":   "1. utf16.txt line 2:\n   2: two\n",
 	} {
 		out, err := c.kule("", "preview", id, place)
 		if err != nil || out != want {
 			t.Errorf("preview %s = %v:\n%q\nwant %q", place, err, out, want)
 		}
 	}
-	for place, says := range map[string]string{"plan.md:40-41": "has 7 lines", "plan.md:#Nope": "no such section"} {
+	for place, says := range map[string]string{"plan.md:40-41": "has 11 lines", "plan.md:#Nope": "no such section"} {
 		if out, err := c.kule("", "preview", id, place); err == nil || !strings.Contains(out, says) {
 			t.Errorf("preview %s = %v:\n%s\nwant a refusal saying %q", place, err, out, says)
 		}

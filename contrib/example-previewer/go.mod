@@ -22,5 +22,5 @@ require (
 )
 
 // Built beside Kule's sources, the example uses the SDK in this tree; a
-// differ of your own drops this line and takes a released version.
+// previewer of your own drops this line and takes a released version.
 replace github.com/kulehq/kule/sdk => ../../sdk

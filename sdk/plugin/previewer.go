@@ -130,7 +130,9 @@ func (c *PreviewerClient) Preview(ctx context.Context, req previewer.Request) (p
 	if c := req.Crop; c != nil {
 		wire.Crop = &previewerv1.Region{X1: clamp32(c.X1), Y1: clamp32(c.Y1), X2: clamp32(c.X2), Y2: clamp32(c.Y2)}
 	}
-	r, err := c.c.Preview(ctx, wire)
+	// The request carries the whole file, and the answer may be as large:
+	// gRPC's 4 MiB default would fail every file above it.
+	r, err := c.c.Preview(ctx, wire, grpc.MaxCallSendMsgSize(previewer.MaxMessage), grpc.MaxCallRecvMsgSize(previewer.MaxMessage))
 	if status.Code(err) == codes.FailedPrecondition {
 		msg := status.Convert(err).Message()
 		msg = strings.TrimPrefix(msg, previewer.ErrCannotPreview.Error()+": ")

@@ -6,6 +6,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	goplugin "github.com/hashicorp/go-plugin"
+	"google.golang.org/grpc"
 
 	"github.com/kulehq/kule/sdk/differ"
 	"github.com/kulehq/kule/sdk/plugintls"
@@ -62,7 +63,15 @@ func PreviewerServeConfig(p previewer.Previewer, hs goplugin.HandshakeConfig) *g
 		VersionedPlugins: map[int]goplugin.PluginSet{
 			int(hs.ProtocolVersion): {KindPreviewer: &PreviewerPlugin{Impl: p}},
 		},
-		GRPCServer: goplugin.DefaultGRPCServer,
+		GRPCServer: previewerGRPCServer,
 		Logger:     Logger(fmt.Sprintf("previewer-%s", p.Name())),
 	}
+}
+
+// previewerGRPCServer is go-plugin's server taking messages of up to
+// previewer.MaxMessage: gRPC's default of 4 MiB would refuse any request
+// for a file larger than that.
+func previewerGRPCServer(opts []grpc.ServerOption) *grpc.Server {
+	return goplugin.DefaultGRPCServer(append(opts,
+		grpc.MaxRecvMsgSize(previewer.MaxMessage), grpc.MaxSendMsgSize(previewer.MaxMessage)))
 }

@@ -24,6 +24,11 @@ const (
 	MaxCropSide = 1024
 	// MaxCropBytes is the most bytes a cropped region's PNG may hold.
 	MaxCropBytes = 3 << 20 // under gRPC's 4 MiB message limit
+	// MaxMessage is the most bytes one request or answer may hold on the
+	// plugin wire, set on both of its ends in place of gRPC's default of
+	// 4 MiB: a request carries the whole file (the host reads up to
+	// 16 MiB) and an answer up to MaxText of text with its framing.
+	MaxMessage = 64 << 20
 )
 
 // ErrInvalid is returned by Validate.

@@ -189,3 +189,24 @@ func BenchmarkPreviewerCall(b *testing.B) {
 	b.ReportMetric(float64(sandboxed.Nanoseconds())/n, "ns-sandboxed/call")
 	b.ReportMetric((sandboxed-inproc).Seconds()*1e6/n, "µs-overhead-sandboxed/call")
 }
+
+// TestLargeFileCrossesTheWire: a file larger than gRPC's default message
+// size of 4 MiB, and its answer of the same size, cross the process
+// boundary whole (the host previews files of up to 16 MiB).
+func TestLargeFileCrossesTheWire(t *testing.T) {
+	h := newHost(t, notePreviewer("prevok"))
+	ctx := context.Background()
+	p := h.PreviewerFor(ctx, "big.note")
+	if p == nil {
+		t.Fatal("no previewer for big.note")
+	}
+	line := strings.Repeat("x", 1<<20)
+	src := strings.Repeat(line+"\n", 10)
+	r, err := p.Preview(ctx, previewer.Request{Path: "big.note", Content: []byte(src)})
+	if err != nil {
+		t.Fatalf("preview of a %d MiB file: %v", len(src)>>20, err)
+	}
+	if len(r.Blocks) != 10 || r.Blocks[9].Line.Text != line {
+		t.Fatalf("%d blocks came back", len(r.Blocks))
+	}
+}

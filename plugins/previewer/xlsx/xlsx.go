@@ -28,6 +28,12 @@ const (
 	MaxColumns = 1_000
 	MaxCell    = 4 << 10
 	MaxSheets  = 256
+	// MaxRead bounds what one workbook may make excelize read: a unit for
+	// each row and for each cell of a row up to its last, the blanks it
+	// pads a row with included. One cell in column XFD costs 16,384 of
+	// them, so without this bound a workbook of a few kilobytes whose rows
+	// each hold one far cell takes gigabytes and minutes.
+	MaxRead = 4_000_000
 )
 
 // Previewer shows Excel workbooks.
@@ -72,53 +78,26 @@ func (Previewer) Preview(ctx context.Context, req previewer.Request) (previewer.
 		sheets = sheets[:MaxSheets]
 	}
 	paths := sheetParts(pkg)
-	wide, long := 0, 0
+	rd := &sheetReader{f: f, resp: &resp, limit: limit, budget: MaxRead}
 	for _, sheet := range sheets {
-		// Asking excelize for a cell's formula costs a scan of the sheet's
-		// rows; only the cells whose XML holds a formula are asked.
-		withFormula, known := formulaCells(pkg, paths[sheet])
 		if ctx.Err() != nil {
 			return previewer.Response{}, ctx.Err()
 		}
-		rows, err := f.GetRows(sheet)
+		// Asking excelize for a cell's formula costs a scan of the sheet's
+		// rows; only the cells whose XML holds a formula are asked.
+		withFormula, known := formulaCells(pkg, paths[sheet])
+		more, err := rd.sheet(sheet, withFormula, known)
 		if err != nil {
-			return previewer.Response{}, ooxml.Refuse("sheet %q cannot be read (%v)", sheet, err)
+			return previewer.Response{}, err
 		}
-		for i, row := range rows {
-			if len(row) == 0 {
-				continue // an empty row: the next one keeps its number
-			}
-			if len(resp.Blocks) == limit {
-				resp.Truncated = true
-				return resp, nil
-			}
-			if len(row) > MaxColumns {
-				wide = max(wide, len(row))
-				row = row[:MaxColumns]
-			}
-			cells := make([]string, len(row))
-			var formulas []string
-			for j, v := range row {
-				v = clean(v)
-				if len(v) > MaxCell {
-					v = text.Cut(v, MaxCell) + "…"
-					long++
-				}
-				cells[j] = v
-				name, err := excelize.CoordinatesToCellName(j+1, i+1)
-				if err != nil || (known && !withFormula[name]) {
-					continue
-				}
-				if fm, err := f.GetCellFormula(sheet, name); err == nil && fm != "" {
-					if formulas == nil {
-						formulas = make([]string, len(row))
-					}
-					formulas[j] = clean(text.Cut(strings.TrimPrefix(fm, "="), MaxCell))
-				}
-			}
-			resp.Blocks = append(resp.Blocks, previewer.Block{Row: &previewer.Row{Sheet: clean(sheet), Number: i + 1, Cells: cells, Formulas: formulas}})
+		if !more {
+			break
 		}
 	}
+	if rd.spent {
+		resp.Notes = append(resp.Notes, fmt.Sprintf("the workbook's rows reach too far to read all of them (more than %d cells, blanks included): the rows before are shown", MaxRead))
+	}
+	wide, long := rd.wide, rd.long
 	if wide > 0 {
 		resp.Notes = append(resp.Notes, fmt.Sprintf("rows of up to %d columns: the first %d are shown", wide, MaxColumns))
 	}
@@ -126,6 +105,73 @@ func (Previewer) Preview(ctx context.Context, req previewer.Request) (previewer.
 		resp.Notes = append(resp.Notes, fmt.Sprintf("%d cells longer than %d bytes are cut", long, MaxCell))
 	}
 	return resp, nil
+}
+
+// sheetReader reads sheets' rows into resp, one row at a time, until the
+// blocks asked for or its budget (MaxRead) run out.
+type sheetReader struct {
+	f          *excelize.File
+	resp       *previewer.Response
+	limit      int
+	budget     int
+	spent      bool
+	wide, long int
+}
+
+// sheet reads the rows of sheet and says whether to go on with the next.
+func (rd *sheetReader) sheet(sheet string, withFormula map[string]bool, known bool) (more bool, err error) {
+	rows, err := rd.f.Rows(sheet)
+	if err != nil {
+		return false, ooxml.Refuse("sheet %q cannot be read (%v)", sheet, err)
+	}
+	defer rows.Close()
+	for n := 1; rows.Next(); n++ {
+		if rd.budget <= 0 {
+			rd.spent, rd.resp.Truncated = true, true
+			return false, nil
+		}
+		row, err := rows.Columns()
+		rd.budget -= 1 + len(row)
+		if err != nil {
+			break // as excelize's GetRows: the rows read so far are shown
+		}
+		if len(row) == 0 {
+			continue // an empty row: the next one keeps its number
+		}
+		if len(rd.resp.Blocks) == rd.limit {
+			rd.resp.Truncated = true
+			return false, nil
+		}
+		if len(row) > MaxColumns {
+			rd.wide = max(rd.wide, len(row))
+			row = row[:MaxColumns]
+		}
+		cells := make([]string, len(row))
+		var formulas []string
+		for j, v := range row {
+			v = clean(v)
+			if len(v) > MaxCell {
+				v = text.Cut(v, MaxCell) + "…"
+				rd.long++
+			}
+			cells[j] = v
+			if known && len(withFormula) == 0 {
+				continue
+			}
+			name, err := excelize.CoordinatesToCellName(j+1, n)
+			if err != nil || (known && !withFormula[name]) {
+				continue
+			}
+			if fm, err := rd.f.GetCellFormula(sheet, name); err == nil && fm != "" {
+				if formulas == nil {
+					formulas = make([]string, len(row))
+				}
+				formulas[j] = clean(text.Cut(strings.TrimPrefix(fm, "="), MaxCell))
+			}
+		}
+		rd.resp.Blocks = append(rd.resp.Blocks, previewer.Block{Row: &previewer.Row{Sheet: clean(sheet), Number: n, Cells: cells, Formulas: formulas}})
+	}
+	return true, nil
 }
 
 // sheetParts maps each sheet's name to its part ("xl/worksheets/sheet1.xml"),

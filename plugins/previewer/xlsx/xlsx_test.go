@@ -3,6 +3,8 @@ package xlsx
 import (
 	"context"
 	"errors"
+	"fmt"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -100,4 +102,53 @@ func FuzzXLSX(f *testing.F) {
 			t.Fatal(err)
 		}
 	})
+}
+
+// farCells is a workbook whose every row holds one cell in the last column
+// (XFD): a few kilobytes that excelize pads to 16,384 cells a row.
+func farCells(rows int) []byte {
+	var sheet strings.Builder
+	sheet.WriteString(`<?xml version="1.0" encoding="UTF-8"?><worksheet xmlns="http://schemas.openxmlformats.org/spreadsheetml/2006/main"><sheetData>`)
+	for i := 1; i <= rows; i++ {
+		fmt.Fprintf(&sheet, `<row r="%d"><c r="XFD%d" t="inlineStr"><is><t>x</t></is></c></row>`, i, i)
+	}
+	sheet.WriteString(`</sheetData></worksheet>`)
+	const rels = `<?xml version="1.0" encoding="UTF-8"?><Relationships xmlns="http://schemas.openxmlformats.org/package/2006/relationships">`
+	return ooxml.Build(
+		ooxml.Part{Name: "[Content_Types].xml", Data: []byte(`<?xml version="1.0" encoding="UTF-8"?><Types xmlns="http://schemas.openxmlformats.org/package/2006/content-types"><Default Extension="xml" ContentType="application/xml"/><Default Extension="rels" ContentType="application/vnd.openxmlformats-package.relationships+xml"/><Override PartName="/xl/workbook.xml" ContentType="application/vnd.openxmlformats-officedocument.spreadsheetml.sheet.main+xml"/><Override PartName="/xl/worksheets/sheet1.xml" ContentType="application/vnd.openxmlformats-officedocument.spreadsheetml.worksheet+xml"/></Types>`)},
+		ooxml.Part{Name: "_rels/.rels", Data: []byte(rels + `<Relationship Id="rId1" Type="http://schemas.openxmlformats.org/officeDocument/2006/relationships/officeDocument" Target="xl/workbook.xml"/></Relationships>`)},
+		ooxml.Part{Name: "xl/workbook.xml", Data: []byte(`<?xml version="1.0" encoding="UTF-8"?><workbook xmlns="http://schemas.openxmlformats.org/spreadsheetml/2006/main" xmlns:r="http://schemas.openxmlformats.org/officeDocument/2006/relationships"><sheets><sheet name="Sheet1" sheetId="1" r:id="rId1"/></sheets></workbook>`)},
+		ooxml.Part{Name: "xl/_rels/workbook.xml.rels", Data: []byte(rels + `<Relationship Id="rId1" Type="http://schemas.openxmlformats.org/officeDocument/2006/relationships/worksheet" Target="worksheets/sheet1.xml"/></Relationships>`)},
+		ooxml.Part{Name: "xl/worksheets/sheet1.xml", Data: []byte(sheet.String())},
+	)
+}
+
+// TestFarCellsBounded: rows that each hold one far cell are read only up to
+// MaxRead, so a small workbook cannot make the previewer allocate gigabytes
+// (2,000 such rows allocated over 2 GiB when every row was read).
+func TestFarCellsBounded(t *testing.T) {
+	data := farCells(2_000)
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	r, err := New().Preview(context.Background(), previewer.Request{Path: "far.xlsx", Content: data})
+	runtime.ReadMemStats(&after)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if alloc := after.TotalAlloc - before.TotalAlloc; alloc > 512<<20 {
+		t.Errorf("a %d-byte workbook allocated %d MiB", len(data), alloc>>20)
+	}
+	if !r.Truncated || len(r.Blocks) == 0 || len(r.Blocks) >= 2_000 {
+		t.Errorf("got %d rows (truncated %v), want the first rows only", len(r.Blocks), r.Truncated)
+	}
+	if !strings.Contains(strings.Join(r.Notes, "\n"), "reach too far") {
+		t.Errorf("notes %q do not say why rows are missing", r.Notes)
+	}
+	if got := r.Blocks[0].Row; got.Number != 1 || len(got.Cells) != MaxColumns {
+		t.Errorf("first row: number %d, %d cells", got.Number, len(got.Cells))
+	}
+	if err := previewer.Validate(r, previewer.DefaultMaxBlocks); err != nil {
+		t.Error(err)
+	}
 }
