@@ -70,7 +70,7 @@ func printPreview(w io.Writer, p *kernel.Preview) {
 	if p.Language != "" && p.Language != p.Kind {
 		head += ", " + p.Language
 	}
-	fmt.Fprintln(w, safeLine(fmt.Sprintf("%s, %d bytes (%s)", head, p.Size, p.Previewer)))
+	fmt.Fprintln(w, safeLine(fmt.Sprintf("%s, %s (%s)", head, plural(int(p.Size), "byte"), p.Previewer)))
 	for _, n := range p.Notes {
 		fmt.Fprintln(w, "note: "+safeLine(n))
 	}
