@@ -12,8 +12,6 @@ import (
 	"strings"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/kulehq/kule/kernel/internal/acp"
 	"github.com/kulehq/kule/kernel/internal/agents"
 	"github.com/kulehq/kule/kernel/internal/atomicfile"
@@ -341,14 +339,9 @@ func (k *Kernel) OpenBefore(t *Task, rel string, max int64) (io.ReadCloser, erro
 	if e.Size > max {
 		return nil, fmt.Errorf("%w: %s (%d bytes)", ErrTooLarge, rel, e.Size)
 	}
-	base := clone.Base{Dir: t.Paths.Base, Backend: t.Backend}
-	rc, err := base.Open(e)
+	rc, err := baseOf(t).Open(e) // the base's content, or the folder's file while it still holds it
 	if errors.Is(err, clone.ErrNotKept) {
-		real := filepath.Join(t.Folder, filepath.FromSlash(rel))
-		if same, serr := base.Same(e, real); serr != nil || !same {
-			return nil, fmt.Errorf("%w: the base keeps no copy of it and the folder changed", os.ErrNotExist)
-		}
-		rc, err = os.OpenFile(real, os.O_RDONLY|unix.O_NOFOLLOW, 0)
+		return nil, fmt.Errorf("%w: the base keeps no copy of it and the folder changed", os.ErrNotExist)
 	}
 	if err != nil {
 		return nil, err

@@ -341,7 +341,9 @@ func (k *Kernel) NewTask(ctx context.Context, folder string) (*NewReport, error)
 
 func manifestPath(p task.Paths) string { return filepath.Join(p.Base, "manifest") }
 
-func baseOf(t *task.Task) clone.Base { return clone.Base{Dir: t.Paths.Base, Backend: t.Backend} }
+func baseOf(t *task.Task) clone.Base {
+	return clone.Base{Dir: t.Paths.Base, Backend: t.Backend, Folder: t.Folder}
+}
 
 // Resolve finds a task by a unique prefix of its id.
 func (k *Kernel) Resolve(prefix string) (*task.Task, error) { return k.store.Resolve(prefix) }

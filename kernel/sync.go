@@ -214,7 +214,7 @@ func (k *Kernel) baseEntry(t *task.Task, pack *basePack, cp, tree *beneath.Root,
 	if tree != nil {
 		return e, copyEntry(t.Folder, tree, fi, true, true)
 	}
-	if fi.Type == effects.TypeFile {
+	if fi.Type == effects.TypeFile && clone.KeptInBase(fi.Path, fi.Size) {
 		b, err := os.ReadFile(src)
 		if err != nil {
 			return e, err
@@ -227,6 +227,15 @@ func (k *Kernel) baseEntry(t *task.Task, pack *basePack, cp, tree *beneath.Root,
 			}
 			e.Off, e.Len = off, n
 		}
+	} else if fi.Type == effects.TypeFile && clone.RacilyClean(fi) {
+		// Not kept: the folder's file is the base content while its
+		// metadata holds (clone.Base.Open), unless it changed too recently
+		// for its metadata to vouch for it.
+		h, err := clone.HashFile(src)
+		if err != nil {
+			return e, err
+		}
+		e.Hash = h
 	}
 	return e, nil
 }

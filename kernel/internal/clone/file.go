@@ -10,6 +10,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"sync/atomic"
+	"time"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -28,16 +30,19 @@ const smallFile = 1 << 20
 
 // FileResult is what copying one file learned.
 type FileResult struct {
-	Hash    [32]byte // sha256 of the content; zero when the file was cloned, not read
-	Content []byte   // the whole content when the file was read whole (≤ 1 MiB)
+	// Hash is the sha256 of the content: of a small file, read whole anyway;
+	// of a large one only when it is racily clean (see racilyClean). It is
+	// zero when the file was cloned or moved in the kernel unread.
+	Hash    [32]byte
+	Content []byte // the whole content when the file was read whole (≤ 1 MiB)
 	Stat    walk.Item
 }
 
 // CopyFile copies the regular file src to dst (which must not exist), keeping
 // mode, ownership (when permitted) and times. With reflink it shares blocks
 // (FICLONE) and reads nothing; it fails with ErrNoReflink where the file
-// system cannot. Without, it reads the file, hashes it and writes it. The
-// returned Stat is dst's metadata after its times were set: the stat cache.
+// system cannot. Without, it reads a small file whole, hashes it and writes
+// it, and moves a large one in the kernel (copyLarge). The returned Stat is dst's metadata after its times were set: the stat cache.
 //
 // It works on raw descriptors, not os.File: an os.File's set-up costs eight
 // fcntl and two epoll_ctl calls per file (the poller cannot take regular
@@ -104,7 +109,7 @@ func copyFile(src string, dirfd int, name, dst string, want walk.Item, reflink, 
 			res.Content = buf
 		}
 	} else {
-		hash, err := copyLarge(in, out, src, dst, st)
+		hash, err := copyLarge(in, out, src, dst, st, racilyClean(&st, now()))
 		if err != nil {
 			return res, err
 		}
@@ -129,20 +134,63 @@ func copyFile(src string, dirfd int, name, dst string, want walk.Item, reflink, 
 }
 
 // largeChunk is how much of a large file one copy_file_range moves before
-// the piece is hashed.
+// the piece is hashed (when it is).
 const largeChunk = 8 << 20
 
-// copyLarge copies a file larger than smallFile from in to out and returns
-// its sha256. The bytes move inside the kernel (copy_file_range: no copy
-// through this process, what cp does); each piece is then read back from
-// the page cache to be hashed. Where copy_file_range cannot copy between
-// the two (an old kernel, two file systems that refuse it), it reads and
-// writes. A file that changed while it was copied (its size or change time
-// moved) is ErrChanged: the hash would not be of what was copied.
-func copyLarge(in, out int, src, dst string, st unix.Stat_t) ([32]byte, error) {
+// racyWindow is how recently a file may have changed and still be trusted
+// by its metadata alone. File times tick coarsely (a jiffy, up to 10 ms): a
+// write in the same tick as the stat that recorded a file leaves its times
+// as they were, so a file that changed this recently is hashed, as git
+// re-reads a "racily clean" entry.
+const racyWindow = 2 * time.Second
+
+// clockAhead moves the clock racilyClean is read against on, in tests
+// (NowForTest): a file a test has just written is always racily clean.
+var clockAhead atomic.Int64
+
+func now() time.Time { return time.Now().Add(time.Duration(clockAhead.Load())) }
+
+// racilyClean reports whether st changed too close to now for its
+// metadata to vouch for its content later.
+func racilyClean(st *unix.Stat_t, now time.Time) bool {
+	return racy(st.Ctim.Nano(), st.Mtim.Nano(), now)
+}
+
+func racy(ctime, mtime int64, now time.Time) bool {
+	limit := now.Add(-racyWindow).UnixNano()
+	return ctime >= limit || mtime >= limit
+}
+
+// RacilyClean reports whether the walked entry it changed too recently for
+// its metadata alone to vouch for its content: such a file is hashed.
+func RacilyClean(it walk.Item) bool { return racy(it.CTime, it.MTime, now()) }
+
+// NowForTest moves the clock RacilyClean and the copy read on by d until
+// the test ends: a file a test has just written is otherwise always
+// racily clean, and hashed. A test that calls it must not run in parallel
+// with tests that expect large files hashed.
+func NowForTest(tb interface{ Cleanup(func()) }, d time.Duration) {
+	clockAhead.Store(int64(d))
+	tb.Cleanup(func() { clockAhead.Store(0) })
+}
+
+// copyLarge copies a file larger than smallFile from in to out, and returns
+// its sha256 when hash is set. The bytes move inside the kernel
+// (copy_file_range: no copy through this process, what cp does); only to be
+// hashed is each piece read back from the page cache. A large file is not
+// hashed when it is copied: the manifest records its metadata in the
+// folder, and a base that needs its content later reads the folder's file
+// while that metadata still holds (Base.Open). Where copy_file_range cannot
+// copy between the two (an old kernel, two file systems that refuse it), it
+// reads and writes. A file that changed while it was copied (its size or
+// change time moved) is ErrChanged: the copy would not be of one content.
+func copyLarge(in, out int, src, dst string, st unix.Stat_t, hash bool) ([32]byte, error) {
 	var sum [32]byte
 	h := sha256.New()
-	buf := make([]byte, largeChunk)
+	var buf []byte // only for hashing, or for reading and writing
+	if hash || !useCopyFileRange {
+		buf = make([]byte, largeChunk)
+	}
 	var n int64
 	kernelCopy := useCopyFileRange
 	for {
@@ -156,12 +204,15 @@ func copyLarge(in, out int, src, dst string, st unix.Stat_t) ([32]byte, error) {
 			}
 			if err != nil && n == 0 && (errors.Is(err, unix.ENOSYS) || errors.Is(err, unix.EXDEV) || errors.Is(err, unix.EOPNOTSUPP) || errors.Is(err, unix.EINVAL)) {
 				kernelCopy = false // nothing copied yet: read and write instead
+				if buf == nil {
+					buf = make([]byte, largeChunk)
+				}
 				continue
 			}
 			if err != nil {
 				return sum, &os.PathError{Op: "copy_file_range", Path: dst, Err: err}
 			}
-			if k > 0 {
+			if k > 0 && hash {
 				if err := preadFull(in, buf[:k], n); err != nil {
 					return sum, &os.PathError{Op: "read", Path: src, Err: err}
 				}
@@ -179,7 +230,9 @@ func copyLarge(in, out int, src, dst string, st unix.Stat_t) ([32]byte, error) {
 		if k == 0 {
 			break
 		}
-		h.Write(buf[:k])
+		if hash {
+			h.Write(buf[:k])
+		}
 		n += int64(k)
 	}
 	if n != st.Size {
@@ -192,7 +245,9 @@ func copyLarge(in, out int, src, dst string, st unix.Stat_t) ([32]byte, error) {
 	if after.Size != st.Size || after.Ctim != st.Ctim || after.Mtim != st.Mtim {
 		return sum, fmt.Errorf("%s: %w (it was written to during the copy)", src, ErrChanged)
 	}
-	copy(sum[:], h.Sum(nil))
+	if hash {
+		copy(sum[:], h.Sum(nil))
+	}
 	return sum, nil
 }
 

@@ -73,6 +73,34 @@ func KeptInBase(rel string, size int64) bool {
 	return true
 }
 
+// jobBytes ends a copy job of one directory's files: past it, the rest go
+// to another worker.
+const jobBytes = 16 << 20
+
+// job is items[from:to] of a walk: entries of one directory.
+type job struct{ from, to int }
+
+// splitJobs cuts a walk's items into copy jobs. Items are in path order,
+// so a directory's files are mostly in one run (a subdirectory's entries
+// sort among them and split it in two, which only costs a job more). A job
+// holds at most 512 entries, and ends once it holds jobBytes, so that the
+// large files of one directory (a folder of videos) are copied side by
+// side, not one after another by one worker.
+func splitJobs(items []walk.Item) []job {
+	var out []job
+	for from := 0; from < len(items); {
+		dir := relpath.Dir(items[from].Path)
+		to, bytes := from+1, items[from].Size
+		for to < len(items) && to-from < 512 && bytes < jobBytes && relpath.Dir(items[to].Path) == dir {
+			bytes += items[to].Size
+			to++
+		}
+		out = append(out, job{from, to})
+		from = to
+	}
+	return out
+}
+
 // Result is a cloned tree.
 type Result struct {
 	Manifest *manifest.Manifest
@@ -192,7 +220,6 @@ func (c *cloner) run(w *walk.Result, workers int) (*Result, error) {
 	// same directory at once waited on its lock (ext4 takes the directory's
 	// for every create), and the copy took 2.7 times the system time cp
 	// took for the same tree.
-	type job struct{ from, to int } // w.Items[from:to] share their directory
 	var (
 		mu       sync.Mutex
 		firstErr error
@@ -229,17 +256,8 @@ func (c *cloner) run(w *walk.Result, workers int) (*Result, error) {
 			}
 		}()
 	}
-	// Items are in path order, so a directory's files are mostly in one run
-	// (a subdirectory's entries sort among them and split it in two, which
-	// only costs a job more).
-	for from := 0; from < len(w.Items); {
-		dir := relpath.Dir(w.Items[from].Path)
-		to := from + 1
-		for to < len(w.Items) && to-from < 512 && relpath.Dir(w.Items[to].Path) == dir {
-			to++
-		}
-		jobs <- job{from, to}
-		from = to
+	for _, j := range splitJobs(w.Items) {
+		jobs <- j
 	}
 	close(jobs)
 	wg.Wait()
@@ -433,10 +451,17 @@ func (a *PackAppender) Close() error {
 type Base struct {
 	Dir     string // tasks/<id>/base
 	Backend string
+	// Folder is the task's real folder. A plain-copy base keeps no content
+	// of large files, and need not: while the folder's own file still has
+	// the metadata the manifest recorded at the sync (the same inode, size,
+	// change and modification times), it holds the base content, so it is
+	// read there, and hashed only when a comparison needs it.
+	Folder string
 }
 
 // ErrNotKept is returned for content the base does not keep (a plain-copy
-// base keeps files up to 1 MiB outside heavy directories).
+// base keeps files up to 1 MiB outside heavy directories) and the folder no
+// longer holds as it was at the sync.
 var ErrNotKept = errors.New("the base does not keep this file's content")
 
 // Open returns the base content of e.
@@ -445,7 +470,7 @@ func (b Base) Open(e *manifest.Entry) (io.ReadCloser, error) {
 		return os.Open(filepath.Join(b.Dir, "tree", e.Path))
 	}
 	if e.Len < 0 {
-		return nil, ErrNotKept
+		return b.openFolder(e)
 	}
 	f, err := os.Open(filepath.Join(b.Dir, PackName))
 	if err != nil {
@@ -457,7 +482,51 @@ func (b Base) Open(e *manifest.Entry) (io.ReadCloser, error) {
 	}{io.NewSectionReader(f, e.Off, e.Len), f}, nil
 }
 
-// Same reports whether the file at path holds e's base content.
+// openFolder opens the folder's own file at e's path, beneath the folder and
+// never through a link, when it still holds e's base content: its metadata
+// is the manifest's, or its hash is e's. Anything else is ErrNotKept.
+func (b Base) openFolder(e *manifest.Entry) (io.ReadCloser, error) {
+	if b.Folder == "" || e.Type != effects.TypeFile {
+		return nil, ErrNotKept
+	}
+	root, err := beneath.Open(b.Folder)
+	if err != nil {
+		return nil, fmt.Errorf("%w (the folder: %v)", ErrNotKept, err)
+	}
+	defer root.Close()
+	f, err := root.OpenFile(e.Path, os.O_RDONLY|unix.O_NONBLOCK, 0) // a fifo planted there must not hang the read
+	if err != nil {
+		return nil, fmt.Errorf("%w (%v)", ErrNotKept, err)
+	}
+	var st unix.Stat_t
+	if err := unix.Fstat(int(f.Fd()), &st); err != nil || st.Mode&unix.S_IFMT != unix.S_IFREG || st.Size != e.Folder.Size {
+		f.Close()
+		return nil, ErrNotKept
+	}
+	if st.Ino == e.Folder.Ino && st.Mtim.Nano() == e.Folder.MTime && st.Ctim.Nano() == e.Folder.CTime {
+		return f, nil
+	}
+	if !e.HasHash() {
+		f.Close()
+		return nil, ErrNotKept
+	}
+	// Touched since the sync: still the base content if its bytes are.
+	h, err := HashReader(f)
+	if err != nil || h != e.Hash {
+		f.Close()
+		return nil, ErrNotKept
+	}
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return f, nil
+}
+
+// Same reports whether the file at path holds e's base content. Content
+// the base cannot tell any more (a large file, not hashed, whose folder
+// copy changed since the sync) is not the same: the file then shows as
+// changed, and a commit finds the folder changed too and asks.
 func (b Base) Same(e *manifest.Entry, path string) (bool, error) {
 	f, err := os.OpenFile(path, os.O_RDONLY|unix.O_NOFOLLOW, 0)
 	if err != nil {
@@ -481,6 +550,9 @@ func (b Base) Same(e *manifest.Entry, path string) (bool, error) {
 		return sum == e.Hash, nil
 	}
 	old, err := b.Open(e)
+	if errors.Is(err, ErrNotKept) && b.Backend != Reflink {
+		return false, nil
+	}
 	if err != nil {
 		return false, err
 	}

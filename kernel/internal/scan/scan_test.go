@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -14,7 +15,6 @@ import (
 	"github.com/kulehq/kule/kernel/internal/effects"
 	"github.com/kulehq/kule/kernel/internal/ignore"
 	"github.com/kulehq/kule/kernel/internal/manifest"
-	"github.com/kulehq/kule/kernel/internal/walk"
 )
 
 // fixture is a folder cloned into a task's copy and base, as kule new
@@ -72,7 +72,7 @@ func newFixture(t *testing.T, tr tree) *fixture {
 		t.Fatalf("clone: %v", res.Problems)
 	}
 	f.m = res.Manifest
-	f.base = clone.Base{Dir: baseDir, Backend: clone.Copy}
+	f.base = clone.Base{Dir: baseDir, Backend: clone.Copy, Folder: f.folder}
 	return f
 }
 
@@ -265,7 +265,8 @@ func TestScanMovePrefersTheSameName(t *testing.T) {
 }
 
 // Without a hash in the manifest, a move is still found by the content the
-// base keeps.
+// base keeps, or failing that by the folder's own file while it is as the
+// manifest recorded it.
 func TestScanMoveReadsTheBaseWithoutAHash(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, tree{"a.txt": "content"})
@@ -278,27 +279,59 @@ func TestScanMoveReadsTheBaseWithoutAHash(t *testing.T) {
 	if d := cmp.Diff([]string{"» a.txt → b.txt"}, lines(f.scan(t, Options{}))); d != "" {
 		t.Errorf("effects (-want +got):\n%s", d)
 	}
-	// And content the base does not keep is no move.
-	e.Len = -1
+	e.Len = -1 // as for a file the base does not keep: read in the folder
+	if d := cmp.Diff([]string{"» a.txt → b.txt"}, lines(f.scan(t, Options{}))); d != "" {
+		t.Errorf("read in the folder (-want +got):\n%s", d)
+	}
+	// And content neither the base nor the folder holds any more is no move.
+	must(t, os.WriteFile(filepath.Join(f.folder, "a.txt"), []byte("content"), 0o644))
 	if d := cmp.Diff([]string{"- a.txt", "+ b.txt"}, lines(f.scan(t, Options{}))); d != "" {
 		t.Errorf("without base content (-want +got):\n%s", d)
 	}
 }
 
-// A file whose content the base can neither hash nor read is said as a
-// problem, never passed as unchanged.
-func TestScanSaysWhatItCannotCompare(t *testing.T) {
+// A file whose base content can no longer be told (not kept, not hashed,
+// and the folder's file changed since) shows as changed, never passes as
+// unchanged: a commit of it then finds the folder changed and asks.
+func TestScanCallsAnUnknownBaseChanged(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, tree{"big.bin": "0123456789"})
 	e, _ := f.m.Get("big.bin")
-	e.Hash, e.Len = [32]byte{}, -1 // as for a file the base does not keep
-	must(t, os.WriteFile(f.in("big.bin"), []byte("9876543210"), 0o644))
+	e.Hash, e.Len = [32]byte{}, -1 // as for a large file, not hashed
+	must(t, os.WriteFile(filepath.Join(f.folder, "big.bin"), []byte("0123456789"), 0o644))
+	must(t, os.WriteFile(f.in("big.bin"), []byte("0123456789"), 0o644))
 	res := f.scan(t, Options{})
-	if len(res.Effects) != 0 {
-		t.Errorf("effects: %v", lines(res))
+	if d := cmp.Diff([]string{"~ big.bin"}, lines(res)); d != "" || len(res.Problems) != 0 {
+		t.Errorf("effects (-want +got):\n%s\nproblems: %v", d, res.Problems)
 	}
-	if len(res.Problems) != 1 || res.Problems[0].Path != "big.bin" || res.Problems[0].Kind != walk.Unreadable {
-		t.Fatalf("problems: %+v, want big.bin unreadable", res.Problems)
+}
+
+// Large files are not hashed when the task is made (clone.Tree, with the
+// clock on so that they are not racily clean): a status still tells a
+// touched file from a changed one, and finds a move, by reading the
+// folder's own file, only where the copy's metadata moved.
+func TestScanComparesUnhashedLargeFilesWithTheFolder(t *testing.T) {
+	clone.NowForTest(t, time.Hour)                   // not parallel: see NowForTest
+	big := strings.Repeat("0123456789abcdef", 1<<17) // 2 MiB
+	f := newFixture(t, tree{"v/big.bin": big, "v/other.bin": big[1:] + "x"})
+	if e, _ := f.m.Get("v/big.bin"); e.HasHash() || e.Len >= 0 {
+		t.Fatalf("v/big.bin was hashed or kept: %+v", e)
+	}
+	old := time.Now().Add(-time.Minute)
+	must(t, os.Chtimes(f.in("v/big.bin"), old, old))
+	if got := lines(f.scan(t, Options{})); len(got) != 0 {
+		t.Errorf("a touched file with the folder's bytes: %v", got)
+	}
+	changed := []byte(big)
+	changed[5] = 'X'
+	must(t, os.WriteFile(f.in("v/big.bin"), changed, 0o644))
+	if d := cmp.Diff([]string{"~ v/big.bin"}, lines(f.scan(t, Options{}))); d != "" {
+		t.Errorf("changed (-want +got):\n%s", d)
+	}
+	must(t, os.WriteFile(f.in("v/big.bin"), []byte(big), 0o644))
+	must(t, os.Rename(f.in("v/big.bin"), f.in("v/moved.bin")))
+	if d := cmp.Diff([]string{"» v/big.bin → v/moved.bin"}, lines(f.scan(t, Options{}))); d != "" {
+		t.Errorf("moved (-want +got):\n%s", d)
 	}
 }
 
