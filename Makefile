@@ -29,7 +29,7 @@ VERSION ?= $(shell v=$$(git describe --tags --match 'v[0-9]*' 2>/dev/null) && ec
 COMMIT  ?= $(shell git rev-parse HEAD 2>/dev/null)
 VERSION_FLAGS = -ldflags '-X main.version=$(VERSION) -X main.commit=$(COMMIT)'
 
-.PHONY: build install desktop install-desktop test test-short lint cover demo bench proto vet fmt clean screenshots dist
+.PHONY: build install desktop install-desktop test test-overlay test-short lint cover demo bench proto vet fmt clean screenshots dist
 
 # kule-plugins serves the built-in plugins; it goes beside kule.
 build:
@@ -51,6 +51,16 @@ install-desktop:
 test: lint
 	for m in $(MODULES); do (cd $$m && $(GO) vet ./...) || exit 1; done
 	for m in $(MODULES); do (cd $$m && $(GO) test -race -timeout $(TIMEOUT) ./...) || exit 1; done
+	$(MAKE) test-overlay
+
+# The suites that run against the copy and reflink backends, again on the
+# overlay backend: the engine (.git by meaning, merges, the path guards),
+# every sandbox test with the escapes over an overlay copy, and the CLI's
+# crash-point, undo, git and link suites. Without -race: the race runs
+# above cover the same code.
+test-overlay:
+	KULE_TEST_BACKEND=overlay $(GO) test -count=1 -timeout $(TIMEOUT) ./kernel/ ./kernel/internal/sandbox/
+	KULE_BACKEND=overlay $(GO) test -count=1 -timeout $(TIMEOUT) -run 'Forced|Crash|Undo|Rollback|Commit|Git|Merge|Escape|Link' ./cmd/kule/
 
 # gofmt over FMT_FILES, then staticcheck over each module. internal/lintcheck
 # runs this target on planted violations.

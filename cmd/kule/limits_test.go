@@ -379,3 +379,20 @@ func TestBogusBackendIsRefusedByEveryCommand(t *testing.T) {
 		t.Error("the command ran with a misspelt backend")
 	}
 }
+
+// TestForcedBackendIsTheTasks: a KULE_BACKEND the environment forces is the
+// backend of the task kule new makes. make test runs the crash-point, git
+// and link suites again with KULE_BACKEND=overlay; this test, run with
+// them, fails should the variable stop reaching kule new (the suites would
+// then pass on the copy backend and say nothing).
+func TestForcedBackendIsTheTasks(t *testing.T) {
+	want := os.Getenv("KULE_BACKEND")
+	if want == "" {
+		want = "copy"
+		t.Setenv("KULE_BACKEND", want)
+	}
+	home, id := newTaskCLI(t)
+	if got := loadTask(t, home, id).Backend; got != want {
+		t.Errorf("KULE_BACKEND=%s made a task of backend %q", want, got)
+	}
+}
