@@ -129,10 +129,13 @@ type Config struct {
 	// Test hooks, never set otherwise: off takes checks away to show what
 	// each stops; resolver resolves names for the default dialer (nil: the
 	// system's); dialing is called with each address the default dialer is
-	// about to connect to, after the checks, and its error stops the dial.
+	// about to connect to, after the checks, and its error stops the dial;
+	// relayed is called with the bytes of each answer body relayed socket
+	// to socket (see rawBodyFor).
 	off      guard
 	resolver *net.Resolver
 	dialing  func(address string) error
+	relayed  func(n int64)
 }
 
 // Proxy is one task's running proxy.
@@ -827,7 +830,7 @@ func (p *Proxy) intercept(c net.Conn, br *bufio.Reader, bw *bufio.Writer, up net
 			}
 			break
 		}
-		keep, err := p.exchange(cbw, ubr, ubw, func() { upTLS.Close() }, req, target, h, p.blankValues(secrets))
+		keep, err := p.exchange(cbw, ubr, ubw, func() { upTLS.Close() }, req, target, h, p.blankValues(secrets), nil)
 		if err != nil {
 			e.Error = err.Error()
 		}
@@ -892,7 +895,10 @@ func sameHost(hp, scheme, host string, port int) bool {
 
 // exchange relays one request and its response. It returns whether the client
 // connection may carry another request.
-func (p *Proxy) exchange(cbw *bufio.Writer, ubr *bufio.Reader, ubw *bufio.Writer, abort func(), req *framing.Request, target string, h framing.Header, blankVals [][]byte) (bool, error) {
+// ends, when not nil, are the raw connections beneath cbw and ubr, through
+// which an answer with nothing to blank may pass socket to socket (see
+// rawBodyFor).
+func (p *Proxy) exchange(cbw *bufio.Writer, ubr *bufio.Reader, ubw *bufio.Writer, abort func(), req *framing.Request, target string, h framing.Header, blankVals [][]byte, ends *rawEnds) (bool, error) {
 	if exp, ok := req.Header.Get("Expect"); ok && strings.EqualFold(exp, "100-continue") {
 		io.WriteString(cbw, "HTTP/1.1 100 Continue\r\n\r\n")
 		cbw.Flush()
@@ -949,7 +955,9 @@ func (p *Proxy) exchange(cbw *bufio.Writer, ubr *bufio.Reader, ubw *bufio.Writer
 		writeError(cbw, http.StatusBadRequest, "the request body could not be relayed: "+err.Error())
 		return false, fmt.Errorf("request body: %w", err)
 	}
-	defer resp.Body.Close()
+	// Whichever body resp holds when exchange returns is closed: a relayed
+	// one must not close the parsed body beneath it.
+	defer func() { resp.Body.Close() }()
 	for _, k := range []string{"Connection", "Keep-Alive", "Proxy-Connection", "Proxy-Authenticate", "Upgrade"} {
 		resp.Header.Del(k)
 	}
@@ -963,6 +971,7 @@ func (p *Proxy) exchange(cbw *bufio.Writer, ubr *bufio.Reader, ubw *bufio.Writer
 			return false, errors.New("answer withheld: " + reason)
 		}
 	}
+	rawBodyFor(ends, ubr, req.Method, resp, blankVals)
 	closeAfter := req.Close() || resp.Close
 	resp.Close = closeAfter
 	resp.Proto, resp.ProtoMajor, resp.ProtoMinor = "HTTP/1.1", 1, 1
@@ -1000,6 +1009,13 @@ var copyBufs = sync.Pool{New: func() any { b := make([]byte, copyBufSize); retur
 // flushed as soon as it is read (io.Copy and the response writer use it in
 // place of their own 32 KiB buffer).
 func (f flushingWriter) ReadFrom(r io.Reader) (int64, error) {
+	if lr, ok := r.(*io.LimitedReader); ok {
+		if b, ok := lr.R.(*rawBody); ok && !b.relayed {
+			n, err := b.relay(f.w, lr.N)
+			lr.N -= n
+			return n, err
+		}
+	}
 	bp := copyBufs.Get().(*[]byte)
 	defer copyBufs.Put(bp)
 	buf := *bp
@@ -1131,7 +1147,7 @@ func (p *Proxy) forward(c net.Conn, bw *bufio.Writer, req *framing.Request, fw *
 	}
 	h = h.Del("Host")
 	h = append(framing.Header{{Name: "Host", Value: u.Host}}, h...)
-	keep, err := p.exchange(bw, fw.ubr, fw.ubw, func() { fw.up.Close() }, req, target, h, p.blankValues(secrets))
+	keep, err := p.exchange(bw, fw.ubr, fw.ubw, func() { fw.up.Close() }, req, target, h, p.blankValues(secrets), newRawEnds(c, fw.raw, &fw.downN, p.cfg.relayed))
 	if err != nil {
 		fw.e.Error = err.Error()
 	}
