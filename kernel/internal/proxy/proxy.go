@@ -975,27 +975,47 @@ func (p *Proxy) exchange(cbw *bufio.Writer, ubr *bufio.Reader, ubw *bufio.Writer
 	closeAfter := req.Close() || resp.Close
 	resp.Close = closeAfter
 	resp.Proto, resp.ProtoMajor, resp.ProtoMinor = "HTTP/1.1", 1, 1
-	// Each piece of the body goes on as it comes: a streamed answer (an
-	// agent's model speaking SSE) must not wait for the buffer to fill.
-	if err := resp.Write(flushingWriter{cbw}); err != nil {
-		return false, fmt.Errorf("response to the client: %w", err)
-	}
-	if err := cbw.Flush(); err != nil {
+	if err := writeAnswer(cbw, resp); err != nil {
 		return false, fmt.Errorf("response to the client: %w", err)
 	}
 	return !resp.Close, nil
 }
 
-// flushingWriter flushes after every write.
-type flushingWriter struct{ w *bufio.Writer }
-
-func (f flushingWriter) Write(p []byte) (int, error) {
-	n, err := f.w.Write(p)
-	if err == nil {
-		err = f.w.Flush()
+// writeAnswer writes resp to the client through cbw and flushes it. The
+// head goes in one write (flushed piece by piece, each of its header lines
+// was four system calls and, on a connection without Nagle, four packets,
+// or four TLS records on an intercepted host); each piece of the body goes
+// on as it comes, since cbw is flushed before every read of the body, a
+// read that may wait on the server: a streamed answer (an agent's model
+// speaking SSE) never waits in the buffer.
+func writeAnswer(cbw *bufio.Writer, resp *http.Response) error {
+	if _, raw := resp.Body.(*rawBody); !raw && resp.Body != nil && resp.Body != http.NoBody {
+		resp.Body = flushBeforeRead{ReadCloser: resp.Body, w: cbw}
 	}
-	return n, err
+	if err := resp.Write(pieceWriter{cbw}); err != nil {
+		return err
+	}
+	return cbw.Flush()
 }
+
+// flushBeforeRead flushes w before each read of the body beneath it.
+type flushBeforeRead struct {
+	io.ReadCloser
+	w *bufio.Writer
+}
+
+func (f flushBeforeRead) Read(p []byte) (int, error) {
+	if err := f.w.Flush(); err != nil {
+		return 0, err
+	}
+	return f.ReadCloser.Read(p)
+}
+
+// pieceWriter writes an answer into the client's buffer; its ReadFrom
+// relays a body in large pieces (see ReadFrom).
+type pieceWriter struct{ w *bufio.Writer }
+
+func (f pieceWriter) Write(p []byte) (int, error) { return f.w.Write(p) }
 
 // copyBufSize is the piece a relayed body is read in. The 32 KiB io.Copy
 // would use cost a read and a write system call per 32 KiB, most of a
@@ -1008,7 +1028,7 @@ var copyBufs = sync.Pool{New: func() any { b := make([]byte, copyBufSize); retur
 // ReadFrom relays r in pieces of up to copyBufSize, each written and
 // flushed as soon as it is read (io.Copy and the response writer use it in
 // place of their own 32 KiB buffer).
-func (f flushingWriter) ReadFrom(r io.Reader) (int64, error) {
+func (f pieceWriter) ReadFrom(r io.Reader) (int64, error) {
 	if lr, ok := r.(*io.LimitedReader); ok {
 		if b, ok := lr.R.(*rawBody); ok && !b.relayed {
 			n, err := b.relay(f.w, lr.N)
@@ -1023,7 +1043,10 @@ func (f flushingWriter) ReadFrom(r io.Reader) (int64, error) {
 	for {
 		n, rerr := r.Read(buf)
 		if n > 0 {
-			if _, err := f.Write(buf[:n]); err != nil {
+			if _, err := f.w.Write(buf[:n]); err != nil {
+				return total, err
+			}
+			if err := f.w.Flush(); err != nil {
 				return total, err
 			}
 			total += int64(n)

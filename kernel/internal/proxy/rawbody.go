@@ -44,7 +44,7 @@ func rawBodyFor(ends *rawEnds, ubr *bufio.Reader, req string, resp *http.Respons
 	resp.Body = &rawBody{parsed: resp.Body, ends: ends, ubr: ubr}
 }
 
-// rawBody is a response body that flushingWriter.ReadFrom relays between
+// rawBody is a response body that pieceWriter.ReadFrom relays between
 // the raw ends; any other reader reads the parsed body, as before.
 type rawBody struct {
 	parsed  io.ReadCloser
