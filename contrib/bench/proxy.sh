@@ -3,8 +3,12 @@
 # MiB (default 200) from a server on the host's loopback, direct on the host
 # (the peer) and inside `kule exec T --allow-host 127.0.0.1:PORT -- curl ...`,
 # for plain HTTP and for HTTPS, in one loop of RUNS rounds (default 5), the
-# four downloads of a round in a rotating order so that the machine's load
+# downloads of a round in a rotating order so that the machine's load
 # falls on each side alike. Medians and ratios are printed.
+#
+# `kule exec --no-sandbox` is measured too: the proxy alone, curl told of it
+# by HTTP_PROXY, without the sandbox's bridge; the difference is the
+# bridge's.
 #
 # Two figures for the kule side: the whole command a person types (kule's
 # start, the sandbox, the proxy, the scan of the copy afterwards) and the
@@ -29,12 +33,20 @@
 # The servers are Python's http.server with the body sent in 1 MiB pieces
 # (sendfile(2) for plain HTTP), threaded, the same for both sides.
 #
-#   KULE=bin/kule bash contrib/bench/proxy.sh [MIB] [RUNS]
+# KULE_BEFORE=path/to/another/kule measures a second build in the same loop
+# (its downloads among the others of each round, on the same task), so that
+# a change is judged against its own before on a machine whose load moves.
+# Put kule-sandbox beside each kule (`make build` does).
+#
+#   KULE=bin/kule [KULE_BEFORE=old/kule] bash contrib/bench/proxy.sh [MIB] [RUNS]
 set -euo pipefail
 MIB=${1:-200}
 RUNS=${2:-5}
 KULE=${KULE:-kule}
-KULE=$(realpath "$(command -v "$KULE" || echo "$KULE")")
+abs() { realpath "$(command -v "$1" || echo "$1")"; }
+KULE=$(abs "$KULE")
+declare -A BIN=([kule]=$KULE)
+[ -n "${KULE_BEFORE:-}" ] && BIN[before]=$(abs "$KULE_BEFORE")
 for tool in curl python3 openssl; do
   command -v "$tool" >/dev/null || { echo "$tool is not installed" >&2; exit 1; }
 done
@@ -125,7 +137,9 @@ run() { # run SIDE SCHEME
     out=$(curl -sS --fail --cacert "$proj/cert.pem" -o /dev/null -w "$fmt" "${url[$scheme]}" 2>"$work/err") ||
       { echo "direct curl ${url[$scheme]} failed:" >&2; cat "$work/err" >&2; exit 1; }
   else
-    out=$("$KULE" exec "$T" --allow-host "127.0.0.1:${port[$scheme]}" -- \
+    local bin=${BIN[$side]:-$KULE} how=()
+    [ "$side" = nosandbox ] && how=(--no-sandbox)
+    out=$("$bin" exec "$T" "${how[@]}" --allow-host "127.0.0.1:${port[$scheme]}" -- \
       curl -sS --fail --cacert cert.pem -o /dev/null -w "$fmt" "${url[$scheme]}" 2>"$work/err") ||
       { echo "kule exec $T -- curl ${url[$scheme]} failed:" >&2; cat "$work/err" >&2; exit 1; }
     out=$(grep -E '^[0-9.]+ [0-9.]+ [0-9]+$' <<<"$out" | tail -n1)
@@ -138,7 +152,8 @@ run() { # run SIDE SCHEME
   XFER[$side,$scheme]+="$t "
   SPEED[$side,$scheme]+="$s "
 }
-legs=("direct http" "kule http" "direct https" "kule https")
+legs=("direct http" "kule http" "nosandbox http" "direct https" "kule https" "nosandbox https")
+[ -n "${BIN[before]:-}" ] && legs+=("before http" "before https")
 # One round unmeasured, so that neither side pays the page cache's first read.
 for leg in "${legs[@]}"; do
   # shellcheck disable=SC2086 # the leg is two words
@@ -154,18 +169,33 @@ for ((i = 0; i < RUNS; i++)); do
   done
 done
 median() { tr ' ' '\n' <<<"$1" | sed '/^$/d' | sort -g | awk '{a[NR]=$1} END {print (NR%2) ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}'; }
+# ratios A B: the per-round ratios A[i] / B[i] of two lists measured in the
+# same round (the load moves less within a round), one a line.
+ratios() { paste <(tr ' ' '\n' <<<"$1" | sed '/^$/d') <(tr ' ' '\n' <<<"$2" | sed '/^$/d') | awk '{print $1 / $2}' | tr '\n' ' '; }
 printf 'a %d MiB download, median of %d rounds on %s, %s cores (load before: %s)\n' "$MIB" "$RUNS" "$(uname -n)" "$(nproc)" "$load0"
+sides=(kule nosandbox)
+[ -n "${BIN[before]:-}" ] && sides+=(before)
 for scheme in http https; do
-  dw=$(median "${WALL[direct,$scheme]}") kw=$(median "${WALL[kule,$scheme]}")
-  dx=$(median "${XFER[direct,$scheme]}") kx=$(median "${XFER[kule,$scheme]}")
-  ds=$(median "${SPEED[direct,$scheme]}") ks=$(median "${SPEED[kule,$scheme]}")
-  awk -v s="$scheme" -v dw="$dw" -v kw="$kw" -v dx="$dx" -v kx="$kx" -v ds="$ds" -v ks="$ks" 'BEGIN {
+  dw=$(median "${WALL[direct,$scheme]}") dx=$(median "${XFER[direct,$scheme]}") ds=$(median "${SPEED[direct,$scheme]}")
+  awk -v s="$scheme" -v dw="$dw" -v dx="$dx" -v ds="$ds" 'BEGIN {
     printf "  %s\n", (s == "http" ? "plain HTTP (forwarded by the proxy)" : "HTTPS (the CONNECT tunnel)")
     printf "    direct curl:                  %8.3f s whole, %8.3f s transfer, %7.0f MB/s\n", dw / 1e6, dx, ds / 1e6
-    printf "    curl inside kule exec:        %8.3f s whole, %8.3f s transfer, %7.0f MB/s\n", kw / 1e6, kx, ks / 1e6
-    printf "    kule / direct: whole command %.2f× the time; transfer %.2f× the time, %.2f of the throughput\n", kw / dw, kx / dx, ks / ds
   }'
+  for side in "${sides[@]}"; do
+    kw=$(median "${WALL[$side,$scheme]}") kx=$(median "${XFER[$side,$scheme]}") ks=$(median "${SPEED[$side,$scheme]}")
+    rx=$(median "$(ratios "${XFER[$side,$scheme]}" "${XFER[direct,$scheme]}")")
+    label="curl inside kule exec"
+    [ "$side" = nosandbox ] && label="kule exec --no-sandbox"
+    awk -v label="$label" -v name="${BIN[$side]:-$KULE}" -v dw="$dw" -v kw="$kw" -v dx="$dx" -v kx="$kx" -v ds="$ds" -v ks="$ks" -v rx="$rx" 'BEGIN {
+      printf "    %-30s%8.3f s whole, %8.3f s transfer, %7.0f MB/s  (%s)\n", label ":", kw / 1e6, kx, ks / 1e6, name
+      printf "      kule / direct: whole command %.2f× the time; transfer %.2f× the time (round by round %.2f×), %.2f of the throughput\n", kw / dw, kx / dx, rx, ks / ds
+    }'
+  done
 done
 echo "goals: plain HTTP within 1.2× of direct's time, HTTPS at ≥ 0.95 of direct's throughput"
-echo "rounds (s, transfer): direct http ${XFER[direct,http]}| kule http ${XFER[kule,http]}| direct https ${XFER[direct,https]}| kule https ${XFER[kule,https]}"
+for leg in "${legs[@]}"; do
+  # shellcheck disable=SC2086
+  set -- $leg
+  echo "  transfer seconds, $1 $2: ${XFER[$1,$2]}"
+done
 echo "load: $(uptime)"
