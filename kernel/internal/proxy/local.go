@@ -72,7 +72,7 @@ func (p *Proxy) plainTunnel(c net.Conn, br *bufio.Reader, up net.Conn, host stri
 			}
 			return
 		}
-		keep, err := p.exchange(cbw, ubr, ubw, func() { up.Close() }, req, target, h, p.blankValues(secrets))
+		keep, err := p.exchange(cbw, ubr, ubw, func() { up.Close() }, req, target, h, p.blankValues(secrets), nil)
 		if err != nil {
 			e.Error = err.Error()
 		}

@@ -129,10 +129,13 @@ type Config struct {
 	// Test hooks, never set otherwise: off takes checks away to show what
 	// each stops; resolver resolves names for the default dialer (nil: the
 	// system's); dialing is called with each address the default dialer is
-	// about to connect to, after the checks, and its error stops the dial.
+	// about to connect to, after the checks, and its error stops the dial;
+	// relayed is called with the bytes of each answer body relayed socket
+	// to socket (see rawBodyFor).
 	off      guard
 	resolver *net.Resolver
 	dialing  func(address string) error
+	relayed  func(n int64)
 }
 
 // Proxy is one task's running proxy.
@@ -827,7 +830,7 @@ func (p *Proxy) intercept(c net.Conn, br *bufio.Reader, bw *bufio.Writer, up net
 			}
 			break
 		}
-		keep, err := p.exchange(cbw, ubr, ubw, func() { upTLS.Close() }, req, target, h, p.blankValues(secrets))
+		keep, err := p.exchange(cbw, ubr, ubw, func() { upTLS.Close() }, req, target, h, p.blankValues(secrets), nil)
 		if err != nil {
 			e.Error = err.Error()
 		}
@@ -892,7 +895,10 @@ func sameHost(hp, scheme, host string, port int) bool {
 
 // exchange relays one request and its response. It returns whether the client
 // connection may carry another request.
-func (p *Proxy) exchange(cbw *bufio.Writer, ubr *bufio.Reader, ubw *bufio.Writer, abort func(), req *framing.Request, target string, h framing.Header, blankVals [][]byte) (bool, error) {
+// ends, when not nil, are the raw connections beneath cbw and ubr, through
+// which an answer with nothing to blank may pass socket to socket (see
+// rawBodyFor).
+func (p *Proxy) exchange(cbw *bufio.Writer, ubr *bufio.Reader, ubw *bufio.Writer, abort func(), req *framing.Request, target string, h framing.Header, blankVals [][]byte, ends *rawEnds) (bool, error) {
 	if exp, ok := req.Header.Get("Expect"); ok && strings.EqualFold(exp, "100-continue") {
 		io.WriteString(cbw, "HTTP/1.1 100 Continue\r\n\r\n")
 		cbw.Flush()
@@ -949,7 +955,9 @@ func (p *Proxy) exchange(cbw *bufio.Writer, ubr *bufio.Reader, ubw *bufio.Writer
 		writeError(cbw, http.StatusBadRequest, "the request body could not be relayed: "+err.Error())
 		return false, fmt.Errorf("request body: %w", err)
 	}
-	defer resp.Body.Close()
+	// Whichever body resp holds when exchange returns is closed: a relayed
+	// one must not close the parsed body beneath it.
+	defer func() { resp.Body.Close() }()
 	for _, k := range []string{"Connection", "Keep-Alive", "Proxy-Connection", "Proxy-Authenticate", "Upgrade"} {
 		resp.Header.Del(k)
 	}
@@ -963,30 +971,51 @@ func (p *Proxy) exchange(cbw *bufio.Writer, ubr *bufio.Reader, ubw *bufio.Writer
 			return false, errors.New("answer withheld: " + reason)
 		}
 	}
+	rawBodyFor(ends, ubr, req.Method, resp, blankVals)
 	closeAfter := req.Close() || resp.Close
 	resp.Close = closeAfter
 	resp.Proto, resp.ProtoMajor, resp.ProtoMinor = "HTTP/1.1", 1, 1
-	// Each piece of the body goes on as it comes: a streamed answer (an
-	// agent's model speaking SSE) must not wait for the buffer to fill.
-	if err := resp.Write(flushingWriter{cbw}); err != nil {
-		return false, fmt.Errorf("response to the client: %w", err)
-	}
-	if err := cbw.Flush(); err != nil {
+	if err := writeAnswer(cbw, resp); err != nil {
 		return false, fmt.Errorf("response to the client: %w", err)
 	}
 	return !resp.Close, nil
 }
 
-// flushingWriter flushes after every write.
-type flushingWriter struct{ w *bufio.Writer }
-
-func (f flushingWriter) Write(p []byte) (int, error) {
-	n, err := f.w.Write(p)
-	if err == nil {
-		err = f.w.Flush()
+// writeAnswer writes resp to the client through cbw and flushes it. The
+// head goes in one write (flushed piece by piece, each of its header lines
+// was four system calls and, on a connection without Nagle, four packets,
+// or four TLS records on an intercepted host); each piece of the body goes
+// on as it comes, since cbw is flushed before every read of the body, a
+// read that may wait on the server: a streamed answer (an agent's model
+// speaking SSE) never waits in the buffer.
+func writeAnswer(cbw *bufio.Writer, resp *http.Response) error {
+	if _, raw := resp.Body.(*rawBody); !raw && resp.Body != nil && resp.Body != http.NoBody {
+		resp.Body = flushBeforeRead{ReadCloser: resp.Body, w: cbw}
 	}
-	return n, err
+	if err := resp.Write(pieceWriter{cbw}); err != nil {
+		return err
+	}
+	return cbw.Flush()
 }
+
+// flushBeforeRead flushes w before each read of the body beneath it.
+type flushBeforeRead struct {
+	io.ReadCloser
+	w *bufio.Writer
+}
+
+func (f flushBeforeRead) Read(p []byte) (int, error) {
+	if err := f.w.Flush(); err != nil {
+		return 0, err
+	}
+	return f.ReadCloser.Read(p)
+}
+
+// pieceWriter writes an answer into the client's buffer; its ReadFrom
+// relays a body in large pieces (see ReadFrom).
+type pieceWriter struct{ w *bufio.Writer }
+
+func (f pieceWriter) Write(p []byte) (int, error) { return f.w.Write(p) }
 
 // copyBufSize is the piece a relayed body is read in. The 32 KiB io.Copy
 // would use cost a read and a write system call per 32 KiB, most of a
@@ -999,7 +1028,14 @@ var copyBufs = sync.Pool{New: func() any { b := make([]byte, copyBufSize); retur
 // ReadFrom relays r in pieces of up to copyBufSize, each written and
 // flushed as soon as it is read (io.Copy and the response writer use it in
 // place of their own 32 KiB buffer).
-func (f flushingWriter) ReadFrom(r io.Reader) (int64, error) {
+func (f pieceWriter) ReadFrom(r io.Reader) (int64, error) {
+	if lr, ok := r.(*io.LimitedReader); ok {
+		if b, ok := lr.R.(*rawBody); ok && !b.relayed {
+			n, err := b.relay(f.w, lr.N)
+			lr.N -= n
+			return n, err
+		}
+	}
 	bp := copyBufs.Get().(*[]byte)
 	defer copyBufs.Put(bp)
 	buf := *bp
@@ -1007,7 +1043,10 @@ func (f flushingWriter) ReadFrom(r io.Reader) (int64, error) {
 	for {
 		n, rerr := r.Read(buf)
 		if n > 0 {
-			if _, err := f.Write(buf[:n]); err != nil {
+			if _, err := f.w.Write(buf[:n]); err != nil {
+				return total, err
+			}
+			if err := f.w.Flush(); err != nil {
 				return total, err
 			}
 			total += int64(n)
@@ -1131,7 +1170,7 @@ func (p *Proxy) forward(c net.Conn, bw *bufio.Writer, req *framing.Request, fw *
 	}
 	h = h.Del("Host")
 	h = append(framing.Header{{Name: "Host", Value: u.Host}}, h...)
-	keep, err := p.exchange(bw, fw.ubr, fw.ubw, func() { fw.up.Close() }, req, target, h, p.blankValues(secrets))
+	keep, err := p.exchange(bw, fw.ubr, fw.ubw, func() { fw.up.Close() }, req, target, h, p.blankValues(secrets), newRawEnds(c, fw.raw, &fw.downN, p.cfg.relayed))
 	if err != nil {
 		fw.e.Error = err.Error()
 	}

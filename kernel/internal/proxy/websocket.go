@@ -224,10 +224,7 @@ func (p *Proxy) webSocket(cbr *bufio.Reader, cbw *bufio.Writer, ubr *bufio.Reade
 			}
 		}
 		resp.Close = true
-		if err := resp.Write(flushingWriter{cbw}); err != nil {
-			return err
-		}
-		return cbw.Flush()
+		return writeAnswer(cbw, resp)
 	}
 	if ext := resp.Header.Get("Sec-WebSocket-Extensions"); ext != "" && p.on(guardWSExtensions) {
 		writeError(cbw, http.StatusBadGateway, "the server agreed to a WebSocket extension ("+ext+") no one asked for; its frames could not be read")
