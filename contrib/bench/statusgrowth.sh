@@ -11,7 +11,9 @@
 # build.) BACKENDS lists the workspace backends to make a row for (each
 # a task made with KULE_BACKEND set to it; "auto" lets Kule pick); the
 # 10 changes are made by one `kule exec`, so on the overlay backend they
-# pass through its overlay and fold.
+# pass through its overlay and fold. BEFORE=path/to/an/older/kule adds its
+# `kule status` of the same task, its rounds taken in turn with KULE's, and
+# the ratio of the two (after ÷ before).
 set -euo pipefail
 KULE=${KULE:-kule}
 RUNS=${RUNS:-5}
@@ -33,7 +35,12 @@ PY
 }
 median() { sort -n | awk '{a[NR]=$1} END {print (NR%2) ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}'; }
 
-printf '%-9s %-9s %10s %10s %10s %10s %8s %8s\n' backend files "git s" "git MiB" "kule s" "kule MiB" "time ×" "mem ×"
+BEFORE=${BEFORE:-}
+if [ -n "$BEFORE" ]; then
+  printf '%-9s %-9s %10s %10s %10s %10s %10s %10s %8s %8s %8s %8s\n' backend files "git s" "git MiB" "before s" "before MiB" "kule s" "kule MiB" "time ×" "mem ×" "t/before" "m/before"
+else
+  printf '%-9s %-9s %10s %10s %10s %10s %8s %8s\n' backend files "git s" "git MiB" "kule s" "kule MiB" "time ×" "mem ×"
+fi
 for n in "${sizes[@]}"; do
   rm -rf "$work/tree" "$work/home"
   export KULE_HOME="$work/home"
@@ -74,15 +81,27 @@ PY
     done
     "$KULE" exec "$id" -- sh -c "$changes" >/dev/null 2>&1
     "$KULE" status "$id" >/dev/null # warm
-    kt=(); km=()
+    [ -z "$BEFORE" ] || "$BEFORE" status "$id" >/dev/null
+    kt=(); km=(); bt=(); bm=()
     for _ in $(seq "$RUNS"); do
       read -r t m < <(measure "$KULE" status "$id"); kt+=("$t"); km+=("$m")
+      if [ -n "$BEFORE" ]; then
+        read -r t m < <(measure "$BEFORE" status "$id"); bt+=("$t"); bm+=("$m")
+      fi
     done
     backend=$("$KULE" list --json | sed -n 's/.*"backend": "\([a-z]*\)".*/\1/p' | head -n1)
     k=$(printf '%s\n' "${kt[@]}" | median)
     kmem=$(printf '%s\n' "${km[@]}" | sort -n | tail -n1)
-    printf '%-9s %-9s %10.3f %10.1f %10.3f %10.1f %8.2f %8.2f\n' "${backend:-?}" "$n" "$g" "$(echo "$gmem / 1024" | bc -l)" "$k" "$(echo "$kmem / 1024" | bc -l)" \
-      "$(echo "$k / $g" | bc -l)" "$(echo "$kmem / $gmem" | bc -l)"
+    if [ -n "$BEFORE" ]; then
+      p=$(printf '%s\n' "${bt[@]}" | median)
+      pmem=$(printf '%s\n' "${bm[@]}" | sort -n | tail -n1)
+      printf '%-9s %-9s %10.3f %10.1f %10.3f %10.1f %10.3f %10.1f %8.2f %8.2f %8.2f %8.2f\n' "${backend:-?}" "$n" "$g" "$(echo "$gmem / 1024" | bc -l)" \
+        "$p" "$(echo "$pmem / 1024" | bc -l)" "$k" "$(echo "$kmem / 1024" | bc -l)" \
+        "$(echo "$k / $g" | bc -l)" "$(echo "$kmem / $gmem" | bc -l)" "$(echo "$k / $p" | bc -l)" "$(echo "$kmem / $pmem" | bc -l)"
+    else
+      printf '%-9s %-9s %10.3f %10.1f %10.3f %10.1f %8.2f %8.2f\n' "${backend:-?}" "$n" "$g" "$(echo "$gmem / 1024" | bc -l)" "$k" "$(echo "$kmem / 1024" | bc -l)" \
+        "$(echo "$k / $g" | bc -l)" "$(echo "$kmem / $gmem" | bc -l)"
+    fi
   done
 done
 echo "runs: $RUNS; load: $(uptime)"
