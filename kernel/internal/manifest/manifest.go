@@ -175,7 +175,14 @@ func (m *Manifest) Replace(tops []string, add []Entry) {
 	m.Entries = out
 }
 
-const magic = "KULEMAN1"
+// The format's versions. Version 2 keeps the four timestamps of an entry
+// in 8 fixed bytes each (a nanosecond time is 9 bytes as a varint, and its
+// decoding was a third of a load); version 1 files, which tasks made
+// before it still hold, are read as they were.
+const (
+	magicV1 = "KULEMAN1"
+	magic   = "KULEMAN2"
+)
 
 // Encode writes m in its binary form.
 func (m *Manifest) Encode(w io.Writer) error {
@@ -185,6 +192,7 @@ func (m *Manifest) Encode(w io.Writer) error {
 	uv := func(v uint64) { bw.Write(buf[:binary.PutUvarint(buf[:], v)]) }
 	sv := func(v int64) { bw.Write(buf[:binary.PutVarint(buf[:], v)]) }
 	str := func(s string) { uv(uint64(len(s))); bw.WriteString(s) }
+	ts := func(v int64) { bw.Write(binary.LittleEndian.AppendUint64(buf[:0], uint64(v))) }
 	bw.WriteString(magic)
 	str(m.Backend)
 	uv(uint64(len(m.Entries)))
@@ -194,8 +202,8 @@ func (m *Manifest) Encode(w io.Writer) error {
 		bw.WriteByte(byte(e.Type))
 		uv(uint64(e.Mode))
 		sv(e.Size)
-		sv(e.MTime)
-		sv(e.CTime)
+		ts(e.MTime)
+		ts(e.CTime)
 		uv(e.Ino)
 		uv(e.Dev)
 		uv(uint64(e.UID))
@@ -208,8 +216,8 @@ func (m *Manifest) Encode(w io.Writer) error {
 		}
 		str(e.Target)
 		sv(e.Folder.Size)
-		sv(e.Folder.MTime)
-		sv(e.Folder.CTime)
+		ts(e.Folder.MTime)
+		ts(e.Folder.CTime)
 		uv(e.Folder.Ino)
 		uv(uint64(e.Folder.Mode))
 		sv(e.Off)
@@ -279,24 +287,32 @@ func decodeFrom(r io.Reader, size int64) (*Manifest, error) {
 }
 
 func (d *decoder) manifest() (*Manifest, error) {
-	if string(d.take(len(magic))) != magic {
+	d.fill(entryMax)
+	switch string(d.take(len(magic))) {
+	case magic:
+	case magicV1:
+		d.v1 = true
+	default:
 		return nil, fmt.Errorf("%w: not a manifest", ErrDamaged)
 	}
 	m := &Manifest{Backend: d.str()}
+	d.fill(entryMax)
 	n := d.uv()
 	if n > uint64(d.left)+uint64(len(d.b)) { // every entry takes at least one byte
 		return nil, fmt.Errorf("%w: %d entries cannot fit", ErrDamaged, n)
 	}
 	m.Entries = make([]Entry, 0, n)
 	bigalloc.Advise(m.Entries)
-	for range n {
-		var e Entry
+	for i := range int(n) {
+		m.Entries = m.Entries[:i+1]
+		e := &m.Entries[i] // decoded in place: an Entry is 176 bytes
 		e.Path = d.str()
+		d.fill(entryMax)
 		e.Type = effects.EntryType(d.byte())
 		e.Mode = uint32(d.uv())
 		e.Size = d.sv()
-		e.MTime = d.sv()
-		e.CTime = d.sv()
+		e.MTime = d.ts()
+		e.CTime = d.ts()
 		e.Ino = d.uv()
 		e.Dev = d.uv()
 		e.UID = uint32(d.uv())
@@ -305,9 +321,10 @@ func (d *decoder) manifest() (*Manifest, error) {
 			copy(e.Hash[:], d.take(32))
 		}
 		e.Target = d.str()
+		d.fill(entryMax)
 		e.Folder.Size = d.sv()
-		e.Folder.MTime = d.sv()
-		e.Folder.CTime = d.sv()
+		e.Folder.MTime = d.ts()
+		e.Folder.CTime = d.ts()
 		e.Folder.Ino = d.uv()
 		e.Folder.Mode = uint32(d.uv())
 		e.Off = d.sv()
@@ -318,7 +335,7 @@ func (d *decoder) manifest() (*Manifest, error) {
 		if e.Type > effects.TypeLink {
 			return nil, fmt.Errorf("%w: entry %q has unknown type %d", ErrDamaged, e.Path, e.Type)
 		}
-		m.Entries = append(m.Entries, e)
+		d.fill(entryMax) // the next entry's path length
 	}
 	if d.fill(1); len(d.b) != 0 {
 		return nil, fmt.Errorf("%w: %d bytes after the last entry", ErrDamaged, int64(len(d.b))+d.left)
@@ -341,10 +358,13 @@ type decoder struct {
 	b     []byte
 	err   error
 	arena []byte // the strings decoded so far are cut from here
+	v1    bool   // timestamps are varints (format version 1)
 }
 
-// entryMax is more than any entry takes but for its strings (which str
-// reads past the window): 17 numbers and a hash.
+// entryMax is more than the numbers between two strings of an entry take
+// (17 numbers and a hash in all): the window is filled to it after each
+// string (which str reads past the window), and the numbers are then read
+// from the window alone.
 const entryMax = 17*binary.MaxVarintLen64 + 40
 
 // fill makes the window hold at least n bytes where the body has them.
@@ -376,7 +396,6 @@ func (d *decoder) fail(what string) {
 }
 
 func (d *decoder) uv() uint64 {
-	d.fill(entryMax)
 	if len(d.b) > 0 && d.b[0] < 0x80 { // most numbers take one byte
 		v := d.b[0]
 		d.b = d.b[1:]
@@ -396,8 +415,21 @@ func (d *decoder) sv() int64 {
 	return int64(u>>1) ^ -int64(u&1) // binary.PutVarint's zig-zag
 }
 
+// ts reads a timestamp: 8 bytes, or a varint in version 1.
+func (d *decoder) ts() int64 {
+	if d.v1 {
+		return d.sv()
+	}
+	if len(d.b) < 8 {
+		d.fail("time")
+		return 0
+	}
+	v := binary.LittleEndian.Uint64(d.b)
+	d.b = d.b[8:]
+	return int64(v)
+}
+
 func (d *decoder) byte() byte {
-	d.fill(entryMax)
 	if len(d.b) < 1 {
 		d.fail("byte")
 		return 0
@@ -407,9 +439,8 @@ func (d *decoder) byte() byte {
 	return c
 }
 
-// take returns the next n bytes (n ≤ entryMax), valid until the next read.
+// take returns the next n bytes of the window, valid until the next fill.
 func (d *decoder) take(n int) []byte {
-	d.fill(entryMax)
 	if len(d.b) < n {
 		d.fail("field")
 		return nil
