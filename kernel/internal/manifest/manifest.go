@@ -12,8 +12,10 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash"
 	"hash/crc32"
 	"io"
+	"os"
 	"sort"
 	"unsafe"
 
@@ -173,7 +175,14 @@ func (m *Manifest) Replace(tops []string, add []Entry) {
 	m.Entries = out
 }
 
-const magic = "KULEMAN1"
+// The format's versions. Version 2 keeps the four timestamps of an entry
+// in 8 fixed bytes each (a nanosecond time is 9 bytes as a varint, and its
+// decoding was a third of a load); version 1 files, which tasks made
+// before it still hold, are read as they were.
+const (
+	magicV1 = "KULEMAN1"
+	magic   = "KULEMAN2"
+)
 
 // Encode writes m in its binary form.
 func (m *Manifest) Encode(w io.Writer) error {
@@ -183,6 +192,7 @@ func (m *Manifest) Encode(w io.Writer) error {
 	uv := func(v uint64) { bw.Write(buf[:binary.PutUvarint(buf[:], v)]) }
 	sv := func(v int64) { bw.Write(buf[:binary.PutVarint(buf[:], v)]) }
 	str := func(s string) { uv(uint64(len(s))); bw.WriteString(s) }
+	ts := func(v int64) { bw.Write(binary.LittleEndian.AppendUint64(buf[:0], uint64(v))) }
 	bw.WriteString(magic)
 	str(m.Backend)
 	uv(uint64(len(m.Entries)))
@@ -192,8 +202,8 @@ func (m *Manifest) Encode(w io.Writer) error {
 		bw.WriteByte(byte(e.Type))
 		uv(uint64(e.Mode))
 		sv(e.Size)
-		sv(e.MTime)
-		sv(e.CTime)
+		ts(e.MTime)
+		ts(e.CTime)
 		uv(e.Ino)
 		uv(e.Dev)
 		uv(uint64(e.UID))
@@ -206,8 +216,8 @@ func (m *Manifest) Encode(w io.Writer) error {
 		}
 		str(e.Target)
 		sv(e.Folder.Size)
-		sv(e.Folder.MTime)
-		sv(e.Folder.CTime)
+		ts(e.Folder.MTime)
+		ts(e.Folder.CTime)
 		uv(e.Folder.Ino)
 		uv(uint64(e.Folder.Mode))
 		sv(e.Off)
@@ -224,46 +234,85 @@ func (m *Manifest) Encode(w io.Writer) error {
 
 // Decode reads what Encode wrote. Damage anywhere is ErrDamaged.
 func Decode(data []byte) (*Manifest, error) {
-	return decode(data, false)
+	return decodeFrom(bytes.NewReader(data), int64(len(data)))
 }
 
-// decode is Decode; owned says data is the caller's to give away (never
-// written again), so the paths may point into it instead of a copy.
-func decode(data []byte, owned bool) (*Manifest, error) {
-	if len(data) < len(magic)+4 {
+// Load reads the manifest file at path.
+func Load(path string) (*Manifest, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("manifest: %w", err)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, fmt.Errorf("manifest: %w", err)
+	}
+	m, err := decodeFrom(f, fi.Size())
+	if err != nil {
+		return nil, fmt.Errorf("manifest %s: %w", path, err)
+	}
+	return m, nil
+}
+
+// window is how much of the file is held at once while it is decoded: the
+// entries are decoded as the file is read, and the paths copied out, so
+// the file itself (110 bytes an entry) is never held whole.
+const window = 64 << 10
+
+// decodeFrom decodes the size bytes of r: the body, then its checksum.
+// The checksum is known only once the body has passed, so a body that
+// fails to decode is read to its end all the same: a checksum that does
+// not match is the error then, as it would be were it checked first.
+func decodeFrom(r io.Reader, size int64) (*Manifest, error) {
+	if size < int64(len(magic))+4 {
 		return nil, fmt.Errorf("%w: too short", ErrDamaged)
 	}
-	body, sum := data[:len(data)-4], data[len(data)-4:]
-	if crc32.ChecksumIEEE(body) != binary.LittleEndian.Uint32(sum) {
+	d := &decoder{src: io.LimitReader(r, size-4), left: size - 4, crc: crc32.NewIEEE(), buf: make([]byte, 0, min(window, size))}
+	m, derr := d.manifest()
+	if _, err := io.Copy(d.crc, d.src); err != nil && derr == nil {
+		derr = err
+	}
+	var sum [4]byte
+	if _, err := io.ReadFull(r, sum[:]); err != nil {
+		return nil, fmt.Errorf("%w: too short", ErrDamaged)
+	}
+	if d.crc.Sum32() != binary.LittleEndian.Uint32(sum[:]) {
 		return nil, fmt.Errorf("%w: checksum does not match", ErrDamaged)
 	}
-	if !bytes.HasPrefix(body, []byte(magic)) {
+	if derr != nil {
+		return nil, derr
+	}
+	return m, nil
+}
+
+func (d *decoder) manifest() (*Manifest, error) {
+	d.fill(entryMax)
+	switch string(d.take(len(magic))) {
+	case magic:
+	case magicV1:
+		d.v1 = true
+	default:
 		return nil, fmt.Errorf("%w: not a manifest", ErrDamaged)
 	}
-	// One copy of the whole body as a string: every path and target is a
-	// substring of it, not an allocation of its own.
-	rest := body[len(magic):]
-	d := decoder{b: rest}
-	if owned && len(rest) > 0 {
-		d.s = unsafe.String(&rest[0], len(rest))
-	} else {
-		d.s = string(rest)
-	}
 	m := &Manifest{Backend: d.str()}
+	d.fill(entryMax)
 	n := d.uv()
-	if n > uint64(len(d.b)) { // every entry takes at least one byte
+	if n > uint64(d.left)+uint64(len(d.b)) { // every entry takes at least one byte
 		return nil, fmt.Errorf("%w: %d entries cannot fit", ErrDamaged, n)
 	}
 	m.Entries = make([]Entry, 0, n)
 	bigalloc.Advise(m.Entries)
-	for range n {
-		var e Entry
+	for i := range int(n) {
+		m.Entries = m.Entries[:i+1]
+		e := &m.Entries[i] // decoded in place: an Entry is 176 bytes
 		e.Path = d.str()
+		d.fill(entryMax)
 		e.Type = effects.EntryType(d.byte())
 		e.Mode = uint32(d.uv())
 		e.Size = d.sv()
-		e.MTime = d.sv()
-		e.CTime = d.sv()
+		e.MTime = d.ts()
+		e.CTime = d.ts()
 		e.Ino = d.uv()
 		e.Dev = d.uv()
 		e.UID = uint32(d.uv())
@@ -272,9 +321,10 @@ func decode(data []byte, owned bool) (*Manifest, error) {
 			copy(e.Hash[:], d.take(32))
 		}
 		e.Target = d.str()
+		d.fill(entryMax)
 		e.Folder.Size = d.sv()
-		e.Folder.MTime = d.sv()
-		e.Folder.CTime = d.sv()
+		e.Folder.MTime = d.ts()
+		e.Folder.CTime = d.ts()
 		e.Folder.Ino = d.uv()
 		e.Folder.Mode = uint32(d.uv())
 		e.Off = d.sv()
@@ -285,10 +335,10 @@ func decode(data []byte, owned bool) (*Manifest, error) {
 		if e.Type > effects.TypeLink {
 			return nil, fmt.Errorf("%w: entry %q has unknown type %d", ErrDamaged, e.Path, e.Type)
 		}
-		m.Entries = append(m.Entries, e)
+		d.fill(entryMax) // the next entry's path length
 	}
-	if len(d.b) != 0 {
-		return nil, fmt.Errorf("%w: %d bytes after the last entry", ErrDamaged, len(d.b))
+	if d.fill(1); len(d.b) != 0 {
+		return nil, fmt.Errorf("%w: %d bytes after the last entry", ErrDamaged, int64(len(d.b))+d.left)
 	}
 	for i := 1; i < len(m.Entries); i++ {
 		if m.Entries[i-1].Path >= m.Entries[i].Path {
@@ -298,20 +348,59 @@ func decode(data []byte, owned bool) (*Manifest, error) {
 	return m, nil
 }
 
+// decoder reads the body through a window of buf; b is the unread part of
+// the window and left what the source has not given yet.
 type decoder struct {
-	b   []byte
-	s   string // the same bytes as b was at the start
-	err error
+	src   io.Reader
+	left  int64
+	crc   hash.Hash32
+	buf   []byte
+	b     []byte
+	err   error
+	arena []byte // the strings decoded so far are cut from here
+	v1    bool   // timestamps are varints (format version 1)
+}
+
+// entryMax is more than the numbers between two strings of an entry take
+// (17 numbers and a hash in all): the window is filled to it after each
+// string (which str reads past the window), and the numbers are then read
+// from the window alone.
+const entryMax = 17*binary.MaxVarintLen64 + 40
+
+// fill makes the window hold at least n bytes where the body has them.
+func (d *decoder) fill(n int) {
+	if len(d.b) >= n || d.left == 0 || d.err != nil {
+		return
+	}
+	k := copy(d.buf[:cap(d.buf)], d.b)
+	for k < n && d.left > 0 {
+		got, err := d.src.Read(d.buf[k:cap(d.buf)])
+		d.crc.Write(d.buf[k : k+got])
+		k += got
+		d.left -= int64(got)
+		if err != nil {
+			if err != io.EOF {
+				d.err = err
+			}
+			d.left = 0
+		}
+	}
+	d.b = d.buf[:k]
 }
 
 func (d *decoder) fail(what string) {
 	if d.err == nil {
 		d.err = fmt.Errorf("truncated %s", what)
 	}
-	d.b = nil
+	d.b, d.left = nil, 0
 }
 
 func (d *decoder) uv() uint64 {
+	if len(d.b) > 0 && d.b[0] < 0x80 { // most numbers take one byte
+		v := d.b[0]
+		d.b = d.b[1:]
+		return uint64(v)
+	}
 	v, n := binary.Uvarint(d.b)
 	if n <= 0 {
 		d.fail("number")
@@ -322,13 +411,22 @@ func (d *decoder) uv() uint64 {
 }
 
 func (d *decoder) sv() int64 {
-	v, n := binary.Varint(d.b)
-	if n <= 0 {
-		d.fail("number")
+	u := d.uv()
+	return int64(u>>1) ^ -int64(u&1) // binary.PutVarint's zig-zag
+}
+
+// ts reads a timestamp: 8 bytes, or a varint in version 1.
+func (d *decoder) ts() int64 {
+	if d.v1 {
+		return d.sv()
+	}
+	if len(d.b) < 8 {
+		d.fail("time")
 		return 0
 	}
-	d.b = d.b[n:]
-	return v
+	v := binary.LittleEndian.Uint64(d.b)
+	d.b = d.b[8:]
+	return int64(v)
 }
 
 func (d *decoder) byte() byte {
@@ -341,8 +439,9 @@ func (d *decoder) byte() byte {
 	return c
 }
 
-func (d *decoder) take(n uint64) []byte {
-	if uint64(len(d.b)) < n {
+// take returns the next n bytes of the window, valid until the next fill.
+func (d *decoder) take(n int) []byte {
+	if len(d.b) < n {
 		d.fail("field")
 		return nil
 	}
@@ -351,26 +450,35 @@ func (d *decoder) take(n uint64) []byte {
 	return v
 }
 
+// str reads a string into the arena: 100,000 paths are a few blocks, not
+// an allocation each, and nothing else of the file is kept.
 func (d *decoder) str() string {
 	n := d.uv()
-	off := len(d.s) - len(d.b)
-	if d.take(n) == nil {
+	if n == 0 || d.err != nil {
 		return ""
 	}
-	return d.s[off : off+int(n)]
-}
-
-// Load reads the manifest file at path.
-func Load(path string) (*Manifest, error) {
-	b, err := bigalloc.ReadFile(path)
-	if err != nil {
-		return nil, fmt.Errorf("manifest: %w", err)
+	if n > uint64(len(d.b))+uint64(d.left) {
+		d.fail("field")
+		return ""
 	}
-	m, err := decode(b, true) // b is read here and never written again
-	if err != nil {
-		return nil, fmt.Errorf("manifest %s: %w", path, err)
+	if int(n) > cap(d.arena)-len(d.arena) {
+		d.arena = make([]byte, 0, max(int(n), min(window, int(d.left)+len(d.b))))
 	}
-	return m, nil
+	at := len(d.arena)
+	k := copy(d.arena[at:at+int(n)], d.b)
+	d.b = d.b[k:]
+	if k < int(n) { // longer than the window: read the rest straight in
+		rest := d.arena[at+k : at+int(n)]
+		got, err := io.ReadFull(d.src, rest)
+		d.crc.Write(rest[:got])
+		d.left -= int64(got)
+		if err != nil {
+			d.fail("field")
+			return ""
+		}
+	}
+	d.arena = d.arena[:at+int(n)]
+	return unsafe.String(&d.arena[at], int(n)) // never written again
 }
 
 // Save writes the manifest atomically: temp file, fsync, rename, directory

@@ -3,6 +3,7 @@ package manifest
 import (
 	"bytes"
 	"errors"
+	"os"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -75,11 +76,51 @@ func TestSetGetRemoveBelow(t *testing.T) {
 	}
 }
 
+// Tasks made before the format's version 2 hold version 1 manifests
+// (testdata/sample-v1.manifest is sample() as version 1 wrote it): they
+// read as they did, and are written again as version 2.
+func TestDecodesVersion1(t *testing.T) {
+	t.Parallel()
+	old, err := os.ReadFile("testdata/sample-v1.manifest")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.HasPrefix(old, []byte(magicV1)) {
+		t.Fatalf("the version 1 sample starts %q", old[:8])
+	}
+	m, err := Decode(old)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := cmp.Diff(sample(), m); d != "" {
+		t.Fatalf("version 1 read differently (-want +got):\n%s", d)
+	}
+	var buf bytes.Buffer
+	if err := m.Encode(&buf); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.HasPrefix(buf.Bytes(), []byte(magic)) || magic == magicV1 {
+		t.Fatalf("written again as %q", buf.Bytes()[:8])
+	}
+	if bytes.Equal(buf.Bytes(), old) {
+		t.Fatal("version 2 wrote the same bytes as version 1")
+	}
+	damaged := bytes.Clone(old)
+	damaged[len(damaged)/2] ^= 0x40
+	if _, err := Decode(damaged); !errors.Is(err, ErrDamaged) {
+		t.Fatalf("a damaged version 1 manifest: %v, want ErrDamaged", err)
+	}
+}
+
 func FuzzDecode(f *testing.F) {
 	var buf bytes.Buffer
 	_ = sample().Encode(&buf)
 	f.Add(buf.Bytes())
 	f.Add([]byte(magic))
+	f.Add([]byte(magicV1))
+	if old, err := os.ReadFile("testdata/sample-v1.manifest"); err == nil {
+		f.Add(old)
+	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		m, err := Decode(data)
 		if err != nil {

@@ -50,27 +50,51 @@ func Scan(ctx context.Context, copyDir string, m *manifest.Manifest, base clone.
 	return Start(ctx, copyDir).Compare(m, base, opt)
 }
 
-// Walking is a walk of a copy under way, to be compared with the base's
-// manifest once that is loaded: the walk (system calls) and the manifest's
-// decoding (memory) then overlap instead of following each other.
+// Walking is a walk of a copy under way, compared with the base's manifest
+// a directory at a time as the walk lists it: the walk (system calls) and
+// the manifest's decoding overlap, and the tree's entries are never all held
+// at once — only the few that changed outlive their directory's listing.
 type Walking struct {
 	ctx     context.Context
 	copyDir string
 	done    chan struct{}
-	w       *walk.Result
-	gitDirs []string
 	err     error
+
+	// ready is closed once cmp is set (Compare): until then each listing
+	// is kept in stash, to be compared once the walk is over.
+	ready chan struct{}
+	cmp   *comparer
+
+	mu      sync.Mutex // guards what follows while the walk runs
+	gitDirs []string
+	stash   []listing
+	found   found
+	probs   []walk.Problem
+}
+
+// listing is one directory's entries, kept until the manifest is at hand.
+type listing struct {
+	dir   string
+	items []walk.Item
+}
+
+// found is what the comparison of listings leaves for Compare: the entries
+// whose metadata moved or that the base lacks, with their manifest index
+// (-1 for an added entry).
+type found struct {
+	items []walk.Item
+	at    []int32
 }
 
 // Start begins walking copyDir in the background. Once ctx is done the
 // walk passes over everything left, and Compare returns ctx's error.
 func Start(ctx context.Context, copyDir string) *Walking {
-	wk := &Walking{ctx: ctx, copyDir: copyDir, done: make(chan struct{})}
+	wk := &Walking{ctx: ctx, copyDir: copyDir, done: make(chan struct{}), ready: make(chan struct{})}
 	stop := ctx.Done() // nil for a context that never ends
 	go func() {
 		defer close(wk.done)
-		var mu sync.Mutex
-		wk.w, wk.err = walk.Walk(copyDir, walk.Options{Skip: func(rel string, _ effects.EntryType) bool {
+		var res *walk.Result
+		res, wk.err = walk.Walk(copyDir, walk.Options{Skip: func(rel string, _ effects.EntryType) bool {
 			select {
 			case <-stop:
 				return true // ended: descend no further
@@ -83,21 +107,51 @@ func Start(ctx context.Context, copyDir string) *Walking {
 			if dir == "" {
 				dir = "."
 			}
-			mu.Lock()
-			wk.gitDirs = append(wk.gitDirs, dir)
-			mu.Unlock()
+			wk.mu.Lock()
+			wk.gitDirs = append(wk.gitDirs, strings.Clone(dir)) // rel is the walk's own
+			wk.mu.Unlock()
 			return true
-		}})
+		}, Visit: wk.visit})
+		if res != nil {
+			wk.probs = res.Problems
+		}
 	}()
 	return wk
+}
+
+// visit compares one directory's listing, or keeps a copy of it while the
+// manifest is not loaded yet.
+func (wk *Walking) visit(dir string, items []walk.Item) {
+	select {
+	case <-wk.ready:
+		var f found
+		wk.cmp.dir(dir, items, &f)
+		if len(f.at) > 0 {
+			wk.mu.Lock()
+			wk.found.items = append(wk.found.items, f.items...)
+			wk.found.at = append(wk.found.at, f.at...)
+			wk.mu.Unlock()
+		}
+	default:
+		l := listing{dir: strings.Clone(dir), items: slices.Clone(items)}
+		for k := range l.items {
+			l.items[k].Path = strings.Clone(l.items[k].Path)
+		}
+		wk.mu.Lock()
+		wk.stash = append(wk.stash, l)
+		wk.mu.Unlock()
+	}
 }
 
 // Wait waits for the walk to end, for a caller that will not Compare.
 func (wk *Walking) Wait() { <-wk.done }
 
-// Compare waits for the walk and compares it with the manifest m of the
-// copy's base.
+// Compare compares the walk with the manifest m of the copy's base, as the
+// walk goes on, and waits for it to end.
 func (wk *Walking) Compare(m *manifest.Manifest, base clone.Base, opt Options) (*Result, error) {
+	c := newComparer(m)
+	wk.cmp = c
+	close(wk.ready) // listings from here on are compared as they come
 	<-wk.done
 	if wk.err != nil {
 		return nil, wk.err
@@ -105,31 +159,46 @@ func (wk *Walking) Compare(m *manifest.Manifest, base clone.Base, opt Options) (
 	if err := wk.ctx.Err(); err != nil {
 		return nil, err // the walk passed over what was left: not a true list
 	}
-	w, copyDir, gitDirs := wk.w, wk.copyDir, wk.gitDirs
+	for _, l := range wk.stash {
+		c.dir(l.dir, l.items, &wk.found)
+	}
+	wk.stash = nil
+	gitDirs := wk.gitDirs
 	slices.Sort(gitDirs)
-	s := &scanner{copyDir: copyDir, base: base, res: &Result{Problems: w.Problems, GitDirs: gitDirs}}
+	s := &scanner{copyDir: wk.copyDir, base: base, res: &Result{Problems: wk.probs, GitDirs: gitDirs}}
+	// What was found, in path order, and the base's entries no listing
+	// held: the same calls, in the same order, as a merge of the whole
+	// walk with the whole manifest, less the entries nothing happened to.
+	f := &wk.found
+	order := make([]int32, len(f.at))
+	for k := range order {
+		order[k] = int32(k)
+	}
+	slices.SortFunc(order, func(a, b int32) int { return strings.Compare(f.items[a].Path, f.items[b].Path) })
 	old := m.Entries
 	i, j := 0, 0
-	for n := 0; i < len(old) || j < len(w.Items); n++ {
-		if i < len(old) && IsGitPath(old[i].Path) {
-			i++ // judged by meaning, never file by file
-			continue
+	for n := 0; ; n++ {
+		for i < len(old) && (c.matched[i] || IsGitPath(old[i].Path)) {
+			i++ // seen in the copy, or judged by meaning, never file by file
+		}
+		if i == len(old) && j == len(order) {
+			break
 		}
 		if n%1024 == 0 && wk.ctx.Err() != nil {
 			return nil, wk.ctx.Err() // content is read below: stop between files
 		}
-		switch {
-		case j == len(w.Items) || (i < len(old) && old[i].Path < w.Items[j].Path):
+		if j == len(order) || (i < len(old) && old[i].Path < f.items[order[j]].Path) {
 			s.deleted(&old[i])
 			i++
-		case i == len(old) || w.Items[j].Path < old[i].Path:
-			s.added(w.Items[j])
-			j++
-		default:
-			s.both(&old[i], w.Items[j])
-			i++
-			j++
+			continue
 		}
+		it, at := f.items[order[j]], f.at[order[j]]
+		if at < 0 {
+			s.added(it)
+		} else {
+			s.both(&old[at], it)
+		}
+		j++
 	}
 	s.findMoves()
 	s.collapse()
@@ -142,6 +211,98 @@ func (wk *Walking) Compare(m *manifest.Manifest, base clone.Base, opt Options) (
 	}
 	effects.Sort(s.res.Effects)
 	return s.res, nil
+}
+
+// comparer finds each directory's entries in the manifest: the manifest is
+// in order of whole paths, where a directory's entries lie among its
+// subdirectories' ("a/b", "a/b-c", "a/b/x", "a/c"), so each entry links to
+// the next one of its own directory.
+type comparer struct {
+	entries []manifest.Entry
+	first   map[string]int32 // a directory's first entry
+	next    []int32          // the next entry in the same directory, or -1
+	matched []bool           // the copy still has the entry; each set by one listing only
+}
+
+func newComparer(m *manifest.Manifest) *comparer {
+	c := &comparer{entries: m.Entries, first: map[string]int32{}, next: make([]int32, len(m.Entries)), matched: make([]bool, len(m.Entries))}
+	// The directories whose entries are under way, outermost first: a
+	// directory's entries all share its prefix, so once a path leaves
+	// that prefix none of them comes again.
+	type open struct {
+		dir  string
+		last int32
+	}
+	stack := []open{{dir: "", last: -1}}
+	for i := range c.entries {
+		p := c.entries[i].Path
+		for len(stack) > 1 && !below(p, stack[len(stack)-1].dir) {
+			stack = stack[:len(stack)-1]
+		}
+		parent := relpath.Dir(p)
+		if stack[len(stack)-1].dir != parent {
+			stack = append(stack, open{dir: parent, last: -1})
+		}
+		top := &stack[len(stack)-1]
+		if top.last < 0 {
+			c.first[parent] = int32(i)
+		} else {
+			c.next[top.last] = int32(i)
+		}
+		c.next[i] = -1
+		top.last = int32(i)
+	}
+	return c
+}
+
+// below reports whether p lies below dir ("" is the root).
+func below(p, dir string) bool {
+	return len(p) > len(dir) && p[len(dir)] == '/' && p[:len(dir)] == dir
+}
+
+// dir merges one directory's listing (sorted by name) with the manifest's
+// entries of that directory, marks the entries the copy still has, and adds
+// to f the listed entries the base lacks or whose metadata moved. It runs on
+// the walk's workers, several at once, each on a directory of its own.
+func (c *comparer) dir(dir string, items []walk.Item, f *found) {
+	i := int32(-1)
+	if k, ok := c.first[dir]; ok {
+		i = k
+	}
+	for j := 0; i >= 0 || j < len(items); {
+		if i >= 0 {
+			if p := c.entries[i].Path; strings.HasSuffix(p, ".git") && IsGitPath(p) {
+				i = c.next[i] // judged by meaning, never file by file
+				continue
+			}
+		}
+		switch {
+		case j == len(items) || (i >= 0 && c.entries[i].Path < items[j].Path):
+			i = c.next[i] // gone from the copy: deleted
+		case i < 0 || items[j].Path < c.entries[i].Path:
+			f.keep(items[j], -1)
+			j++
+		default:
+			c.matched[i] = true
+			if o, it := &c.entries[i], &items[j]; !settled(o, it) {
+				f.keep(*it, i)
+			}
+			i = c.next[i]
+			j++
+		}
+	}
+}
+
+func (f *found) keep(it walk.Item, at int32) {
+	it.Path = strings.Clone(it.Path) // the walk reuses it
+	f.items = append(f.items, it)
+	f.at = append(f.at, at)
+}
+
+// settled reports, from metadata alone, that both would find nothing to
+// say about the entry: the stat cache holds, or a directory kept its mode.
+func settled(o *manifest.Entry, it *walk.Item) bool {
+	return o.Type == it.Type && (unchanged(o, *it) || (it.Type == effects.TypeDir && o.Mode == it.Mode))
 }
 
 type scanner struct {

@@ -16,6 +16,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 
@@ -74,8 +75,16 @@ type Options struct {
 	Workers int
 	// Skip, if set, is asked for each entry below the root; a skipped
 	// directory is not descended into and neither it nor its entries are
-	// returned.
+	// returned. With Visit set, rel is valid only during the call.
 	Skip func(rel string, typ effects.EntryType) bool
+	// Visit, if set, is given each directory's entries (dir "" is the
+	// root) as soon as the directory is listed, sorted by name, and the
+	// Result holds no Items: a caller that compares a directory at a time
+	// then never holds the whole tree. Visit is called from the workers,
+	// several at once, in no particular order of directories. The items,
+	// and the strings of their paths, are reused once it returns: a Visit
+	// that keeps one keeps a copy, its Path cloned (strings.Clone).
+	Visit func(dir string, items []Item)
 }
 
 // Result is a walked tree: Items sorted by path, and the problems met.
@@ -98,7 +107,7 @@ func Walk(root string, opt Options) (*Result, error) {
 	if workers <= 0 {
 		workers = min(runtime.GOMAXPROCS(0), 4)
 	}
-	w := &walker{root: root, skip: opt.Skip, queue: make(chan string, 1024)}
+	w := &walker{root: root, skip: opt.Skip, visit: opt.Visit, queue: make(chan string, 1024)}
 	results := make([]*worker, workers)
 	var wg sync.WaitGroup
 	w.pending.Add(1)
@@ -116,24 +125,29 @@ func Walk(root string, opt Options) (*Result, error) {
 		}(results[i])
 	}
 	wg.Wait()
+	out := &Result{}
+	for _, r := range results {
+		out.Problems = append(out.Problems, r.problems...)
+	}
+	sort.Slice(out.Problems, func(i, j int) bool { return out.Problems[i].Path < out.Problems[j].Path })
+	if w.visit != nil {
+		return out, nil
+	}
 	// Each directory was listed sorted by name; put the listings together
 	// in path order (a plain byte order of whole paths, as the manifest
 	// keeps it) without sorting all the paths at once.
 	byDir := make(map[string]*listing)
 	n := 0
-	out := &Result{}
 	for _, r := range results {
 		for i := range r.listings {
 			l := &r.listings[i]
 			byDir[l.dir] = l
 			n += len(l.items)
 		}
-		out.Problems = append(out.Problems, r.problems...)
 	}
 	items := make([]Item, 0, n)
 	bigalloc.Advise(items)
 	out.Items = assemble("", byDir, items)
-	sort.Slice(out.Problems, func(i, j int) bool { return out.Problems[i].Path < out.Problems[j].Path })
 	return out, nil
 }
 
@@ -212,6 +226,7 @@ func byName(items []Item) []int32 {
 type walker struct {
 	root    string
 	skip    func(string, effects.EntryType) bool
+	visit   func(string, []Item)
 	queue   chan string
 	pending sync.WaitGroup
 }
@@ -222,6 +237,12 @@ type worker struct {
 	listings []listing
 	problems []Problem
 	arena    []Item // the directories' items are cut from here (see grow)
+	// With Visit, a directory's items and the bytes of their paths live
+	// here, reused from one directory to the next: nothing of a listing
+	// outlives its Visit, so a walk of 100,000 entries allocates only for
+	// its directories.
+	visitItems []Item
+	names      []byte
 }
 
 // grow returns items with room for n more, cut from the worker's arena
@@ -286,6 +307,10 @@ func (w *walker) listDir(dir string, r *worker) {
 	}
 	var items []Item
 	var subdirs []string
+	visiting := w.visit != nil
+	if visiting {
+		items, r.names = r.visitItems[:0], r.names[:0]
+	}
 	for {
 		n, err := unix.Getdents(fd, r.buf)
 		if errors.Is(err, unix.EINTR) {
@@ -299,7 +324,13 @@ func (w *walker) listDir(dir string, r *worker) {
 			break
 		}
 		// linux_dirent64: ino u64, off s64, reclen u16, type u8, name NUL-terminated.
-		items = r.grow(items, countDirents(r.buf[:n])) // no growing garbage
+		count := countDirents(r.buf[:n])
+		if visiting {
+			items = slices.Grow(items, count)
+			r.names = slices.Grow(r.names, n+count*len(prefix)) // every path of this read
+		} else {
+			items = r.grow(items, count) // no growing garbage
+		}
 		for b := r.buf[:n]; len(b) >= 19; {
 			reclen := int(binary.NativeEndian.Uint16(b[16:18]))
 			if reclen < 19 || reclen > len(b) {
@@ -316,19 +347,28 @@ func (w *walker) listDir(dir string, r *worker) {
 			if len(name) == 0 || (name[0] == '.' && (len(name) == 1 || (len(name) == 2 && name[1] == '.'))) {
 				continue
 			}
-			rel := prefix + string(name)
+			var rel string
+			if visiting {
+				// Cut from r.names (grown above for the whole read): were it
+				// to move, the paths already cut would keep the old bytes.
+				at := len(r.names)
+				r.names = append(append(r.names, prefix...), name...)
+				rel = unsafe.String(&r.names[at], len(r.names)-at)
+			} else {
+				rel = prefix + string(name)
+			}
 			var st unix.Stat_t
 			if err := fstatat(fd, cname, &st); err != nil {
 				kind := Unreadable
 				if errors.Is(err, unix.ENOENT) {
 					kind = Vanished
 				}
-				r.problems = append(r.problems, Problem{Path: rel, Kind: kind, Err: err})
+				r.problems = append(r.problems, Problem{Path: strings.Clone(rel), Kind: kind, Err: err})
 				continue
 			}
 			it := FromStat(rel, &st)
 			if it.Type == effects.TypeNone {
-				r.problems = append(r.problems, Problem{Path: rel, Kind: Special, Err: fmt.Errorf("%s", describeSpecial(st.Mode))})
+				r.problems = append(r.problems, Problem{Path: strings.Clone(rel), Kind: Special, Err: fmt.Errorf("%s", describeSpecial(st.Mode))})
 				continue
 			}
 			if w.skip != nil && w.skip(rel, it.Type) {
@@ -336,11 +376,20 @@ func (w *walker) listDir(dir string, r *worker) {
 			}
 			items = append(items, it)
 			if it.Type == effects.TypeDir {
+				if visiting {
+					rel = strings.Clone(rel) // it outlives this listing
+				}
 				subdirs = append(subdirs, rel)
 			}
 		}
 	}
-	r.listings = append(r.listings, listing{dir: dir, items: items, order: byName(items)})
+	if visiting {
+		slices.SortFunc(items, func(a, b Item) int { return strings.Compare(a.Path, b.Path) })
+		w.visit(dir, items)
+		r.visitItems = items[:0]
+	} else {
+		r.listings = append(r.listings, listing{dir: dir, items: items, order: byName(items)})
+	}
 	for _, sd := range subdirs {
 		w.enqueue(sd, r)
 	}

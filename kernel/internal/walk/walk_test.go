@@ -4,8 +4,11 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"sort"
+	"strings"
+	"sync"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -106,4 +109,76 @@ func pathsOf(items []Item) []string {
 		out = append(out, it.Path)
 	}
 	return out
+}
+
+// With Visit, each directory's entries come once, sorted by name, while the
+// walk is under way; together they are the whole tree, item for item as Walk
+// returns it, and the Result holds no items.
+func TestVisitGivesEachDirectoryOnce(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	for i := range 300 {
+		p := filepath.Join(root, fmt.Sprintf("d%d/e%d/f%d", i%7, i%3, i))
+		if i%50 == 0 {
+			p = filepath.Join(root, fmt.Sprintf("d%d/e%d-x%d", i%7, i%3, i))
+		}
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte("x"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Symlink("/", filepath.Join(root, "d0", "to-root")); err != nil {
+		t.Fatal(err)
+	}
+	whole, err := Walk(root, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	skip := func(rel string, _ effects.EntryType) bool { return rel == "d3/e1" }
+	var want []Item
+	for _, it := range whole.Items {
+		if it.Path != "d3/e1" && !strings.HasPrefix(it.Path, "d3/e1/") {
+			want = append(want, it)
+		}
+	}
+	for _, workers := range []int{1, 2, 8} {
+		var mu sync.Mutex
+		seen := map[string]int{}
+		var got []Item
+		r, err := Walk(root, Options{Workers: workers, Skip: skip, Visit: func(dir string, items []Item) {
+			mu.Lock()
+			defer mu.Unlock()
+			seen[dir]++
+			for k, it := range items {
+				if k > 0 && items[k-1].Path >= it.Path {
+					t.Errorf("dir %q: %q before %q", dir, items[k-1].Path, it.Path)
+				}
+				if d, _ := path.Split(it.Path); strings.TrimSuffix(d, "/") != dir {
+					t.Errorf("dir %q was given %q", dir, it.Path)
+				}
+				it.Path = strings.Clone(it.Path)
+				got = append(got, it)
+			}
+		}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(r.Items) != 0 {
+			t.Errorf("workers=%d: the result holds %d items beside Visit", workers, len(r.Items))
+		}
+		for dir, n := range seen {
+			if n != 1 {
+				t.Errorf("workers=%d: %q visited %d times", workers, dir, n)
+			}
+		}
+		if _, ok := seen["d3/e1"]; ok {
+			t.Errorf("workers=%d: a skipped directory was listed", workers)
+		}
+		sort.Slice(got, func(i, j int) bool { return got[i].Path < got[j].Path })
+		if d := cmp.Diff(want, got); d != "" {
+			t.Fatalf("workers=%d (-Walk +Visit):\n%s", workers, d)
+		}
+	}
 }
