@@ -131,11 +131,14 @@ type Config struct {
 	// system's); dialing is called with each address the default dialer is
 	// about to connect to, after the checks, and its error stops the dial;
 	// relayed is called with the bytes of each answer body relayed socket
-	// to socket (see rawBodyFor).
+	// to socket (see rawBodyFor); tunneled with the bytes of each plain
+	// tunnel, each way, once it ends, and whether both ways went socket to
+	// socket (see splice).
 	off      guard
 	resolver *net.Resolver
 	dialing  func(address string) error
 	relayed  func(n int64)
+	tunneled func(up, down int64, raw bool)
 }
 
 // Proxy is one task's running proxy.
@@ -616,28 +619,31 @@ func (p *Proxy) connect(c net.Conn, br *bufio.Reader, bw *bufio.Writer, req *fra
 		e.BytesUp += int64(w)
 		br.Discard(n)
 	}
-	e.BytesUp, e.BytesDown = splice(c, up, e.BytesUp)
+	e.BytesUp, e.BytesDown = p.splice(c, up, e.BytesUp)
 	p.log.add(e)
 }
 
 type closeWriter interface{ CloseWrite() error }
 
-// splice copies both ways until both ends are done (TCP to TCP: the kernel's
-// splice does the work).
-func splice(client, up net.Conn, upStart int64) (int64, int64) {
+// splice copies both ways until both ends are done, and tells the tunneled
+// hook how. A plain tunnel is nothing the proxy reads, so its bytes should
+// never cross the proxy's memory: between two TCP connections as they are
+// (not wrapped) each direction goes from socket to socket (pipeTCP).
+func (p *Proxy) splice(client, up net.Conn, upStart int64) (int64, int64) {
 	var upN, downN int64
+	var upRaw, downRaw bool
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		upN, _ = io.Copy(up, client)
+		upN, upRaw = pipeTCP(up, client)
 		if cw, ok := up.(closeWriter); ok {
 			cw.CloseWrite()
 		} else {
 			up.Close()
 		}
 	}()
-	downN, _ = io.Copy(client, up)
+	downN, downRaw = pipeTCP(client, up)
 	if cw, ok := client.(closeWriter); ok {
 		cw.CloseWrite()
 	}
@@ -645,7 +651,27 @@ func splice(client, up net.Conn, upStart int64) (int64, int64) {
 	// moment, then end the tunnel.
 	client.SetReadDeadline(time.Now().Add(5 * time.Second))
 	wg.Wait()
+	if p.cfg.tunneled != nil {
+		p.cfg.tunneled(upN, downN, upRaw && downRaw)
+	}
 	return upStart + upN, downN
+}
+
+// pipeTCP copies src to dst until src ends and returns the bytes written,
+// exactly (the log counts them), and whether they went socket to socket.
+// Two *net.TCPConn are joined by TCPConn.ReadFrom, which moves the bytes
+// by splice(2) through a pipe in the kernel; anything else (a wrapper that
+// counts or changes what passes, a Config.Dial's own connection) is copied
+// through a buffer.
+func pipeTCP(dst, src net.Conn) (int64, bool) {
+	d, ok1 := dst.(*net.TCPConn)
+	s, ok2 := src.(*net.TCPConn)
+	if ok1 && ok2 {
+		n, _ := d.ReadFrom(s)
+		return n, true
+	}
+	n, _ := io.Copy(dst, src)
+	return n, false
 }
 
 // countingConn counts the bytes of a connection.

@@ -1,0 +1,157 @@
+package proxy
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"io"
+	"net"
+	"net/http"
+	"strconv"
+	"sync"
+	"testing"
+)
+
+// tunnelServer is a TCP server on loopback that reads what a tunnel sends
+// up until the client's half-close, then answers with down and closes.
+func tunnelServer(t *testing.T, down []byte) (port int, got func() []byte) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	var mu sync.Mutex
+	var up []byte
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		b, _ := io.ReadAll(c)
+		mu.Lock()
+		up = b
+		mu.Unlock()
+		c.Write(down)
+	}()
+	return ln.Addr().(*net.TCPAddr).Port, func() []byte {
+		<-done
+		mu.Lock()
+		defer mu.Unlock()
+		return up
+	}
+}
+
+// tunnelThrough opens a CONNECT tunnel to 127.0.0.1:port on c, sends up
+// (its first bytes in the same write as the request, so the proxy holds
+// them in its reader when the tunnel starts), half-closes, and returns the
+// answer's status and what came down.
+func tunnelThrough(t *testing.T, c net.Conn, port int, auth string, up []byte) (int, []byte) {
+	t.Helper()
+	defer c.Close()
+	target := "127.0.0.1:" + strconv.Itoa(port)
+	head := "CONNECT " + target + " HTTP/1.1\r\nHost: " + target + "\r\n" + auth + "\r\n"
+	if _, err := c.Write(append([]byte(head), up[:len(up)/3]...)); err != nil {
+		t.Fatal(err)
+	}
+	br := bufio.NewReader(c)
+	resp, err := http.ReadResponse(br, &http.Request{Method: http.MethodConnect})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		return resp.StatusCode, nil
+	}
+	if _, err := c.Write(up[len(up)/3:]); err != nil {
+		t.Fatal(err)
+	}
+	c.(*net.TCPConn).CloseWrite()
+	got, err := io.ReadAll(br)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.StatusCode, got
+}
+
+type tunnelSeen struct {
+	up, down int64
+	raw      bool
+	n        int
+}
+
+func tunnelProxy(t *testing.T) (*Proxy, func() tunnelSeen) {
+	t.Helper()
+	var mu sync.Mutex
+	var seen tunnelSeen
+	p, err := Start(t.Context(), Config{
+		Decide: func(context.Context, string, int) Decision {
+			return Decision{Allow: true, Rule: "all", Named: true}
+		},
+		Token: testToken,
+		tunneled: func(up, down int64, raw bool) {
+			mu.Lock()
+			defer mu.Unlock()
+			seen = tunnelSeen{up: up, down: down, raw: raw, n: seen.n + 1}
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Close() })
+	return p, func() tunnelSeen {
+		mu.Lock()
+		defer mu.Unlock()
+		return seen
+	}
+}
+
+func pattern(n, mod int) []byte {
+	b := make([]byte, n)
+	for i := range b {
+		b[i] = byte(i % mod)
+	}
+	return b
+}
+
+// A plain tunnel's bytes go socket to socket both ways, and the log counts
+// them exactly: the bytes the proxy held in its reader when the tunnel
+// began are counted up with the rest.
+func TestTunnelSplicedAndCountedExactly(t *testing.T) {
+	t.Parallel()
+	up, down := pattern(3<<20+11, 251), pattern(5<<20+3, 241)
+	port, got := tunnelServer(t, down)
+	p, seen := tunnelProxy(t)
+	c, err := net.Dial("tcp", p.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	code, body := tunnelThrough(t, c, port, authLine(), up)
+	if code != http.StatusOK || !bytes.Equal(body, down) {
+		t.Fatalf("the tunnel: %d, %d bytes down, want 200 and %d", code, len(body), len(down))
+	}
+	if !bytes.Equal(got(), up) {
+		t.Fatalf("the server got %d bytes, want %d", len(got()), len(up))
+	}
+	p.Close() // waits for the tunnel's end and its line in the log
+	s := seen()
+	if s.n != 1 || !s.raw {
+		t.Fatalf("tunnels seen %d, socket to socket %v: want one, spliced both ways", s.n, s.raw)
+	}
+	// Up, what the proxy's reader held (at most its 32 KiB) was written
+	// before the splice began.
+	if held := int64(len(up)) - s.up; held < 0 || held > 32<<10 || s.down != int64(len(down)) {
+		t.Fatalf("spliced %d up and %d down, want all but at most 32 KiB of %d, and %d", s.up, s.down, len(up), len(down))
+	}
+	var e *Entry
+	for _, x := range p.Entries() {
+		if x.Verdict == Tunneled {
+			e = &x
+		}
+	}
+	if e == nil || e.BytesUp != int64(len(up)) || e.BytesDown != int64(len(down)) {
+		t.Fatalf("logged %+v, want a tunnel of %d bytes up and %d down", e, len(up), len(down))
+	}
+}
