@@ -55,8 +55,9 @@ import (
 
 // Errors a caller can test for.
 var (
-	// errClosed: the proxy closed before its authority was asked for.
-	errClosed         = errors.New("proxy: closed")
+	// ErrClosed: the proxy is closed (its authority was not made, a
+	// connection handed to Serve was not taken).
+	ErrClosed         = errors.New("proxy: closed")
 	ErrNoDecider      = errors.New("proxy: no decider given")
 	ErrNoBundlePath   = errors.New("proxy: hosts are intercepted but no CA bundle path is given")
 	ErrNoSystemRoots  = errors.New("proxy: no system certificate bundle found")
@@ -350,7 +351,7 @@ func (p *Proxy) Close() error {
 	p.cancel()
 	// A bundle being written is finished before Close returns; one not
 	// begun never will be.
-	p.caOnce.Do(func() { p.caErr = errClosed })
+	p.caOnce.Do(func() { p.caErr = ErrClosed })
 	err := p.ln.Close()
 	p.mu.Lock()
 	for c := range p.conns {
@@ -395,18 +396,43 @@ func (p *Proxy) accept() {
 			time.Sleep(10 * time.Millisecond)
 			continue
 		}
-		if !p.track(c, true) {
-			c.Close()
+		if p.admit(c) != nil {
 			return
 		}
-		p.wg.Add(1)
-		go func() {
-			defer p.wg.Done()
-			defer p.track(c, false)
-			defer c.Close()
-			p.serve(c)
-		}()
 	}
+}
+
+// Serve serves c, a connection to the proxy accepted by a caller in this
+// process, as if it had come to the proxy's listener: the same token, the
+// same decisions, checks and log, and closed with the proxy. The sandbox's
+// bridge hands over each connection its command makes this way, which
+// spares the copy through a second loopback connection to Addr. The proxy
+// owns c from then on; once the proxy is closed, c is closed and ErrClosed
+// returned.
+func (p *Proxy) Serve(c net.Conn) error {
+	return p.admit(c)
+}
+
+// admit tracks c and serves it on a goroutine of its own; a closed proxy
+// closes c instead. The WaitGroup is added to under the lock that Close
+// takes before it waits, so no connection starts once Close waits.
+func (p *Proxy) admit(c net.Conn) error {
+	p.mu.Lock()
+	if p.done.Load() {
+		p.mu.Unlock()
+		c.Close()
+		return ErrClosed
+	}
+	p.conns[c] = struct{}{}
+	p.wg.Add(1)
+	p.mu.Unlock()
+	go func() {
+		defer p.wg.Done()
+		defer p.track(c, false)
+		defer c.Close()
+		p.serve(c)
+	}()
+	return nil
 }
 
 // serve reads requests to the proxy itself: CONNECT or absolute-form HTTP.

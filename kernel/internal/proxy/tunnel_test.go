@@ -4,10 +4,12 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"errors"
 	"io"
 	"net"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 )
@@ -154,4 +156,75 @@ func TestTunnelSplicedAndCountedExactly(t *testing.T) {
 	if e == nil || e.BytesUp != int64(len(up)) || e.BytesDown != int64(len(down)) {
 		t.Fatalf("logged %+v, want a tunnel of %d bytes up and %d down", e, len(up), len(down))
 	}
+}
+
+// A connection handed to Serve is served as one the listener accepted: the
+// token is asked for, the tunnel is logged and still spliced (the handed
+// connection is the TCP connection itself), and a closed proxy takes none.
+func TestServeHandedConnection(t *testing.T) {
+	t.Parallel()
+	up, down := pattern(1<<20+5, 251), pattern(2<<20+9, 241)
+	port, _ := tunnelServer(t, down)
+	p, seen := tunnelProxy(t)
+
+	// The handed connections come from a listener of the test's own, as
+	// the sandbox's come from the helper: nothing dials p.Addr().
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	handed := make(chan error, 4)
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			handed <- p.Serve(c)
+		}
+	}()
+	dial := func() net.Conn {
+		c, err := net.Dial("tcp", ln.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+
+	if code, _ := tunnelThrough(t, dial(), port, "", up); code != http.StatusProxyAuthRequired {
+		t.Fatalf("without the token: %d, want 407", code)
+	}
+	if err := <-handed; err != nil {
+		t.Fatal(err)
+	}
+	code, body := tunnelThrough(t, dial(), port, authLine(), up)
+	if err := <-handed; err != nil {
+		t.Fatal(err)
+	}
+	if code != http.StatusOK || !bytes.Equal(body, down) {
+		t.Fatalf("the tunnel: %d, %d bytes down, want 200 and %d", code, len(body), len(down))
+	}
+	p.Close()
+	if s := seen(); s.n != 1 || !s.raw || s.down != int64(len(down)) {
+		t.Fatalf("tunnel seen %+v: want one, spliced both ways, %d bytes down", s, len(down))
+	}
+	var logged []string
+	for _, e := range p.Entries() {
+		logged = append(logged, string(e.Verdict)+" "+e.Host+":"+strconv.Itoa(e.Port)+" "+strconv.FormatInt(e.BytesUp, 10)+" "+strconv.FormatInt(e.BytesDown, 10))
+	}
+	want := string(Tunneled) + " 127.0.0.1:" + strconv.Itoa(port) + " " + strconv.Itoa(len(up)) + " " + strconv.Itoa(len(down))
+	if len(logged) != 1 || logged[0] != want {
+		t.Fatalf("logged %q, want [%q]", logged, want)
+	}
+
+	c := dial()
+	if err := <-handed; !errors.Is(err, ErrClosed) {
+		t.Fatalf("handed to a closed proxy: %v, want ErrClosed", err)
+	}
+	c.Write([]byte("CONNECT 127.0.0.1:1 HTTP/1.1\r\n\r\n"))
+	if b, _ := io.ReadAll(c); len(b) != 0 {
+		t.Fatalf("a closed proxy answered: %q", strings.TrimSpace(string(b)))
+	}
+	c.Close()
 }
