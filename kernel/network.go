@@ -300,6 +300,7 @@ func (k *Kernel) withProxy(ctx context.Context, t *task.Task, spec *runner.Spec,
 		return nil
 	}
 	spec.ProxyAddr = p.Addr()
+	spec.ProxyServe = p.Serve // the proxy runs here: a sandbox hands it each connection
 	spec.ProxyToken = p.Token()
 	spec.TaskEnv = append(spec.TaskEnv, p.CAEnv()...)
 	spec.TaskEnv = append(spec.TaskEnv, p.SecretEnv()...)

@@ -8,7 +8,7 @@
 #
 # `kule exec --no-sandbox` is measured too: the proxy alone, curl told of it
 # by HTTP_PROXY, without the sandbox's bridge; the difference is the
-# bridge's.
+# bridge's (the helper's hand-over of each connection).
 #
 # Two figures for the kule side: the whole command a person types (kule's
 # start, the sandbox, the proxy, the scan of the copy afterwards) and the
@@ -18,7 +18,7 @@
 #
 # What each path crosses inside kule exec: the sandbox has its own network
 # namespace, whose 127.0.0.1:PORT the helper hands, connection by connection,
-# to kule, which joins it to the task's proxy on the host's loopback. Plain
+# to kule, which hands it to the task's proxy in the same process. Plain
 # HTTP is read and forwarded request by request by the proxy (logged,
 # secrets put in and blanked, registries read-only); HTTPS to 127.0.0.1 is a
 # CONNECT tunnel, bytes passed as they are (the run's authority signs no

@@ -235,6 +235,7 @@ func Start(ctx context.Context, k *kernel.Kernel, t *task.Task, o Options) (_ *R
 	spec.Task = runner.Task{ID: t.ID, Dir: t.Paths.Dir, Copy: t.Paths.Copy, Folder: t.Folder, Tmp: t.Paths.Tmp, Home: t.Paths.Home, KuleDir: k.Store().Root}
 	spec.Dir = t.Paths.Copy
 	spec.ProxyAddr = r.px.Addr()
+	spec.ProxyServe = r.px.Serve // the proxy runs here: a sandbox hands it each connection
 	// The turn's cancel exists before the agent does: a budget may cancel
 	// it from the first usage report on.
 	turnCtx, cancelTurn := context.WithCancel(runCtx)

@@ -36,7 +36,7 @@ func (p *Proxy) plainTunnel(c net.Conn, br *bufio.Reader, up net.Conn, host stri
 		b, _ := br.Peek(n)
 		w, _ := up.Write(b)
 		br.Discard(n)
-		e.BytesUp, e.BytesDown = splice(c, up, int64(w))
+		e.BytesUp, e.BytesDown = p.splice(c, up, int64(w))
 		return
 	}
 	cbw := bufio.NewWriterSize(c, 32<<10)

@@ -55,8 +55,9 @@ import (
 
 // Errors a caller can test for.
 var (
-	// errClosed: the proxy closed before its authority was asked for.
-	errClosed         = errors.New("proxy: closed")
+	// ErrClosed: the proxy is closed (its authority was not made, a
+	// connection handed to Serve was not taken).
+	ErrClosed         = errors.New("proxy: closed")
 	ErrNoDecider      = errors.New("proxy: no decider given")
 	ErrNoBundlePath   = errors.New("proxy: hosts are intercepted but no CA bundle path is given")
 	ErrNoSystemRoots  = errors.New("proxy: no system certificate bundle found")
@@ -131,11 +132,14 @@ type Config struct {
 	// system's); dialing is called with each address the default dialer is
 	// about to connect to, after the checks, and its error stops the dial;
 	// relayed is called with the bytes of each answer body relayed socket
-	// to socket (see rawBodyFor).
+	// to socket (see rawBodyFor); tunneled with the bytes of each plain
+	// tunnel, each way, once it ends, and whether both ways went socket to
+	// socket (see splice).
 	off      guard
 	resolver *net.Resolver
 	dialing  func(address string) error
 	relayed  func(n int64)
+	tunneled func(up, down int64, raw bool)
 }
 
 // Proxy is one task's running proxy.
@@ -347,7 +351,7 @@ func (p *Proxy) Close() error {
 	p.cancel()
 	// A bundle being written is finished before Close returns; one not
 	// begun never will be.
-	p.caOnce.Do(func() { p.caErr = errClosed })
+	p.caOnce.Do(func() { p.caErr = ErrClosed })
 	err := p.ln.Close()
 	p.mu.Lock()
 	for c := range p.conns {
@@ -392,18 +396,43 @@ func (p *Proxy) accept() {
 			time.Sleep(10 * time.Millisecond)
 			continue
 		}
-		if !p.track(c, true) {
-			c.Close()
+		if p.admit(c) != nil {
 			return
 		}
-		p.wg.Add(1)
-		go func() {
-			defer p.wg.Done()
-			defer p.track(c, false)
-			defer c.Close()
-			p.serve(c)
-		}()
 	}
+}
+
+// Serve serves c, a connection to the proxy accepted by a caller in this
+// process, as if it had come to the proxy's listener: the same token, the
+// same decisions, checks and log, and closed with the proxy. The sandbox's
+// bridge hands over each connection its command makes this way, which
+// spares the copy through a second loopback connection to Addr. The proxy
+// owns c from then on; once the proxy is closed, c is closed and ErrClosed
+// returned.
+func (p *Proxy) Serve(c net.Conn) error {
+	return p.admit(c)
+}
+
+// admit tracks c and serves it on a goroutine of its own; a closed proxy
+// closes c instead. The WaitGroup is added to under the lock that Close
+// takes before it waits, so no connection starts once Close waits.
+func (p *Proxy) admit(c net.Conn) error {
+	p.mu.Lock()
+	if p.done.Load() {
+		p.mu.Unlock()
+		c.Close()
+		return ErrClosed
+	}
+	p.conns[c] = struct{}{}
+	p.wg.Add(1)
+	p.mu.Unlock()
+	go func() {
+		defer p.wg.Done()
+		defer p.track(c, false)
+		defer c.Close()
+		p.serve(c)
+	}()
+	return nil
 }
 
 // serve reads requests to the proxy itself: CONNECT or absolute-form HTTP.
@@ -616,28 +645,31 @@ func (p *Proxy) connect(c net.Conn, br *bufio.Reader, bw *bufio.Writer, req *fra
 		e.BytesUp += int64(w)
 		br.Discard(n)
 	}
-	e.BytesUp, e.BytesDown = splice(c, up, e.BytesUp)
+	e.BytesUp, e.BytesDown = p.splice(c, up, e.BytesUp)
 	p.log.add(e)
 }
 
 type closeWriter interface{ CloseWrite() error }
 
-// splice copies both ways until both ends are done (TCP to TCP: the kernel's
-// splice does the work).
-func splice(client, up net.Conn, upStart int64) (int64, int64) {
+// splice copies both ways until both ends are done, and tells the tunneled
+// hook how. A plain tunnel is nothing the proxy reads, so its bytes should
+// never cross the proxy's memory: between two TCP connections as they are
+// (not wrapped) each direction goes from socket to socket (pipeTCP).
+func (p *Proxy) splice(client, up net.Conn, upStart int64) (int64, int64) {
 	var upN, downN int64
+	var upRaw, downRaw bool
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		upN, _ = io.Copy(up, client)
+		upN, upRaw = pipeTCP(up, client)
 		if cw, ok := up.(closeWriter); ok {
 			cw.CloseWrite()
 		} else {
 			up.Close()
 		}
 	}()
-	downN, _ = io.Copy(client, up)
+	downN, downRaw = pipeTCP(client, up)
 	if cw, ok := client.(closeWriter); ok {
 		cw.CloseWrite()
 	}
@@ -645,7 +677,27 @@ func splice(client, up net.Conn, upStart int64) (int64, int64) {
 	// moment, then end the tunnel.
 	client.SetReadDeadline(time.Now().Add(5 * time.Second))
 	wg.Wait()
+	if p.cfg.tunneled != nil {
+		p.cfg.tunneled(upN, downN, upRaw && downRaw)
+	}
 	return upStart + upN, downN
+}
+
+// pipeTCP copies src to dst until src ends and returns the bytes written,
+// exactly (the log counts them), and whether they went socket to socket.
+// Two *net.TCPConn are joined by TCPConn.ReadFrom, which moves the bytes
+// by splice(2) through a pipe in the kernel; anything else (a wrapper that
+// counts or changes what passes, a Config.Dial's own connection) is copied
+// through a buffer.
+func pipeTCP(dst, src net.Conn) (int64, bool) {
+	d, ok1 := dst.(*net.TCPConn)
+	s, ok2 := src.(*net.TCPConn)
+	if ok1 && ok2 {
+		n, _ := d.ReadFrom(s)
+		return n, true
+	}
+	n, _ := io.Copy(dst, src)
+	return n, false
 }
 
 // countingConn counts the bytes of a connection.

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"os/exec"
 	"syscall"
@@ -58,6 +59,12 @@ type Spec struct {
 	Network    Network
 	ProxyAddr  string // host:port of the task's proxy, when Network is NetworkProxy
 	ProxyToken string // the proxy's per-run token, carried in the proxy URL
+	// ProxyServe, when set, is the task's proxy in this process taking a
+	// connection the command made to ProxyAddr (proxy.Proxy.Serve): a
+	// sandbox hands each one over instead of joining it to a new
+	// connection to ProxyAddr, one loopback hop fewer for every byte. The
+	// proxy owns the connection from then on.
+	ProxyServe func(net.Conn) error
 
 	// ReadOnlyInTask are paths inside the task's home layer or caches that
 	// the command reads but may not change while it runs (an agent's

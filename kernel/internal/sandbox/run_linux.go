@@ -83,7 +83,7 @@ func (s *Sandbox) Run(ctx context.Context, spec runner.Spec) (int, error) {
 	if spec.Started != nil {
 		spec.Started(h.cmd.Process.Pid) // the sandbox's PID 1: the command's tree is beneath it
 	}
-	br, err := h.startBridge(spec.ProxyAddr)
+	br, err := h.startBridge(spec.ProxyAddr, spec.ProxyServe)
 	if err != nil {
 		h.abandon()
 		return -1, err
@@ -370,8 +370,9 @@ type bridge struct {
 }
 
 // startBridge starts the proxy bridge when the helper has one; a nil bridge
-// stops at once.
-func (h *helperRun) startBridge(proxy string) (*bridge, error) {
+// stops at once. With serve (the proxy in this process) each connection is
+// handed to it; without, joined to a new connection to the proxy's address.
+func (h *helperRun) startBridge(proxy string, serve func(net.Conn) error) (*bridge, error) {
 	if h.ctrl == nil {
 		return nil, nil
 	}
@@ -381,7 +382,11 @@ func (h *helperRun) startBridge(proxy string) (*bridge, error) {
 	}
 	br := &bridge{conn: c}
 	br.wg.Add(1)
-	go func() { defer br.wg.Done(); bridgeHost(c, proxy) }()
+	join := func(f *os.File) { joinProxy(f, proxy) }
+	if serve != nil {
+		join = func(f *os.File) { handProxy(f, serve) }
+	}
+	go func() { defer br.wg.Done(); bridgeHost(c, join) }()
 	return br, nil
 }
 
@@ -516,9 +521,9 @@ func startHint(err error) string {
 }
 
 // bridgeHost receives each connection the helper accepted inside the
-// sandbox's network namespace and joins it to a fresh connection to the
-// proxy on the host's loopback. It returns when the helper is gone.
-func bridgeHost(c net.Conn, proxy string) {
+// sandbox's network namespace and gives it to join (on a goroutine of its
+// own): joinProxy or handProxy. It returns when the helper is gone.
+func bridgeHost(c net.Conn, join func(*os.File)) {
 	uc, ok := c.(*net.UnixConn)
 	if !ok {
 		return
@@ -540,10 +545,25 @@ func bridgeHost(c net.Conn, proxy string) {
 				continue // a message of another kind carries no connection
 			}
 			for _, fd := range fds {
-				go joinProxy(os.NewFile(uintptr(fd), "bridged"), proxy)
+				go join(os.NewFile(uintptr(fd), "bridged"))
 			}
 		}
 	}
+}
+
+// handProxy hands one connection the command made inside the sandbox (f)
+// to the proxy in this process, which serves it as one it accepted itself:
+// the same token, decisions, checks and log. The connection stays the
+// accepted TCP socket (net.FileConn of it), so what the proxy passes as
+// it is still goes socket to socket. A proxy that cannot take it (closed)
+// has closed it: the command sees its connection closed.
+func handProxy(f *os.File, serve func(net.Conn) error) {
+	c, err := net.FileConn(f)
+	_ = f.Close()
+	if err != nil {
+		return
+	}
+	_ = serve(c)
 }
 
 // joinProxy joins one connection the command made inside the sandbox (f)

@@ -7,6 +7,7 @@ import (
 	"debug/elf"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"os"
@@ -15,9 +16,13 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/google/go-cmp/cmp"
 
 	"github.com/kulehq/kule/kernel/internal/runner"
 )
@@ -167,6 +172,58 @@ func TestProxyBridge(t *testing.T) {
 		`(exec 3<>/dev/tcp/127.0.0.1/` + port + `) 2>/dev/null && echo CONNECTED || echo refused; echo "[$HTTP_PROXY]"`}})
 	if r.stdout != "refused\n[]\n" {
 		t.Fatalf("--no-network: stdout %q", r.stdout)
+	}
+}
+
+// With ProxyServe (the proxy in kule's own process) each connection the
+// command makes is handed to it as the TCP socket itself, and nothing
+// dials the proxy's address.
+func TestProxyBridgeHandsConnections(t *testing.T) {
+	skipUnlessSandbox(t)
+	t.Parallel()
+	w := newWorld(t)
+	ln, err := net.Listen("tcp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	var dialled atomic.Int32
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			dialled.Add(1)
+			c.Close()
+		}
+	}()
+	var mu sync.Mutex
+	var kinds []string
+	serve := func(c net.Conn) error {
+		mu.Lock()
+		kinds = append(kinds, fmt.Sprintf("%T", c))
+		mu.Unlock()
+		go func() {
+			defer c.Close()
+			c.SetDeadline(time.Now().Add(10 * time.Second))
+			io.Copy(c, c)
+		}()
+		return nil
+	}
+	_, port, _ := net.SplitHostPort(ln.Addr().String())
+	script := `for i in 1 2; do printf "hello $i" | timeout 5 bash -c 'exec 3<>/dev/tcp/127.0.0.1/` + port + `; cat >&3; head -c 7 <&3'; echo; done`
+	r := w.run(t, w.sandbox(), runner.Spec{Network: runner.NetworkProxy, ProxyAddr: ln.Addr().String(), ProxyServe: serve, Args: []string{"bash", "-c", script}})
+	if want := "hello 1\nhello 2\n"; r.stdout != want {
+		t.Fatalf("stdout %q, want %q (stderr %s)", r.stdout, want, r.stderr)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if diff := cmp.Diff([]string{"*net.TCPConn", "*net.TCPConn"}, kinds); diff != "" {
+		t.Fatalf("connections handed (-want +got):\n%s", diff)
+	}
+	if n := dialled.Load(); n != 0 {
+		t.Fatalf("the proxy's address was dialled %d times beside the handing", n)
 	}
 }
 
