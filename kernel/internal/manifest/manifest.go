@@ -186,50 +186,82 @@ const (
 
 // Encode writes m in its binary form.
 func (m *Manifest) Encode(w io.Writer) error {
+	_, err := m.encode(w)
+	return err
+}
+
+// encode writes m and returns the index of what it wrote (index.go).
+func (m *Manifest) encode(w io.Writer) (*Index, error) {
 	crc := crc32.NewIEEE()
 	bw := bufio.NewWriterSize(io.MultiWriter(w, crc), 1<<16)
-	var buf [binary.MaxVarintLen64]byte
-	uv := func(v uint64) { bw.Write(buf[:binary.PutUvarint(buf[:], v)]) }
-	sv := func(v int64) { bw.Write(buf[:binary.PutVarint(buf[:], v)]) }
-	str := func(s string) { uv(uint64(len(s))); bw.WriteString(s) }
-	ts := func(v int64) { bw.Write(binary.LittleEndian.AppendUint64(buf[:0], uint64(v))) }
-	bw.WriteString(magic)
-	str(m.Backend)
-	uv(uint64(len(m.Entries)))
+	head := append([]byte(magic), appendStr(nil, m.Backend)...)
+	head = binary.AppendUvarint(head, uint64(len(m.Entries)))
+	bw.Write(head)
+	ix := &Index{Backend: m.Backend, Count: len(m.Entries)}
+	off := int64(len(head))
+	var b []byte
 	for i := range m.Entries {
 		e := &m.Entries[i]
-		str(e.Path)
-		bw.WriteByte(byte(e.Type))
-		uv(uint64(e.Mode))
-		sv(e.Size)
-		ts(e.MTime)
-		ts(e.CTime)
-		uv(e.Ino)
-		uv(e.Dev)
-		uv(uint64(e.UID))
-		uv(uint64(e.GID))
-		if e.HasHash() {
-			bw.WriteByte(1)
-			bw.Write(e.Hash[:])
-		} else {
-			bw.WriteByte(0)
+		if i%blockEntries == 0 {
+			ix.Blocks = append(ix.Blocks, block{First: e.Path, Off: off})
 		}
-		str(e.Target)
-		sv(e.Folder.Size)
-		ts(e.Folder.MTime)
-		ts(e.Folder.CTime)
-		uv(e.Folder.Ino)
-		uv(uint64(e.Folder.Mode))
-		sv(e.Off)
-		sv(e.Len)
+		if isNamed(e.Path) {
+			ix.Named = append(ix.Named, e.Path)
+		}
+		b = appendEntry(b[:0], e)
+		bw.Write(b)
+		bl := &ix.Blocks[len(ix.Blocks)-1]
+		bl.Len += int64(len(b))
+		bl.Count++
+		bl.CRC = crc32.Update(bl.CRC, crc32.IEEETable, b)
+		off += int64(len(b))
 	}
 	if err := bw.Flush(); err != nil {
-		return err
+		return nil, err
 	}
 	var sum [4]byte
 	binary.LittleEndian.PutUint32(sum[:], crc.Sum32())
-	_, err := w.Write(sum[:])
-	return err
+	if _, err := w.Write(sum[:]); err != nil {
+		return nil, err
+	}
+	ix.Size, ix.CRC = off+4, crc.Sum32()
+	return ix, nil
+}
+
+func appendStr(b []byte, s string) []byte {
+	return append(binary.AppendUvarint(b, uint64(len(s))), s...)
+}
+
+func appendTime(b []byte, v int64) []byte { return binary.LittleEndian.AppendUint64(b, uint64(v)) }
+
+// appendEntry appends e's binary form: every entry stands alone, so a
+// block of them decodes without what comes before it.
+func appendEntry(b []byte, e *Entry) []byte {
+	b = appendStr(b, e.Path)
+	b = append(b, byte(e.Type))
+	b = binary.AppendUvarint(b, uint64(e.Mode))
+	b = binary.AppendVarint(b, e.Size)
+	b = appendTime(b, e.MTime)
+	b = appendTime(b, e.CTime)
+	b = binary.AppendUvarint(b, e.Ino)
+	b = binary.AppendUvarint(b, e.Dev)
+	b = binary.AppendUvarint(b, uint64(e.UID))
+	b = binary.AppendUvarint(b, uint64(e.GID))
+	if e.HasHash() {
+		b = append(b, 1)
+		b = append(b, e.Hash[:]...)
+	} else {
+		b = append(b, 0)
+	}
+	b = appendStr(b, e.Target)
+	b = binary.AppendVarint(b, e.Folder.Size)
+	b = appendTime(b, e.Folder.MTime)
+	b = appendTime(b, e.Folder.CTime)
+	b = binary.AppendUvarint(b, e.Folder.Ino)
+	b = binary.AppendUvarint(b, uint64(e.Folder.Mode))
+	b = binary.AppendVarint(b, e.Off)
+	b = binary.AppendVarint(b, e.Len)
+	return b
 }
 
 // Decode reads what Encode wrote. Damage anywhere is ErrDamaged.
@@ -305,37 +337,9 @@ func (d *decoder) manifest() (*Manifest, error) {
 	bigalloc.Advise(m.Entries)
 	for i := range int(n) {
 		m.Entries = m.Entries[:i+1]
-		e := &m.Entries[i] // decoded in place: an Entry is 176 bytes
-		e.Path = d.str()
-		d.fill(entryMax)
-		e.Type = effects.EntryType(d.byte())
-		e.Mode = uint32(d.uv())
-		e.Size = d.sv()
-		e.MTime = d.ts()
-		e.CTime = d.ts()
-		e.Ino = d.uv()
-		e.Dev = d.uv()
-		e.UID = uint32(d.uv())
-		e.GID = uint32(d.uv())
-		if d.byte() == 1 {
-			copy(e.Hash[:], d.take(32))
+		if err := d.entry(&m.Entries[i]); err != nil { // decoded in place: an Entry is 176 bytes
+			return nil, err
 		}
-		e.Target = d.str()
-		d.fill(entryMax)
-		e.Folder.Size = d.sv()
-		e.Folder.MTime = d.ts()
-		e.Folder.CTime = d.ts()
-		e.Folder.Ino = d.uv()
-		e.Folder.Mode = uint32(d.uv())
-		e.Off = d.sv()
-		e.Len = d.sv()
-		if d.err != nil {
-			return nil, fmt.Errorf("%w: %v", ErrDamaged, d.err)
-		}
-		if e.Type > effects.TypeLink {
-			return nil, fmt.Errorf("%w: entry %q has unknown type %d", ErrDamaged, e.Path, e.Type)
-		}
-		d.fill(entryMax) // the next entry's path length
 	}
 	if d.fill(1); len(d.b) != 0 {
 		return nil, fmt.Errorf("%w: %d bytes after the last entry", ErrDamaged, int64(len(d.b))+d.left)
@@ -346,6 +350,41 @@ func (d *decoder) manifest() (*Manifest, error) {
 		}
 	}
 	return m, nil
+}
+
+// entry decodes one entry into e.
+func (d *decoder) entry(e *Entry) error {
+	e.Path = d.str()
+	d.fill(entryMax)
+	e.Type = effects.EntryType(d.byte())
+	e.Mode = uint32(d.uv())
+	e.Size = d.sv()
+	e.MTime = d.ts()
+	e.CTime = d.ts()
+	e.Ino = d.uv()
+	e.Dev = d.uv()
+	e.UID = uint32(d.uv())
+	e.GID = uint32(d.uv())
+	if d.byte() == 1 {
+		copy(e.Hash[:], d.take(32))
+	}
+	e.Target = d.str()
+	d.fill(entryMax)
+	e.Folder.Size = d.sv()
+	e.Folder.MTime = d.ts()
+	e.Folder.CTime = d.ts()
+	e.Folder.Ino = d.uv()
+	e.Folder.Mode = uint32(d.uv())
+	e.Off = d.sv()
+	e.Len = d.sv()
+	if d.err != nil {
+		return fmt.Errorf("%w: %v", ErrDamaged, d.err)
+	}
+	if e.Type > effects.TypeLink {
+		return fmt.Errorf("%w: entry %q has unknown type %d", ErrDamaged, e.Path, e.Type)
+	}
+	d.fill(entryMax) // the next entry's path length
+	return nil
 }
 
 // decoder reads the body through a window of buf; b is the unread part of
@@ -484,9 +523,17 @@ func (d *decoder) str() string {
 // Save writes the manifest atomically: temp file, fsync, rename, directory
 // fsync. A crash leaves the old manifest or the new one.
 func Save(path string, m *Manifest) error {
+	// The index of the manifest being replaced goes first: an index is
+	// used only beside the manifest it was made from (it names its size
+	// and checksum), and one left over is never read as this one's.
+	if err := os.Remove(IndexPath(path)); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("manifest: %w", err)
+	}
+	var ix *Index
 	err := atomicfile.WriteWith(path, atomicfile.Options{Perm: 0o600}, func(w io.Writer) error {
 		bw := bufio.NewWriterSize(w, 1<<20)
-		if err := m.Encode(bw); err != nil {
+		var err error
+		if ix, err = m.encode(bw); err != nil {
 			return err
 		}
 		return bw.Flush()
@@ -494,5 +541,11 @@ func Save(path string, m *Manifest) error {
 	if err != nil {
 		return fmt.Errorf("manifest: %w", err)
 	}
+	// Only a cache: without it (a crash before it was written, a disk
+	// full) every reader loads the whole manifest, as before indexes.
+	_ = atomicfile.WriteWith(IndexPath(path), atomicfile.Options{Perm: 0o600, NoSync: true}, func(w io.Writer) error {
+		_, err := w.Write(ix.encode())
+		return err
+	})
 	return nil
 }
