@@ -200,6 +200,13 @@ func (wk *Walking) Compare(m *manifest.Manifest, base clone.Base, opt Options) (
 		}
 		j++
 	}
+	s.finish(opt)
+	return s.res, nil
+}
+
+// finish pairs moves, collapses whole directories, marks what the folder's
+// .gitignore excludes and puts the effects in order.
+func (s *scanner) finish(opt Options) {
 	s.findMoves()
 	s.collapse()
 	if opt.Ignore != nil {
@@ -210,7 +217,6 @@ func (wk *Walking) Compare(m *manifest.Manifest, base clone.Base, opt Options) (
 		}
 	}
 	effects.Sort(s.res.Effects)
-	return s.res, nil
 }
 
 // comparer finds each directory's entries in the manifest: the manifest is
