@@ -131,6 +131,11 @@ func (k *Kernel) commit(ctx context.Context, t *task.Task, opt CommitOptions) (*
 		return nil, err
 	}
 	defer l.Unlock()
+	// A commit walks the whole copy, and re-syncs the base (a record of
+	// folds is only for the base it was begun on): the next status walks.
+	if err := forgetFolds(t); err != nil {
+		return nil, err
+	}
 	fl, err := task.LockFile(k.store.FolderLockPath(t.Folder))
 	if err != nil {
 		return nil, err

@@ -126,8 +126,12 @@ func (k *Kernel) FolderStatusOf(ctx context.Context, st *Status) (*Status, error
 	t := st.Task
 	// The folder's own stat cache: the base recorded the folder's metadata
 	// at the sync, so files nobody touched there are not read either.
-	fm := &manifest.Manifest{Backend: st.manifest.Backend, Entries: make([]manifest.Entry, len(st.manifest.Entries))}
-	for i, e := range st.manifest.Entries {
+	whole, err := st.wholeManifest()
+	if err != nil {
+		return nil, fmt.Errorf("folder status %s: %w", t.ID, err)
+	}
+	fm := &manifest.Manifest{Backend: whole.Backend, Entries: make([]manifest.Entry, len(whole.Entries))}
+	for i, e := range whole.Entries {
 		e.Size, e.MTime, e.CTime, e.Ino, e.Mode = e.Folder.Size, e.Folder.MTime, e.Folder.CTime, e.Folder.Ino, e.Folder.Mode
 		fm.Entries[i] = e
 	}
@@ -135,7 +139,7 @@ func (k *Kernel) FolderStatusOf(ctx context.Context, st *Status) (*Status, error
 	if err != nil {
 		return nil, fmt.Errorf("folder status %s: %w", t.ID, err)
 	}
-	return &Status{Task: t, Effects: res.Effects, Problems: res.Problems, manifest: st.manifest, ignore: st.ignore, folder: true}, nil
+	return &Status{Task: t, Effects: res.Effects, Problems: res.Problems, manifest: whole, ignore: st.ignore, folder: true}, nil
 }
 
 // FolderStatusAt is FolderStatusOf for the given paths only: what the person

@@ -186,6 +186,9 @@ func (k *Kernel) maskEnv(t *task.Task) ([]string, error) {
 		}
 		return nil, nil
 	}
+	if err := forgetFolds(t); err != nil { // the copy is written below
+		return nil, fmt.Errorf("%w: %v (the copy is unchanged)", ErrMaskFailed, err)
+	}
 	// The real values are sealed away before any of them leaves the copy.
 	if err := ev.save(); err != nil {
 		return nil, fmt.Errorf("%w: %v (the copy is unchanged)", ErrMaskFailed, err)

@@ -66,6 +66,9 @@ func foldOverlay(t *task.Task) error {
 	if _, err := os.Lstat(upper); errors.Is(err, os.ErrNotExist) {
 		return nil // no command has run over an overlay yet
 	}
+	if err := noteFolds(t, upper); err != nil {
+		return fmt.Errorf("fold the command's changes into the copy: %w (they are kept in %s and folded when the next command starts)", err, upper)
+	}
 	if _, err := overlay.Fold(upper, t.Paths.Copy); err != nil {
 		return fmt.Errorf("fold the command's changes into the copy: %w (they are kept in %s and folded when the next command starts)", err, upper)
 	}

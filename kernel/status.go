@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/kulehq/kule/kernel/internal/clone"
 	"github.com/kulehq/kule/kernel/internal/crashpoint"
 	"github.com/kulehq/kule/kernel/internal/effects"
 	"github.com/kulehq/kule/kernel/internal/gitstate"
@@ -39,7 +40,9 @@ type Status struct {
 	// caught for review, never part of a commit.
 	Home []homelayer.Change
 
-	manifest *manifest.Manifest
+	manifest *manifest.Manifest // partial: only the entries the effects name (foldrecord.go)
+	partial  bool
+	gitDirs  []string // the directories holding a .git, as the scan found them
 	ignore   *ignore.Matcher
 	folder   bool       // compared the real folder, not the copy (FolderStatus)
 	judged   *Judgement // set by JudgeStatus: the git lines carry its verdicts
@@ -89,8 +92,27 @@ func (k *Kernel) Status(ctx context.Context, t *task.Task) (*Status, error) {
 			return nil, err
 		}
 		defer l.Unlock()
+		return k.statusOf(ctx, t, true)
 	}
-	return k.status(ctx, t)
+	if t.Backend == clone.Overlay {
+		// Held while the copy is walked, a walk may begin the record of
+		// the folds (foldrecord.go); a command holding it folds later.
+		if l, err := task.TryLockFile(t.Paths.Lock); err == nil && l != nil {
+			defer l.Unlock()
+			return k.statusOf(ctx, t, true)
+		}
+	}
+	return k.statusOf(ctx, t, false)
+}
+
+// StatusFull is Status from a walk of the whole copy, never from the
+// record of the overlay backend's folds: it sees what a person changed in
+// the copy with a program of their own, and begins the record anew.
+func (k *Kernel) StatusFull(ctx context.Context, t *task.Task) (*Status, error) {
+	if err := forgetFolds(t); err != nil {
+		return nil, err
+	}
+	return k.Status(ctx, t)
 }
 
 func (k *Kernel) status(ctx context.Context, t *task.Task) (*Status, error) {
@@ -139,7 +161,7 @@ func (k *Kernel) status(ctx context.Context, t *task.Task) (*Status, error) {
 	}
 	gitstate.DescribeConfig(t.Folder, t.Paths.Copy, git)
 	home, _ := homelayer.Changes(HomeLayer(t)) // a task made before home layers has none
-	return &Status{Task: t, Effects: res.Effects, Problems: res.Problems, Git: git, gitBase: gb, Home: home, manifest: m, ignore: ign}, nil
+	return &Status{Task: t, Effects: res.Effects, Problems: res.Problems, Git: git, gitBase: gb, Home: home, manifest: m, gitDirs: res.GitDirs, ignore: ign}, nil
 }
 
 // ignoreRules reads the .gitignore files the base knows of — from the real
@@ -245,6 +267,13 @@ func (k *Kernel) exec(ctx context.Context, t *task.Task, opt ExecOptions, rec *e
 	if err != nil {
 		return -1, nil, err
 	}
+	if _, layered := k.runner.(runner.Layered); !layered && spec.Task.Upper != "" {
+		// The command writes the copy itself (--no-sandbox): no fold
+		// will note what it changed.
+		if err := forgetFolds(t); err != nil {
+			return -1, nil, fmt.Errorf("exec: %w (the command did not run)", err)
+		}
+	}
 	code, runErr := k.runner.Run(ctx, spec)
 	netLines := stopProxy()
 	crashpoint.Hit("exec.ran")
@@ -253,7 +282,7 @@ func (k *Kernel) exec(ctx context.Context, t *task.Task, opt ExecOptions, rec *e
 	}
 	// The command's end is reported even when ctx ended it (an interrupt):
 	// what it did before is still what the person reviews.
-	st, err := k.status(context.WithoutCancel(ctx), t)
+	st, err := k.statusOf(context.WithoutCancel(ctx), t, true)
 	if st != nil {
 		st.Network = netLines
 		k.SaveWholeSummary(st) // what kule list shows, until the next status

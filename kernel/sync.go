@@ -412,6 +412,9 @@ func (k *Kernel) rollback(ctx context.Context, t *task.Task) (*RollbackReport, e
 		return nil, err
 	}
 	defer l.Unlock()
+	if err := forgetFolds(t); err != nil { // the copy is written below
+		return nil, err
+	}
 	st, err := k.status(ctx, t)
 	if err != nil {
 		return nil, err

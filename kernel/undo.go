@@ -58,6 +58,9 @@ func (k *Kernel) undo(ctx context.Context, t *task.Task) (*UndoReport, error) {
 		return nil, err
 	}
 	defer l.Unlock()
+	if err := forgetFolds(t); err != nil { // the copy follows the folder back
+		return nil, err
+	}
 	fl, err := task.LockFile(k.store.FolderLockPath(t.Folder))
 	if err != nil {
 		return nil, err

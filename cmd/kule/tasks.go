@@ -200,7 +200,7 @@ func subdirOf(folder string) string {
 }
 
 func statusCommand() *cobra.Command {
-	var asJSON bool
+	var asJSON, full bool
 	c := &cobra.Command{
 		Use:   "status TASK",
 		Short: "List the task's uncommitted changes",
@@ -212,7 +212,11 @@ func statusCommand() *cobra.Command {
 			// is 400% from the start, main.go's shortHeapCommands).
 			naming := k.OpenNames(cmd.Context(), t) // a differ may start while the copy is walked
 			defer naming.Close()
-			st, err := k.Status(cmd.Context(), t)
+			status := k.Status
+			if full {
+				status = k.StatusFull
+			}
+			st, err := status(cmd.Context(), t)
 			if err != nil {
 				return err
 			}
@@ -269,6 +273,7 @@ func statusCommand() *cobra.Command {
 		}),
 	}
 	c.Flags().BoolVar(&asJSON, "json", false, "print the changes as JSON")
+	c.Flags().BoolVar(&full, "full", false, "walk the whole copy (on the overlay backend, a status otherwise reads what the commands changed)")
 	return c
 }
 

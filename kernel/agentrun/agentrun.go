@@ -333,6 +333,13 @@ func (r *Run) holdTask(ctx context.Context) error {
 		_ = lock.Unlock()
 		return err
 	}
+	// The agent's writes (and Kule's on its behalf) reach the copy with
+	// no fold to note them: a status walks the copy until the next walk
+	// under the lock begins a new record.
+	if err := kernel.ForgetFolds(r.Task); err != nil {
+		_ = lock.Unlock()
+		return err
+	}
 	r.lock = lock
 	return nil
 }

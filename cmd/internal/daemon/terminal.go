@@ -62,6 +62,9 @@ type terminal struct {
 	tail []byte
 	subs map[chan []byte]struct{}
 	done chan struct{}
+	// byHand ends the mark that a person's shell has the copy open
+	// (kernel.OpenByHand): until then no status trusts a record of folds.
+	byHand func()
 }
 
 // terminals are the daemon's shells by id.
@@ -107,6 +110,11 @@ func (d *Daemon) StartTerminal(t *kernel.Task, cols, rows int) (*terminal, error
 	if _, err := rand.Read(b[:]); err != nil {
 		return nil, err
 	}
+	// The person's own shell writes the copy with no fold to note it.
+	byHand, err := kernel.OpenByHand(t)
+	if err != nil {
+		return nil, fmt.Errorf("terminal: %w", err)
+	}
 	sh := loginShell()
 	cmd := exec.Command(sh, "-i")
 	cmd.Dir = t.Paths.Copy
@@ -114,9 +122,10 @@ func (d *Daemon) StartTerminal(t *kernel.Task, cols, rows int) (*terminal, error
 	size := &pty.Winsize{Cols: uint16(min(max(cols, 10), 500)), Rows: uint16(min(max(rows, 3), 300))}
 	f, err := pty.StartWithSize(cmd, size) // a new session: the shell leads its own process group
 	if err != nil {
+		byHand()
 		return nil, fmt.Errorf("terminal: start %s in the copy: %w (nothing else was started)", sh, err)
 	}
-	tm := &terminal{ID: hex.EncodeToString(b[:]), Task: t.ID, Title: fmt.Sprintf("Terminal %d", n), Shell: sh, Start: time.Now().UTC(),
+	tm := &terminal{byHand: byHand, ID: hex.EncodeToString(b[:]), Task: t.ID, Title: fmt.Sprintf("Terminal %d", n), Shell: sh, Start: time.Now().UTC(),
 		f: f, cmd: cmd, subs: map[chan []byte]struct{}{}, done: make(chan struct{})}
 	ts.mu.Lock()
 	ts.m[tm.ID] = tm
@@ -157,6 +166,7 @@ func (tm *terminal) pump() {
 	}
 	tm.mu.Unlock()
 	tm.f.Close()
+	tm.byHand()
 	close(tm.done)
 }
 

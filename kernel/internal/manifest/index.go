@@ -298,3 +298,7 @@ func (x *Indexed) Below(dir string) ([]Entry, error) {
 	}
 	return out, nil
 }
+
+// Identity is the manifest's size and checksum, which tell this version
+// of it from any other.
+func (x *Indexed) Identity() (size int64, crc uint32) { return x.ix.Size, x.ix.CRC }

@@ -97,6 +97,15 @@ type Runner interface {
 	Run(ctx context.Context, spec Spec) (exitCode int, err error)
 }
 
+// Layered is a Runner that mounts Task.Upper over the copy when it is set:
+// the command's writes then reach the copy only when the kernel folds the
+// upper layer, which notes what it moves. A runner that is not Layered
+// writes the copy itself.
+type Layered interface {
+	Runner
+	MountsUpper() bool
+}
+
 // ErrNoCommand is returned when a Spec names no command.
 var ErrNoCommand = errors.New("run: no command given")
 

@@ -1,0 +1,182 @@
+package kernel_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strconv"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/kulehq/kule/kernel"
+	"github.com/kulehq/kule/kernel/internal/effects"
+	"github.com/kulehq/kule/kernel/internal/task"
+)
+
+// effectLines is what a person reads of each effect, with the files a
+// whole directory stands for.
+func effectLines(st *kernel.Status) []string {
+	out := []string{}
+	for _, e := range st.Effects {
+		s := e.String()
+		if e.Dir {
+			s += " [" + strconv.Itoa(e.Files) + " files]"
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+// statusOf is the task's status as kule status finds it, and whether it
+// came from the record of folds.
+func statusOf(t *testing.T, k *kernel.Kernel, tk *task.Task) ([]string, bool) {
+	t.Helper()
+	st, err := k.Status(context.Background(), tk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return effectLines(st), st.FromFolds()
+}
+
+func walked(t *testing.T, k *kernel.Kernel, tk *task.Task) []string {
+	t.Helper()
+	st, err := k.WalkStatus(tk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return effectLines(st)
+}
+
+// On the overlay backend a status after sandboxed commands is read from
+// the record of what their folds moved, and finds what a walk of the
+// whole copy finds, command after command.
+func TestOverlayStatusFromFoldsFindsWhatAWalkFinds(t *testing.T) {
+	needOverlay(t)
+	f := overlayFixture(t, map[string]string{
+		"a.txt": "a\n", "b.txt": "b\n", "gone/x": "x\n", "gone/y/z": "z\n", "docs/one.md": "1\n", "docs/two.md": "2\n",
+		"deep/a/b/c.txt": "c\n", "redo/old": "o\n", "run.sh": "#!/bin/sh\n", ".gitignore": "*.log\n",
+	})
+	tk := f.newTask()
+	for _, script := range []string{
+		"echo more >> a.txt",
+		"rm -r gone",
+		"echo new > deep/a/b/new.txt && echo changed > deep/a/b/c.txt",
+		"rm -r redo && mkdir redo && echo n > redo/new",
+		"mv docs manual",
+		"mv b.txt manual/b.txt",
+		"chmod 755 run.sh && ln -s a.txt link && echo l > build.log",
+		"echo again > a.txt",
+		"rm -r manual",
+	} {
+		if out, err := f.sandboxed(tk, kernel.SandboxOptions{}, script); err != nil {
+			t.Fatalf("%s: %v\n%s", script, err, out)
+		}
+		got, fromFolds := statusOf(t, f.k, tk)
+		if !fromFolds {
+			t.Fatalf("after %q the status walked the copy: no record of the folds was used", script)
+		}
+		if d := cmp.Diff(walked(t, f.k, tk), got); d != "" {
+			t.Fatalf("after %q (-walk +record):\n%s", script, d)
+		}
+	}
+}
+
+// Whatever writes the copy with no fold to note it ends the record: the
+// next status walks the copy and sees the write.
+func TestOverlayRecordEndsWithEveryOtherWriter(t *testing.T) {
+	needOverlay(t)
+	for name, write := range map[string]func(t *testing.T, f *fixture, tk *task.Task){
+		// --no-sandbox: the command writes the copy itself.
+		"a command without the sandbox": func(t *testing.T, f *fixture, tk *task.Task) { f.sh(tk, "echo direct > direct.txt") },
+		// A person's shell in the copy (the app's terminal).
+		"a shell by hand": func(t *testing.T, f *fixture, tk *task.Task) {
+			done, err := kernel.OpenByHand(tk)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(tk.Paths.Copy, "direct.txt"), []byte("by hand\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if got, fromFolds := statusOf(t, f.k, tk); fromFolds || !cmp.Equal(got, []string{"~ a.txt", "+ direct.txt"}) {
+				t.Fatalf("while the shell is open: %v (from the record: %v)", got, fromFolds)
+			}
+			done()
+		},
+		// An agent run holds the task and writes its copy directly.
+		"an agent run": func(t *testing.T, f *fixture, tk *task.Task) {
+			if err := kernel.ForgetFolds(tk); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(tk.Paths.Copy, "direct.txt"), []byte("agent\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			f := overlayFixture(t, map[string]string{"a.txt": "a\n"})
+			tk := f.newTask()
+			if out, err := f.sandboxed(tk, kernel.SandboxOptions{}, "echo more >> a.txt"); err != nil {
+				t.Fatalf("%v\n%s", err, out)
+			}
+			if _, fromFolds := statusOf(t, f.k, tk); !fromFolds {
+				t.Fatal("no record of the folds after a sandboxed command")
+			}
+			write(t, f, tk)
+			got, _ := statusOf(t, f.k, tk)
+			if want := []string{"~ a.txt", "+ direct.txt"}; !cmp.Equal(got, want) {
+				t.Fatalf("status %v, want %v", got, want)
+			}
+			// That walk, under the task's lock, began a record again.
+			if got, fromFolds := statusOf(t, f.k, tk); !fromFolds || !cmp.Equal(got, []string{"~ a.txt", "+ direct.txt"}) {
+				t.Fatalf("the next status: %v (from the record: %v)", got, fromFolds)
+			}
+		})
+	}
+}
+
+// An edit made in the copy by a program of the person's own is not seen
+// while a record holds (the price of a status that costs the changes);
+// --full walks the copy, sees it, and begins the record again.
+func TestOverlayStatusFullSeesAnEditByHand(t *testing.T) {
+	needOverlay(t)
+	f := overlayFixture(t, map[string]string{"a.txt": "a\n"})
+	tk := f.newTask()
+	if out, err := f.sandboxed(tk, kernel.SandboxOptions{}, "echo more >> a.txt"); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if err := os.WriteFile(filepath.Join(tk.Paths.Copy, "editor.txt"), []byte("saved\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if got, fromFolds := statusOf(t, f.k, tk); !fromFolds || !cmp.Equal(got, []string{"~ a.txt"}) {
+		t.Fatalf("status: %v (from the record: %v)", got, fromFolds)
+	}
+	st, err := f.k.StatusFull(context.Background(), tk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := effectLines(st); st.FromFolds() || !cmp.Equal(got, []string{"~ a.txt", "+ editor.txt"}) {
+		t.Fatalf("--full: %v (from the record: %v)", got, st.FromFolds())
+	}
+	if got, fromFolds := statusOf(t, f.k, tk); !fromFolds || !cmp.Equal(got, []string{"~ a.txt", "+ editor.txt"}) {
+		t.Fatalf("after --full: %v (from the record: %v)", got, fromFolds)
+	}
+}
+
+// A commit re-syncs the base, and a record is only for the base it was
+// begun on: the status after it walks, and finds what the commit kept back.
+func TestOverlayRecordEndsWithACommit(t *testing.T) {
+	needOverlay(t)
+	f := overlayFixture(t, map[string]string{"a.txt": "a\n"})
+	tk := f.newTask()
+	if out, err := f.sandboxed(tk, kernel.SandboxOptions{}, "echo more >> a.txt && echo n > new.txt"); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if _, err := f.k.Commit(context.Background(), tk, kernel.CommitOptions{Select: func(e effects.Effect) bool { return e.Path == "a.txt" }}); err != nil {
+		t.Fatal(err)
+	}
+	got, fromFolds := statusOf(t, f.k, tk)
+	if fromFolds || !cmp.Equal(got, []string{"+ new.txt"}) {
+		t.Fatalf("after the commit: %v (from the record: %v)", got, fromFolds)
+	}
+}
