@@ -56,6 +56,7 @@ var helperCaps = []uintptr{
 //  7. startBridge: the proxy bridge, when the command reaches the proxy;
 //  8. setupFailure: the helper's word on its set-up (EOF: the command runs);
 //  9. wait: the command's exit code.
+//
 // MountsUpper says that the sandbox mounts Task.Upper over the copy
 // (runner.Layered).
 func (s *Sandbox) MountsUpper() bool { return true }
