@@ -41,6 +41,10 @@ var helperCaps = []uintptr{
 	unix.CAP_DAC_OVERRIDE, unix.CAP_SYS_PTRACE, unix.CAP_KILL,
 }
 
+// MountsUpper says that the sandbox mounts Task.Upper over the copy
+// (runner.Layered).
+func (s *Sandbox) MountsUpper() bool { return true }
+
 // Run runs spec's command in the sandbox and returns its exit code. Its
 // steps:
 //
@@ -56,11 +60,6 @@ var helperCaps = []uintptr{
 //  7. startBridge: the proxy bridge, when the command reaches the proxy;
 //  8. setupFailure: the helper's word on its set-up (EOF: the command runs);
 //  9. wait: the command's exit code.
-//
-// MountsUpper says that the sandbox mounts Task.Upper over the copy
-// (runner.Layered).
-func (s *Sandbox) MountsUpper() bool { return true }
-
 func (s *Sandbox) Run(ctx context.Context, spec runner.Spec) (int, error) {
 	avail, err := s.available(spec)
 	if err != nil {
