@@ -150,6 +150,9 @@ func (k *Kernel) beginFoldRecord(t *task.Task, st *Status) {
 		}
 	}
 	for _, d := range st.gitDirs {
+		if d == "." { // how GitDirs names the root
+			d = ""
+		}
 		es = append(es, overlay.RecordEntry{Path: relpath.Join(d, ".git")})
 	}
 	data := overlay.EncodeRecord(overlay.RecordBase{Size: size, CRC: crc}, es)

@@ -180,3 +180,41 @@ func TestOverlayRecordEndsWithACommit(t *testing.T) {
 		t.Fatalf("after the commit: %v (from the record: %v)", got, fromFolds)
 	}
 }
+
+// A folder that is a repository, and a repository a command makes: the
+// record names their .git directories (the root's too), and a status from
+// it finds the same git changes as a walk.
+func TestOverlayStatusFromFoldsInARepository(t *testing.T) {
+	needOverlay(t)
+	f := overlayFixture(t, map[string]string{"a.txt": "a\n", "b.txt": "b\n"})
+	gitIn(t, f.folder, "init", "-q")
+	gitIn(t, f.folder, "add", "-A")
+	gitIn(t, f.folder, "commit", "-qm", "first")
+	tk := f.newTask()
+	for _, script := range []string{
+		"echo more >> a.txt",
+		"git -c user.email=k@k -c user.name=k commit -qam second",
+		"mkdir sub && cd sub && git init -q && echo s > s.txt",
+	} {
+		if out, err := f.sandboxed(tk, kernel.SandboxOptions{}, script); err != nil {
+			t.Fatalf("%s: %v\n%s", script, err, out)
+		}
+		st, err := f.k.Status(context.Background(), tk)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !st.FromFolds() {
+			t.Fatalf("after %q the status walked the copy: no record of the folds was used", script)
+		}
+		whole, err := f.k.WalkStatus(tk)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d := cmp.Diff(effectLines(whole), effectLines(st)); d != "" {
+			t.Fatalf("after %q (-walk +record):\n%s", script, d)
+		}
+		if d := cmp.Diff(gitLines(whole), gitLines(st)); d != "" {
+			t.Fatalf("git after %q (-walk +record):\n%s", script, d)
+		}
+	}
+}
