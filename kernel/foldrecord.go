@@ -129,14 +129,7 @@ func (k *Kernel) statusOf(ctx context.Context, t *task.Task, locked bool) (*Stat
 }
 
 // beginFoldRecord writes a new record: the paths the walk found changed.
-// Without the manifest's index no record can be read, so none is begun.
 func (k *Kernel) beginFoldRecord(t *task.Task, st *Status) {
-	x, err := manifest.OpenIndexed(manifestPath(t.Paths))
-	if err != nil {
-		return
-	}
-	size, crc := x.Identity()
-	x.Close()
 	var es []overlay.RecordEntry
 	for _, e := range st.Effects {
 		es = append(es, overlay.RecordEntry{Path: e.Path, Deep: e.Dir})
@@ -154,6 +147,22 @@ func (k *Kernel) beginFoldRecord(t *task.Task, st *Status) {
 			d = ""
 		}
 		es = append(es, overlay.RecordEntry{Path: relpath.Join(d, ".git")})
+	}
+	writeFoldRecord(t, es)
+}
+
+// writeFoldRecord begins the record of the task's folds with es, for the
+// base as it is now. Without the manifest's index no record can be read,
+// so none is begun.
+func writeFoldRecord(t *task.Task, es []overlay.RecordEntry) {
+	x, err := manifest.OpenIndexed(manifestPath(t.Paths))
+	if err != nil {
+		return
+	}
+	size, crc := x.Identity()
+	x.Close()
+	if err := os.MkdirAll(filepath.Dir(foldRecordPath(t)), 0o700); err != nil {
+		return
 	}
 	data := overlay.EncodeRecord(overlay.RecordBase{Size: size, CRC: crc}, es)
 	// A cache: lost in a crash, the next status walks (the boot check

@@ -53,13 +53,20 @@ func walked(t *testing.T, k *kernel.Kernel, tk *task.Task) []string {
 // whole copy finds, command after command.
 func TestOverlayStatusFromFoldsFindsWhatAWalkFinds(t *testing.T) {
 	needOverlay(t)
+	t.Setenv("KULE_SECRETS_KEYFILE", "1")
 	f := overlayFixture(t, map[string]string{
+		".env": "OPENAI_API_KEY=sk-proj-Zq8xW3vB7nM1kL5pR9tY2uI6oP4aS0dF\n",
 		"a.txt": "a\n", "b.txt": "b\n", "gone/x": "x\n", "gone/y/z": "z\n", "docs/one.md": "1\n", "docs/two.md": "2\n",
 		"deep/a/b/c.txt": "c\n", "redo/old": "o\n", "run.sh": "#!/bin/sh\n", ".gitignore": "*.log\n",
 	})
 	tk := f.newTask()
+	// kule new begins the record: the copy is the base, its .env masked.
+	if got, fromFolds := statusOf(t, f.k, tk); !fromFolds || len(got) != 0 {
+		t.Fatalf("a new task's status: %v (from the record: %v)", got, fromFolds)
+	}
 	for _, script := range []string{
 		"echo more >> a.txt",
+		"echo FEATURE=on >> .env",
 		"rm -r gone",
 		"echo new > deep/a/b/new.txt && echo changed > deep/a/b/c.txt",
 		"rm -r redo && mkdir redo && echo n > redo/new",

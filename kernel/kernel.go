@@ -32,6 +32,7 @@ import (
 	"github.com/kulehq/kule/kernel/internal/homelayer"
 	"github.com/kulehq/kule/kernel/internal/limits"
 	"github.com/kulehq/kule/kernel/internal/manifest"
+	"github.com/kulehq/kule/kernel/internal/overlay"
 	"github.com/kulehq/kule/kernel/internal/pluginhost"
 	"github.com/kulehq/kule/kernel/internal/review"
 	"github.com/kulehq/kule/kernel/internal/runner"
@@ -301,8 +302,18 @@ func (k *Kernel) NewTask(ctx context.Context, folder string) (*NewReport, error)
 	if err := saveGitBase(t); err != nil { // .git is judged by meaning: see git.go
 		return nil, fmt.Errorf("new: judge the folder's git repositories: %w (nothing was made)", err)
 	}
-	if _, err := k.maskEnv(t); err != nil { // .env values the agent never sees: see envmask.go
+	masked, err := k.maskEnv(t) // .env values the agent never sees: see envmask.go
+	if err != nil {
 		return nil, fmt.Errorf("new: %w (nothing was made)", err)
+	}
+	if t.Backend == clone.Overlay {
+		// The copy is the base (bar the masked files): the first status
+		// need not walk it (foldrecord.go).
+		es := make([]overlay.RecordEntry, len(masked))
+		for i, p := range masked {
+			es[i] = overlay.RecordEntry{Path: p}
+		}
+		writeFoldRecord(t, es)
 	}
 	var notes []string
 	tracked, err := envTracked(real) // what masking cannot hide: see envtracked.go
