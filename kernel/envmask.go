@@ -125,23 +125,23 @@ func (k *Kernel) MaskEnv(t *task.Task) ([]string, error) {
 // maskEnv is MaskEnv under the task's lock. The settings files are the ones
 // the base knows of (the folder's), plus those masked before.
 func (k *Kernel) maskEnv(t *task.Task) ([]string, error) {
-	m, err := manifest.Load(manifestPath(t.Paths))
+	sb, err := openSettingsBase(manifestPath(t.Paths))
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrMaskFailed, err)
 	}
-	var cands []string
-	for _, e := range m.Entries {
-		if e.Type == effects.TypeFile && isSettingsFile(e.Path) {
-			cands = append(cands, e.Path)
-		}
+	defer sb.close()
+	cands, err := sb.settingsFiles()
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrMaskFailed, err)
 	}
+	// What the stat cache takes of the copy's masked files, saved once.
+	cached := map[string]walk.Item{}
 	type job struct {
 		rel    string
 		masked []byte
 		it     walk.Item
 	}
 	var jobs []job
-	dirty := false
 	ev := k.envVault(t)
 	// The copy is opened beneath its root: where a command replaced a
 	// directory by a link (config -> ~/projects/sibling), config/.env is
@@ -164,9 +164,11 @@ func (k *Kernel) maskEnv(t *task.Task) ([]string, error) {
 			// Masked already. A command that rewrote it unchanged moved
 			// its metadata: where it still means what the base holds, the
 			// stat cache takes it again, so it is no effect.
-			if e, ok := m.Get(rel); ok && e.Item != it && dotenv.HasPlaceholder(b) {
+			if e, ok, err := sb.get(rel); err != nil {
+				return nil, fmt.Errorf("%w: %v", ErrMaskFailed, err)
+			} else if ok && e.Item != it && dotenv.HasPlaceholder(b) {
 				if real, err := ev.unmask(rel, b); err == nil && baseHolds(baseOf(t), e, real) {
-					e.Item, dirty = it, true
+					cached[rel] = it
 				}
 			}
 			continue
@@ -179,10 +181,8 @@ func (k *Kernel) maskEnv(t *task.Task) ([]string, error) {
 		jobs = append(jobs, job{rel, nb, it})
 	}
 	if len(jobs) == 0 {
-		if dirty {
-			if err := manifest.Save(manifestPath(t.Paths), m); err != nil {
-				return nil, fmt.Errorf("%w: %v", ErrMaskFailed, err)
-			}
+		if err := sb.save(cached); err != nil {
+			return nil, fmt.Errorf("%w: %v", ErrMaskFailed, err)
 		}
 		return nil, nil
 	}
@@ -208,8 +208,8 @@ func (k *Kernel) maskEnv(t *task.Task) ([]string, error) {
 		changed = append(changed, j.rel)
 		// Where the copy now means what the base holds, the stat cache
 		// takes the masked file: it is no effect, and status skips it.
-		e, ok := m.Get(j.rel)
-		if !ok {
+		e, ok, err := sb.get(j.rel)
+		if err != nil || !ok {
 			continue
 		}
 		real, err := ev.unmask(j.rel, j.masked)
@@ -217,13 +217,100 @@ func (k *Kernel) maskEnv(t *task.Task) ([]string, error) {
 			continue
 		}
 		if it, err := lstatBeneath(root, j.rel); err == nil && it.Type == effects.TypeFile {
-			e.Item = it
+			cached[j.rel] = it
 		}
 	}
-	if err := manifest.Save(manifestPath(t.Paths), m); err != nil {
+	if err := sb.save(cached); err != nil {
 		return changed, fmt.Errorf("%w: %v", ErrMaskFailed, err)
 	}
 	return changed, nil
+}
+
+// settingsBase is what maskEnv reads of the base: its settings files and
+// their entries, through the manifest's index where it has one (masking
+// runs before every command, and a million-entry manifest is not decoded
+// for the few .env files among it), the whole manifest only to save it.
+type settingsBase struct {
+	path string
+	x    *manifest.Indexed  // nil: no index, m holds the whole
+	m    *manifest.Manifest // loaded once needed
+}
+
+func openSettingsBase(path string) (*settingsBase, error) {
+	sb := &settingsBase{path: path}
+	x, err := manifest.OpenIndexed(path)
+	if err == nil {
+		sb.x = x
+		return sb, nil
+	}
+	if !errors.Is(err, manifest.ErrNoIndex) {
+		return nil, err
+	}
+	if sb.m, err = manifest.Load(path); err != nil {
+		return nil, err
+	}
+	return sb, nil
+}
+
+func (sb *settingsBase) close() {
+	if sb.x != nil {
+		sb.x.Close()
+	}
+}
+
+// settingsFiles are the files of the base that isSettingsFile picks.
+func (sb *settingsBase) settingsFiles() ([]string, error) {
+	var out []string
+	if sb.x == nil {
+		for _, e := range sb.m.Entries {
+			if e.Type == effects.TypeFile && isSettingsFile(e.Path) {
+				out = append(out, e.Path)
+			}
+		}
+		return out, nil
+	}
+	for _, p := range sb.x.Named() {
+		if !isSettingsFile(p) {
+			continue
+		}
+		e, ok, err := sb.x.Get(p)
+		if err != nil {
+			return nil, err
+		}
+		if ok && e.Type == effects.TypeFile {
+			out = append(out, p)
+		}
+	}
+	return out, nil
+}
+
+func (sb *settingsBase) get(rel string) (*manifest.Entry, bool, error) {
+	if sb.x != nil {
+		return sb.x.Get(rel)
+	}
+	e, ok := sb.m.Get(rel)
+	return e, ok, nil
+}
+
+// save records the copy's metadata at the given paths in the base's stat
+// cache, if there are any.
+func (sb *settingsBase) save(cached map[string]walk.Item) error {
+	if len(cached) == 0 {
+		return nil
+	}
+	if sb.m == nil {
+		m, err := manifest.Load(sb.path)
+		if err != nil {
+			return err
+		}
+		sb.m = m
+	}
+	for rel, it := range cached {
+		if e, ok := sb.m.Get(rel); ok {
+			e.Item = it
+		}
+	}
+	return manifest.Save(sb.path, sb.m)
 }
 
 // baseHolds reports whether the base keeps exactly b for entry e.
