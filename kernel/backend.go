@@ -1,8 +1,11 @@
 package kernel
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/kulehq/kule/kernel/internal/clone"
@@ -53,7 +56,59 @@ func (k *Kernel) BackendFor(folder string) (name, reason string) {
 		}
 		return k.backend, fmt.Sprintf("%s forces the %s backend", k.backendSource(), k.backend)
 	}
-	return clone.Probe(folder, k.store.TasksDir())
+	name, reason = clone.Probe(folder, k.store.TasksDir())
+	if name != clone.Copy {
+		return name, reason
+	}
+	from := k.overlayFrom()
+	if from == 0 {
+		if err := overlay.Available(); err != nil {
+			reason += fmt.Sprintf("; the overlay backend, which a folder of %d entries or more would get, cannot be had here: %v", DefaultOverlayFrom, err)
+		}
+		return name, reason
+	}
+	if countUpTo(folder, from) < from {
+		return name, reason + fmt.Sprintf("; the folder holds fewer than %d entries, below which a walk of the copy costs a few milliseconds (a larger one gets the overlay backend)", from)
+	}
+	return clone.Overlay, reason + fmt.Sprintf("; the folder holds %d entries or more, so it gets the overlay backend: the copy is made as the copy backend makes it, each command runs over an overlay of it, and a status reads what the commands changed rather than walking the copy", from)
+}
+
+// DefaultOverlayFrom is how many entries a folder on a file system without
+// reflinks must hold to get the overlay backend when none is forced. Below
+// it a walk of the copy costs a few milliseconds, and the copy backend
+// keeps every status a walk (one sees an edit made in the copy by hand);
+// at and above it a status on the copy backend costs a walk of the whole
+// tree, where the overlay backend's reads what the commands changed.
+const DefaultOverlayFrom = 20_000
+
+// overlayFrom is clone.Options.OverlayFrom for a task made now: 0 where a
+// backend is forced or overlays cannot be had here.
+func (k *Kernel) overlayFrom() int {
+	if k.backend != "" || overlay.Available() != nil {
+		return 0
+	}
+	if k.cfg.OverlayFrom > 0 {
+		return k.cfg.OverlayFrom
+	}
+	return DefaultOverlayFrom
+}
+
+// countUpTo counts the entries below folder, stopping at n: whether a
+// folder reaches the overlay backend's size is told without walking all of
+// a large one. Links are not followed.
+func countUpTo(folder string, n int) int {
+	count := 0
+	stop := errors.New("enough")
+	_ = filepath.WalkDir(folder, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || p == folder {
+			return nil
+		}
+		if count++; count >= n {
+			return stop
+		}
+		return nil
+	})
+	return count
 }
 
 // OverlayAvailable says whether the overlay backend can be had on this

@@ -57,7 +57,10 @@ var (
 type Config struct {
 	Home    string        // $KULE_HOME
 	Runner  runner.Runner // how exec starts commands; runner.Direct when nil
-	Backend string        // force a workspace backend ("reflink" or "copy"); "" picks
+	Backend string        // force a workspace backend ("reflink", "copy", "overlay"); "" picks
+	// OverlayFrom is how many entries a folder without reflinks must have
+	// to get the overlay backend when none is forced (0: DefaultOverlayFrom).
+	OverlayFrom int
 
 	// Plugins are the built-in plugins the plugin host may start (cmd/kule
 	// hands over plugins/builtin's table: the kernel never imports plugins).
@@ -279,7 +282,7 @@ func (k *Kernel) NewTask(ctx context.Context, folder string) (*NewReport, error)
 		}
 	}
 	crashpoint.Hit("new.made")
-	res, err := clone.Tree(real, paths.Copy, paths.Base, clone.Options{Backend: k.backend, Progress: progressFrom(ctx)})
+	res, err := clone.Tree(real, paths.Copy, paths.Base, clone.Options{Backend: k.backend, OverlayFrom: k.overlayFrom(), Progress: progressFrom(ctx)})
 	if err != nil {
 		return nil, fmt.Errorf("new: copy %s: %w (nothing in the folder was changed)", real, err)
 	}

@@ -309,7 +309,7 @@ func checkBackend(e doctorEnv) doctorCheck {
 		return doctorCheck{"backend", checkFail, why, "unset KULE_BACKEND, or set it to reflink, copy or overlay"}
 	}
 	c := doctorCheck{Name: "backend", Status: checkOK, Detail: name + ": " + why}
-	if name != "overlay" {
+	if name != "overlay" && !strings.Contains(why, "overlay backend") { // BackendFor may say it
 		if err := kernel.OverlayAvailable(); err != nil {
 			c.Detail += "; the overlay backend is not available here (" + err.Error() + "), so the copy backend remains"
 		} else {

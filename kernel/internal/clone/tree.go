@@ -35,9 +35,14 @@ const (
 
 // Options tune Tree.
 type Options struct {
-	// Backend is Reflink, Copy, or "" to use reflinks where the file system
-	// has them and a plain copy elsewhere.
+	// Backend is Reflink, Copy, Overlay, or "" to use reflinks where the
+	// file system has them and a plain copy elsewhere (or Overlay, see
+	// OverlayFrom).
 	Backend string
+	// OverlayFrom, with Backend "", gives a folder of at least this many
+	// entries that has no reflinks the overlay backend rather than a plain
+	// copy (0: never). The caller knows whether overlays can be had.
+	OverlayFrom int
 	// Workers copying files at once; 0 means min(GOMAXPROCS*2, 8).
 	Workers int
 	// Progress, when set, counts the work as it is done, for a caller that
@@ -132,6 +137,9 @@ func Tree(folder, copyDir, baseDir string, opt Options) (*Result, error) {
 	backend := opt.Backend
 	if backend == "" {
 		backend = detect(folder, copyDir, w.Items)
+		if backend == Copy && opt.OverlayFrom > 0 && len(w.Items) >= opt.OverlayFrom {
+			backend = Overlay
+		}
 	}
 	made := backend // what the copy and base are made as
 	if backend == Overlay {
