@@ -35,13 +35,21 @@ func TestBaseLoadsBinaryAndOlderJSON(t *testing.T) {
 	if err := base.Save(p); err != nil {
 		t.Fatal(err)
 	}
-	bin, _ := os.ReadFile(p)
+	bin, err := base.EncodeBase() // the one-file form of older tasks
+	if err != nil {
+		t.Fatal(err)
+	}
 	old, err := json.Marshal(base)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for name, raw := range map[string][]byte{"binary": bin, "json": old} {
-		got, err := DecodeBase(raw)
+	for name, raw := range map[string][]byte{"binary": bin, "json": old, "split": nil} {
+		var got *Base
+		if raw != nil {
+			got, err = DecodeBase(raw)
+		} else {
+			got, err = LoadBase(p)
+		}
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
@@ -63,6 +71,74 @@ func TestBaseLoadsBinaryAndOlderJSON(t *testing.T) {
 	}
 	if _, err := DecodeBase(bin[:len(bin)-5]); !errors.Is(err, ErrSnapshot) {
 		t.Fatalf("truncated: err = %v, want ErrSnapshot", err)
+	}
+	split, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := len(splitMagic); i < len(split); i += 5 {
+		bad := append([]byte(nil), split...)
+		bad[i] ^= 0x40
+		if _, err := decodeSplit(bad, filepath.Dir(p)); !errors.Is(err, ErrSnapshot) {
+			t.Fatalf("split base, byte %d damaged: err = %v, want ErrSnapshot", i, err)
+		}
+	}
+}
+
+// The split base's entries are read only when an index is needed, and
+// from the one file the base names: damage there, or an entries file of
+// another base, is ErrSnapshot then; a second Save removes the first
+// one's entries file.
+func TestSplitBaseReadsItsOwnEntriesLate(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t, nil)
+	base, err := TakeBase(w.copy)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	p := filepath.Join(dir, "git.json")
+	if err := base.Save(p); err != nil {
+		t.Fatal(err)
+	}
+	files, _ := filepath.Glob(filepath.Join(dir, entriesPrefix+"*"))
+	if len(files) != 1 {
+		t.Fatalf("entries files %v, want one", files)
+	}
+	got, err := LoadBase(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Repos[0].Snapshot.lazy == nil || got.Repos[0].Snapshot.lazy.file == nil {
+		t.Fatal("the entries were read with the base")
+	}
+	raw, err := os.ReadFile(files[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw[0] ^= 0x40
+	if err := os.WriteFile(files[0], raw, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := got.Repos[0].Snapshot.index(); !errors.Is(err, ErrSnapshot) {
+		t.Fatalf("damaged entries: %v, want ErrSnapshot", err)
+	}
+	base.Repos[0].Snapshot.Index = append(base.Repos[0].Snapshot.Index, base.Repos[0].Snapshot.Index[0])
+	base.Repos[0].Snapshot.Index[len(base.Repos[0].Snapshot.Index)-1].Path = "zz-added"
+	if err := base.Save(p); err != nil {
+		t.Fatal(err)
+	}
+	now, _ := filepath.Glob(filepath.Join(dir, entriesPrefix+"*"))
+	if len(now) != 1 || now[0] == files[0] {
+		t.Fatalf("entries files after a second save %v (the first was %s)", now, files[0])
+	}
+	again, err := LoadBase(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	idx, err := again.Repos[0].Snapshot.index()
+	if err != nil || idx[len(idx)-1].Path != "zz-added" {
+		t.Fatalf("the second base's index: %v", err)
 	}
 }
 

@@ -59,22 +59,38 @@ func TakeBase(root string) (*Base, error) {
 	return b, nil
 }
 
-// Save writes the base atomically (temp file, fsync, rename) in its binary
-// form (see EncodeBase).
+// Save writes the base: the repositories' index entries, which are most of
+// it, to a file of their own beside path (named by its checksum, written
+// first), then path itself, naming that file, atomically (temp file, fsync,
+// rename), and last it removes the entry files no base names any longer. A
+// status whose indexes did not change reads path alone: a few kilobytes,
+// where a repository of a million files has 40 MB of entries. A crash
+// leaves the old base or the new one, each with its own entries file.
 func (b *Base) Save(path string) error {
-	raw, err := b.EncodeBase()
+	entries, raw, err := b.encodeSplit()
 	if err != nil {
+		return fmt.Errorf("gitstate: save base: %w", err)
+	}
+	name := entriesName(entries)
+	if err := atomicfile.Write(filepath.Join(filepath.Dir(path), name), entries, 0o600); err != nil {
 		return fmt.Errorf("gitstate: save base: %w", err)
 	}
 	if err := atomicfile.Write(path, raw, 0o600); err != nil {
 		return fmt.Errorf("gitstate: save base: %w", err)
 	}
+	old, _ := filepath.Glob(filepath.Join(filepath.Dir(path), entriesPrefix+"*"))
+	for _, o := range old {
+		if filepath.Base(o) != name {
+			_ = os.Remove(o) // an older base's: none names it now
+		}
+	}
 	return nil
 }
 
 // LoadBase reads a base saved by Save (or, for a task made by an older Kule,
-// its JSON form); a missing file is an empty base (a folder that holds no
-// repository).
+// its binary form in one file, or its JSON); a missing file is an empty
+// base (a folder that holds no repository). The index entries are read from
+// their own file only when a comparison first needs them.
 func LoadBase(path string) (*Base, error) {
 	raw, err := os.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -82,6 +98,9 @@ func LoadBase(path string) (*Base, error) {
 	}
 	if err != nil {
 		return nil, fmt.Errorf("gitstate: load base: %w", err)
+	}
+	if bytes.HasPrefix(raw, []byte(splitMagic)) {
+		return decodeSplit(raw, filepath.Dir(path))
 	}
 	return DecodeBase(raw)
 }
@@ -112,7 +131,11 @@ func (b *Base) EncodeBase() ([]byte, error) {
 		var es []byte
 		var count int
 		if lz := r.Snapshot.lazy; lz != nil {
-			es, count = lz.raw, lz.count
+			raw, err := lz.bytes()
+			if err != nil {
+				return nil, err
+			}
+			es, count = raw, lz.count
 		} else {
 			es, count = encodeEntries(r.Snapshot.Index), len(r.Snapshot.Index)
 		}

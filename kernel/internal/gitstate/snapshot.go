@@ -57,13 +57,36 @@ type Snapshot struct {
 type lazyIndex struct {
 	raw   []byte
 	count int
+	// In a split base (Save) the entries are read from their file first:
+	// bytes off to off+n of it.
+	file   *entriesFile
+	off, n int
+}
+
+// bytes are the encoded entries.
+func (lz *lazyIndex) bytes() ([]byte, error) {
+	if lz.file == nil {
+		return lz.raw, nil
+	}
+	body, err := lz.file.read()
+	if err != nil {
+		return nil, err
+	}
+	if lz.off+lz.n > len(body) {
+		return nil, fmt.Errorf("%w: an index section lies past the entries", ErrSnapshot)
+	}
+	return body[lz.off : lz.off+lz.n], nil
 }
 
 // index returns the index entries, decoding them first if the snapshot
 // came from a binary base.
 func (s *Snapshot) index() (indexList, error) {
 	if s.lazy != nil {
-		es, err := decodeEntries(s.lazy.raw, s.lazy.count)
+		raw, err := s.lazy.bytes()
+		if err != nil {
+			return nil, err
+		}
+		es, err := decodeEntries(raw, s.lazy.count)
 		if err != nil {
 			return nil, fmt.Errorf("%w: %v", ErrSnapshot, err)
 		}
