@@ -12,6 +12,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 run() { echo; echo "== $*"; "$@"; }
 run bash "$here/sandbox.sh" 20
 run env RUNS=3 BACKENDS="copy overlay" bash "$here/statusgrowth.sh" 1000 10000
+run env RUNS=5 bash "$here/execgrowth.sh" 1000 20000
 run bash "$here/commit.sh" 10000 500 3
 run bash "$here/newlarge.sh" 3 100 3
 run env NEW_RUNS=3 bash "$here/tree.sh" 20000 3

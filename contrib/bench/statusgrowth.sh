@@ -21,6 +21,7 @@ RUNS=${RUNS:-5}
 read -r -a backends <<<"${BACKENDS:-auto}"
 sizes=("$@")
 [ ${#sizes[@]} -gt 0 ] || sizes=(1000 10000 100000)
+here=$(cd "$(dirname "$0")" && pwd)
 work=$(mktemp -d "${BENCH_DIR:-/tmp}/kule-bench.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 
@@ -45,16 +46,7 @@ fi
 for n in "${sizes[@]}"; do
   rm -rf "$work/tree" "$work/home" "$work/home-before"
   export KULE_HOME="$work/home"
-  python3 - "$work/tree" "$n" <<'PY'
-import os, sys
-root, files = sys.argv[1], int(sys.argv[2])
-for i in range(files):
-    d = os.path.join(root, "d%05d" % (i // 100))
-    if i % 100 == 0:
-        os.makedirs(d, exist_ok=True)
-    with open(os.path.join(d, "f%03d.txt" % (i % 100)), "w") as fh:
-        fh.write("file %d\n" % i)
-PY
+  python3 "$here/maketree.py" "$work/tree" "$n"
   (cd "$work/tree" && git init -q && git config gc.auto 0 && git config core.untrackedCache true &&
     git config core.fsmonitor false && git add -A && git -c user.email=b@b -c user.name=b commit -qm tree && git gc -q)
   for d in 0 1 2 3 4 5 6 7 8 9; do
