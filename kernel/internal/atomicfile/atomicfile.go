@@ -37,6 +37,11 @@ type Options struct {
 	// NoSync skips both fsyncs, for a cache that may be lost in a crash
 	// (it is still whole or absent: the rename stays).
 	NoSync bool
+	// NoDirSync syncs the file but not its directory, for a record whose
+	// last write may be lost in a crash as long as it is never torn: after
+	// one, the name holds the old contents or the new, each whole, and at
+	// worst a temporary file is left beside it.
+	NoDirSync bool
 	// TempPrefix starts the temporary file's name instead of
 	// ".<name>.tmp-", so another tool's own clean-up knows it (git removes
 	// the "tmp_obj_" files a crash leaves in objects/).
@@ -127,7 +132,7 @@ func WriteAtWith(dirfd int, name, shown string, o Options, fill func(io.Writer) 
 		}
 		placed = true
 	}
-	if o.NoSync {
+	if o.NoSync || o.NoDirSync {
 		return nil
 	}
 	err = beforeSync(o, dirShown)

@@ -52,6 +52,7 @@ func TestWriteWithOptions(t *testing.T) {
 		{name: "exclusive new", fill: "new", o: Options{Exclusive: true}, want: "new", wantSyncs: []string{"tmp", "dir"}},
 		{name: "exclusive exists", old: "old", fill: "new", o: Options{Exclusive: true}, wantErr: fs.ErrExist, want: "old", wantSyncs: []string{"tmp"}},
 		{name: "no sync", old: "old", fill: "new", o: Options{NoSync: true}, want: "new"},
+		{name: "no dir sync", old: "old", fill: "new", o: Options{NoDirSync: true}, want: "new", wantSyncs: []string{"tmp"}},
 		{name: "fill fails", old: "old", fill: "half", fillErr: fail, wantErr: fail, want: "old"},
 		{name: "fsync fails", old: "old", fill: "new", o: Options{BeforeSync: func(p string) error {
 			if strings.Contains(p, ".tmp-") {

@@ -72,7 +72,7 @@ type Assignment struct {
 	Quote      byte // '"', '\'', '`' or 0
 }
 
-var keyRe = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_.\-]*`)
+var keyRe = lazyre.New(`^[A-Za-z_][A-Za-z0-9_.\-]*`)
 
 // Parse finds the assignments of a settings file. It never fails: a line it
 // cannot read is left alone.
@@ -160,10 +160,10 @@ var (
 	prefixes     = []string{"sk_live_", "sk_test_", "rk_live_", "rk_test_", "sk-", "ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_",
 		"glpat-", "xoxb-", "xoxp-", "xoxa-", "xapp-", "AKIA", "ASIA", "AIza", "ya29.", "hf_", "npm_", "pypi-", "SG.", "shpat_", "sq0atp-", "dop_v1_"}
 	notSecret  = map[string]bool{"true": true, "false": true, "yes": true, "no": true, "on": true, "off": true, "null": true, "none": true, "nil": true}
-	urlPassRe  = regexp.MustCompile(`^[a-zA-Z][a-zA-Z0-9+.-]*://[^/@:\s]*:[^/@\s]+@`)
+	urlPassRe  = lazyre.New(`^[a-zA-Z][a-zA-Z0-9+.-]*://[^/@:\s]*:[^/@\s]+@`)
 	jwtRe      = lazyre.New(`^eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.`)
 	numberRe   = lazyre.New(`^[0-9]{1,6}$`)
-	tokenishRe = regexp.MustCompile(`^[A-Za-z0-9+/=_.\-]+$`)
+	tokenishRe = lazyre.New(`^[A-Za-z0-9+/=_.\-]+$`)
 )
 
 // LooksSecret reports whether a value looks like a secret, by its key's name

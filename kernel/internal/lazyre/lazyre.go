@@ -10,7 +10,7 @@ import (
 	"sync"
 )
 
-// Regexp is a regular expression compiled on its first match.
+// Regexp is a regular expression compiled on its first use.
 type Regexp struct {
 	expr string
 	once sync.Once
@@ -22,8 +22,23 @@ type Regexp struct {
 // each user match every pattern at least once).
 func New(expr string) *Regexp { return &Regexp{expr: expr} }
 
-// MatchString reports whether s contains a match of the expression.
-func (r *Regexp) MatchString(s string) bool {
+// compiled is the expression, compiled at the first use.
+func (r *Regexp) compiled() *regexp.Regexp {
 	r.once.Do(func() { r.re = regexp.MustCompile(r.expr) })
-	return r.re.MatchString(s)
+	return r.re
+}
+
+// MatchString reports whether s contains a match of the expression.
+func (r *Regexp) MatchString(s string) bool { return r.compiled().MatchString(s) }
+
+// Find is regexp.Regexp.Find: the leftmost match in b, nil for none.
+func (r *Regexp) Find(b []byte) []byte { return r.compiled().Find(b) }
+
+// FindStringSubmatch is regexp.Regexp.FindStringSubmatch: the leftmost
+// match in s and its groups, nil for none.
+func (r *Regexp) FindStringSubmatch(s string) []string { return r.compiled().FindStringSubmatch(s) }
+
+// ReplaceAllString is regexp.Regexp.ReplaceAllString.
+func (r *Regexp) ReplaceAllString(src, repl string) string {
+	return r.compiled().ReplaceAllString(src, repl)
 }

@@ -20,3 +20,20 @@ func TestBadExpressionPanicsAtFirstUse(t *testing.T) {
 	}()
 	re.MatchString("x")
 }
+
+// The other methods answer as the regexp package's own do, compiling on
+// their first use.
+func TestMethodsAnswerAsRegexpDoes(t *testing.T) {
+	if got := string(New(`^[a-z]+`).Find([]byte("abc=1"))); got != "abc" {
+		t.Errorf("Find = %q, want abc", got)
+	}
+	if got := New(`^[a-z]+`).Find([]byte("=1")); got != nil {
+		t.Errorf("Find of no match = %q, want nil", got)
+	}
+	if got := New(`v(\d+)\.(\d+)`).FindStringSubmatch("go v1.26"); len(got) != 3 || got[1] != "1" || got[2] != "26" {
+		t.Errorf("FindStringSubmatch = %q, want [v1.26 1 26]", got)
+	}
+	if got := New(`\s+`).ReplaceAllString("a  b\tc", " "); got != "a b c" {
+		t.Errorf("ReplaceAllString = %q, want %q", got, "a b c")
+	}
+}

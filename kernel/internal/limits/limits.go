@@ -275,13 +275,15 @@ func Start(ctx context.Context, lim Limits, w Watch) *Supervisor {
 }
 
 // joinGroup moves the run's tree into its cgroups once cgroupJoinAfter has
-// passed; false when the run ended (or the watch did) before then.
-func (s *Supervisor) joinGroup(ctx context.Context) bool {
+// passed; false when the run ended (its root, or the watch) before then.
+func (s *Supervisor) joinGroup(ctx context.Context, rootGone <-chan struct{}) bool {
 	defer close(s.joined)
 	select {
 	case <-ctx.Done():
 		return false
 	case <-s.finish:
+		return false
+	case <-rootGone:
 		return false
 	case <-time.After(cgroupJoinAfter):
 	}
@@ -375,7 +377,9 @@ func (s *Supervisor) loop(ctx context.Context) {
 		}
 		s.onTick = saved
 	}
-	if s.group != nil && !s.joinGroup(ctx) {
+	rootGone, stopWatch := rootEnd(s.w.Root)
+	defer stopWatch()
+	if s.group != nil && !s.joinGroup(ctx, rootGone) {
 		return // the run ended before it was moved
 	}
 	lastActive := start
@@ -390,6 +394,8 @@ func (s *Supervisor) loop(ctx context.Context) {
 			return
 		case <-s.finish:
 			return
+		case <-rootGone:
+			return // the watch ends with Root, as a tick would find
 		case <-ticker.C:
 		}
 		pids := s.pids()

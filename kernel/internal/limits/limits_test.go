@@ -297,3 +297,24 @@ func FuzzLoadTaskTime(f *testing.F) {
 		}
 	})
 }
+
+// The run's time is the task's as soon as its first process has ended,
+// before the caller (busy with the run's effects) ends the watch: with no
+// tick due for an hour and End never called, the time is written all the
+// same.
+func TestTaskTimeIsKeptWhenTheRootEndsBeforeEnd(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	cmd, ended := startReaped(t, dir, "sleep 0.2")
+	s := Start(context.Background(), Limits{}, Watch{Root: cmd.Process.Pid, TaskTimeFile: TaskTimeFile(dir), Tick: time.Hour})
+	t.Cleanup(func() { s.End(); s.Wait() })
+	<-ended
+	select {
+	case <-s.done:
+	case <-time.After(time.Minute):
+		t.Fatal("the watch went on after its root ended, with End not called")
+	}
+	if used, err := LoadTaskTime(TaskTimeFile(dir)); err != nil || used < 200*time.Millisecond {
+		t.Fatalf("after a 0.2 s run the task kept %s (%v)", used, err)
+	}
+}

@@ -6,9 +6,10 @@ import (
 	"database/sql"
 	"encoding/hex"
 	"encoding/json"
-	"regexp"
 	"strings"
 	"time"
+
+	"github.com/kulehq/kule/kernel/internal/lazyre"
 )
 
 // Failure is a run that went wrong: a non-zero exit, a turn that failed, a
@@ -58,8 +59,8 @@ const (
 )
 
 var (
-	sigNumber = regexp.MustCompile(`0x[0-9a-fA-F]+|[0-9]+`)
-	sigSpace  = regexp.MustCompile(`\s+`)
+	sigNumber = lazyre.New(`0x[0-9a-fA-F]+|[0-9]+`)
+	sigSpace  = lazyre.New(`\s+`)
 )
 
 // normal is text with what differs between two runs of the same failure

@@ -7,7 +7,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"regexp"
 	"sort"
 	"strings"
 	"sync"
@@ -28,6 +27,8 @@ import (
 	xast "github.com/cedar-policy/cedar-go/x/exp/ast"
 	"github.com/cedar-policy/cedar-go/x/exp/schema"
 	"github.com/cedar-policy/cedar-go/x/exp/schema/validate"
+
+	"github.com/kulehq/kule/kernel/internal/lazyre"
 )
 
 //go:embed builtin/*.cedar builtin/schema.cedarschema
@@ -257,7 +258,7 @@ func readRegular(p string) ([]byte, error) {
 	return os.ReadFile(p)
 }
 
-var inputPos = regexp.MustCompile(`<input>:(\d+):(\d+)`)
+var inputPos = lazyre.New(`<input>:(\d+):(\d+)`)
 
 // parseFile parses a Cedar file and validates every policy in it against
 // Kule's schema. Errors name the file and line.
