@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"strconv"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/kulehq/kule/kernel/internal/atomicfile"
 	"github.com/kulehq/kule/kernel/internal/clone"
 	"github.com/kulehq/kule/kernel/internal/gitstate"
@@ -69,7 +71,12 @@ func noteFolds(t *task.Task, upper string) error {
 		// cannot stand for it.
 		return forgetFolds(t)
 	}
-	return overlay.AppendRecord(foldRecordPath(t), overlay.RecordEntries(changes))
+	if err := overlay.AppendRecord(foldRecordPath(t), overlay.RecordEntries(changes)); err != nil {
+		// A record that cannot take the fold's paths ends; the fold
+		// goes on, and the next status walks.
+		return forgetFolds(t)
+	}
+	return nil
 }
 
 // OpenByHand marks the task's copy as open to a person's own shell until
@@ -97,16 +104,25 @@ func OpenByHand(t *task.Task) (done func(), err error) {
 	}, nil
 }
 
-// openByHand reports whether a person's shell has the copy open (or one
-// that ended without saying so left its mark: a walk then, to be safe).
+// openByHand reports whether a person's shell has the copy open. A mark
+// whose process is gone (a daemon that ended without saying so) is
+// removed: what its shell wrote was ended with the record at its start,
+// and the next walk sees it.
 func openByHand(t *task.Task) bool {
-	f, err := os.Open(handsDir(t))
+	names, err := os.ReadDir(handsDir(t))
 	if err != nil {
 		return false
 	}
-	defer f.Close()
-	names, _ := f.Readdirnames(1)
-	return len(names) > 0
+	open := false
+	for _, n := range names {
+		var pid int
+		if _, err := fmt.Sscanf(n.Name(), "shell-%d-", &pid); err == nil && pid > 0 && errors.Is(unix.Kill(pid, 0), unix.ESRCH) {
+			_ = os.Remove(filepath.Join(handsDir(t), n.Name()))
+			continue
+		}
+		open = true
+	}
+	return open
 }
 
 // statusOf is the status of t: from the record of its folds where one

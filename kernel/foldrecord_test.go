@@ -2,7 +2,9 @@ package kernel_test
 
 import (
 	"context"
+	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"testing"
@@ -55,7 +57,7 @@ func TestOverlayStatusFromFoldsFindsWhatAWalkFinds(t *testing.T) {
 	needOverlay(t)
 	t.Setenv("KULE_SECRETS_KEYFILE", "1")
 	f := overlayFixture(t, map[string]string{
-		".env": "OPENAI_API_KEY=sk-proj-Zq8xW3vB7nM1kL5pR9tY2uI6oP4aS0dF\n",
+		".env":  "OPENAI_API_KEY=sk-proj-Zq8xW3vB7nM1kL5pR9tY2uI6oP4aS0dF\n",
 		"a.txt": "a\n", "b.txt": "b\n", "gone/x": "x\n", "gone/y/z": "z\n", "docs/one.md": "1\n", "docs/two.md": "2\n",
 		"deep/a/b/c.txt": "c\n", "redo/old": "o\n", "run.sh": "#!/bin/sh\n", ".gitignore": "*.log\n",
 	})
@@ -223,5 +225,43 @@ func TestOverlayStatusFromFoldsInARepository(t *testing.T) {
 		if d := cmp.Diff(gitLines(whole), gitLines(st)); d != "" {
 			t.Fatalf("git after %q (-walk +record):\n%s", script, d)
 		}
+	}
+}
+
+// The mark of a shell whose daemon ended without taking it away is not
+// held forever: once its process is gone, the record is used again.
+func TestOverlayMarkOfAGoneShellIsPassedOver(t *testing.T) {
+	needOverlay(t)
+	f := overlayFixture(t, map[string]string{"a.txt": "a\n"})
+	tk := f.newTask()
+	gone := exec.Command("true")
+	if err := gone.Run(); err != nil {
+		t.Fatal(err)
+	}
+	hands := filepath.Join(tk.Paths.Dir, "overlay", "hands")
+	if err := os.MkdirAll(hands, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	mark := filepath.Join(hands, fmt.Sprintf("shell-%d-1", gone.Process.Pid))
+	if err := os.WriteFile(mark, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := f.sandboxed(tk, kernel.SandboxOptions{}, "echo more >> a.txt"); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if got, fromFolds := statusOf(t, f.k, tk); !fromFolds || !cmp.Equal(got, []string{"~ a.txt"}) {
+		t.Fatalf("status: %v (from the record: %v)", got, fromFolds)
+	}
+	if _, err := os.Lstat(mark); !os.IsNotExist(err) {
+		t.Fatalf("the gone shell's mark is still there: %v", err)
+	}
+	// A live one (this process) keeps every status a walk.
+	done, err := kernel.OpenByHand(tk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer done()
+	if _, fromFolds := statusOf(t, f.k, tk); fromFolds {
+		t.Fatal("a status used the record while a shell had the copy open")
 	}
 }
