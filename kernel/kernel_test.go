@@ -369,7 +369,9 @@ func TestStatusSkipsFilesWhoseMetadataDidNotMove(t *testing.T) {
 	if err := os.Chtimes(p, info.ModTime(), info.ModTime()); err != nil {
 		t.Fatal(err)
 	}
-	st, err := f.k.Status(context.Background(), tk)
+	// A walk (--full): on the overlay backend a status otherwise reads the
+	// record of its folds, which no edit by hand in the copy is part of.
+	st, err := f.k.StatusFull(context.Background(), tk)
 	if err != nil {
 		t.Fatal(err)
 	}
