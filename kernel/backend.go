@@ -70,7 +70,7 @@ func (k *Kernel) BackendFor(folder string) (name, reason string) {
 	if countUpTo(folder, from) < from {
 		return name, reason + fmt.Sprintf("; the folder holds fewer than %d entries, below which a walk of the copy costs a few milliseconds (a larger one gets the overlay backend)", from)
 	}
-	return clone.Overlay, reason + fmt.Sprintf("; the folder holds %d entries or more, so it gets the overlay backend: the copy is made as the copy backend makes it, each command runs over an overlay of it, and a status reads what the commands changed rather than walking the copy", from)
+	return clone.Overlay, strings.TrimPrefix(reason, "plain copy: ") + fmt.Sprintf("; the folder holds %d entries or more, so it gets the overlay backend: the copy is made as the copy backend makes it, each command runs over an overlay of it, and a status reads what the commands changed rather than walking the copy", from)
 }
 
 // DefaultOverlayFrom is how many entries a folder on a file system without
