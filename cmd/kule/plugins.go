@@ -41,7 +41,7 @@ func builtinPlugins() []kernel.BuiltinPlugin {
 	var bs []kernel.BuiltinPlugin
 	for _, b := range builtin.Differs {
 		kind, name, _ := strings.Cut(b.Name, "/")
-		bs = append(bs, kernel.BuiltinPlugin{Kind: kind, Name: name, Accepts: b.New().Accepts})
+		bs = append(bs, kernel.BuiltinPlugin{Kind: kind, Name: name, Accepts: b.Accepts})
 	}
 	for _, p := range builtin.Previewers {
 		kind, name, _ := strings.Cut(p.Name, "/")

@@ -247,7 +247,7 @@ func TestPluginsBinaryDeps(t *testing.T) {
 // costs every kule command its start-up).
 func TestKuleLeavesThePluginsLibraries(t *testing.T) {
 	all, _ := goList(t)
-	for _, lib := range []string{"github.com/xuri/excelize/v2", "github.com/yuin/goldmark", "github.com/dop251/goja", "github.com/slack-go/slack", "github.com/bwmarrin/discordgo"} {
+	for _, lib := range []string{"github.com/xuri/excelize/v2", "github.com/yuin/goldmark", "github.com/dop251/goja", "github.com/slack-go/slack", "github.com/bwmarrin/discordgo", "github.com/tree-sitter/go-tree-sitter"} {
 		if slices.Contains(all, lib) {
 			t.Errorf("kule links %s, which only the built-in plugins need (kule-plugins serves them)", lib)
 		}

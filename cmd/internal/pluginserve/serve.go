@@ -13,6 +13,7 @@ import (
 	exthost "github.com/kulehq/kule/extensions/host"
 	"github.com/kulehq/kule/kernel"
 	"github.com/kulehq/kule/plugins/builtin"
+	"github.com/kulehq/kule/plugins/builtin/differs"
 	"github.com/kulehq/kule/plugins/builtin/previewers"
 	sdkplugin "github.com/kulehq/kule/sdk/plugin"
 )
@@ -37,11 +38,11 @@ func Main(args []string) int {
 		sdkplugin.ServePreviewer(p)
 		return 0
 	}
-	b, ok := builtin.Lookup(args[0])
+	d, ok := differs.New(args[0])
 	if !ok {
 		fmt.Fprintf(os.Stderr, "kule-plugins __plugin: no built-in plugin %q\n", args[0])
 		return 2
 	}
-	sdkplugin.ServeDiffer(b.New())
+	sdkplugin.ServeDiffer(d)
 	return 0
 }

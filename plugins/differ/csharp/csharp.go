@@ -13,6 +13,7 @@ import (
 	tscs "github.com/tree-sitter/tree-sitter-c-sharp/bindings/go"
 
 	"github.com/kulehq/kule/plugins/differ/internal/treesit"
+	"github.com/kulehq/kule/plugins/differ/names"
 	"github.com/kulehq/kule/sdk/differ"
 )
 
@@ -20,7 +21,7 @@ var grammar = treesit.Grammar(func() *sitter.Language { return sitter.NewLanguag
 
 var lang = &treesit.Lang{
 	Name:    "csharp",
-	Exts:    []string{".cs", ".csx"},
+	Exts:    names.CSharp,
 	Grammar: func(string) *sitter.Language { return grammar() },
 	Visit:   func(w *treesit.Walker, root *sitter.Node) { decls(w, root, "", "") },
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/kulehq/kule/plugins/differ/internal/ecma"
 	"github.com/kulehq/kule/plugins/differ/internal/treesit"
+	"github.com/kulehq/kule/plugins/differ/names"
 	"github.com/kulehq/kule/sdk/differ"
 )
 
@@ -17,7 +18,7 @@ var grammar = treesit.Grammar(func() *sitter.Language { return sitter.NewLanguag
 
 var lang = &treesit.Lang{
 	Name:    "javascript",
-	Exts:    []string{".js", ".jsx", ".mjs", ".cjs"},
+	Exts:    names.JavaScript,
 	Grammar: func(string) *sitter.Language { return grammar() },
 	Visit:   ecma.Visit,
 }

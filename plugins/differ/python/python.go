@@ -12,6 +12,7 @@ import (
 	tspython "github.com/tree-sitter/tree-sitter-python/bindings/go"
 
 	"github.com/kulehq/kule/plugins/differ/internal/treesit"
+	"github.com/kulehq/kule/plugins/differ/names"
 	"github.com/kulehq/kule/sdk/differ"
 )
 
@@ -19,7 +20,7 @@ var grammar = treesit.Grammar(func() *sitter.Language { return sitter.NewLanguag
 
 var lang = &treesit.Lang{
 	Name:    "python",
-	Exts:    []string{".py", ".pyi", ".pyw"},
+	Exts:    names.Python,
 	Grammar: func(string) *sitter.Language { return grammar() },
 	Visit:   func(w *treesit.Walker, root *sitter.Node) { block(w, root, "", "") },
 }

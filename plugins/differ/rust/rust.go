@@ -11,6 +11,7 @@ import (
 	tsrust "github.com/tree-sitter/tree-sitter-rust/bindings/go"
 
 	"github.com/kulehq/kule/plugins/differ/internal/treesit"
+	"github.com/kulehq/kule/plugins/differ/names"
 	"github.com/kulehq/kule/sdk/differ"
 )
 
@@ -18,7 +19,7 @@ var grammar = treesit.Grammar(func() *sitter.Language { return sitter.NewLanguag
 
 var lang = &treesit.Lang{
 	Name:    "rust",
-	Exts:    []string{".rs"},
+	Exts:    names.Rust,
 	Grammar: func(string) *sitter.Language { return grammar() },
 	Visit:   func(w *treesit.Walker, root *sitter.Node) { items(w, root, "", "", "") },
 }

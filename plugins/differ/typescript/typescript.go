@@ -14,6 +14,7 @@ import (
 
 	"github.com/kulehq/kule/plugins/differ/internal/ecma"
 	"github.com/kulehq/kule/plugins/differ/internal/treesit"
+	"github.com/kulehq/kule/plugins/differ/names"
 	"github.com/kulehq/kule/sdk/differ"
 )
 
@@ -24,7 +25,7 @@ var (
 
 var lang = &treesit.Lang{
 	Name: "typescript",
-	Exts: []string{".ts", ".tsx", ".mts", ".cts"},
+	Exts: names.TypeScript,
 	Grammar: func(path string) *sitter.Language {
 		if strings.EqualFold(filepath.Ext(path), ".tsx") {
 			return tsx()

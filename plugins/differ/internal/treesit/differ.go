@@ -2,12 +2,11 @@ package treesit
 
 import (
 	"context"
-	"path/filepath"
-	"strings"
 	"sync"
 
 	sitter "github.com/tree-sitter/go-tree-sitter"
 
+	"github.com/kulehq/kule/plugins/differ/names"
 	"github.com/kulehq/kule/sdk/differ"
 )
 
@@ -35,15 +34,7 @@ var (
 func (d Differ) Name() string { return d.L.Name }
 
 // Accepts says whether path has one of the differ's extensions.
-func (d Differ) Accepts(path string) bool {
-	ext := strings.ToLower(filepath.Ext(path))
-	for _, e := range d.L.Exts {
-		if ext == e {
-			return true
-		}
-	}
-	return false
-}
+func (d Differ) Accepts(path string) bool { return names.Accepts(path, d.L.Exts) }
 
 // Entities names the entities of req.Content.
 func (d Differ) Entities(ctx context.Context, req differ.EntitiesRequest) (differ.EntitiesResponse, error) {
