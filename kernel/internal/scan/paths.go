@@ -71,7 +71,7 @@ func Paths(ctx context.Context, root string, look Lookup, base clone.Base, dirty
 			gitDirs[gitDirOf(p)] = true
 			continue
 		}
-		it, err := lstatBeneath(root, p, dirOK)
+		it, err := lstatDirty(root, p, dirOK)
 		if err != nil {
 			res.Problems = append(res.Problems, walk.Problem{Path: p, Kind: walk.Unreadable, Err: err})
 			continue
@@ -162,6 +162,11 @@ func Paths(ctx context.Context, root string, look Lookup, base clone.Base, dirty
 	s.finish(opt)
 	return s.res, part, nil
 }
+
+// lstatDirty stats a dirty path; only a test takes the guard away (a plain
+// lstat of the joined path, which follows a link on the way), to show the
+// attack it stops.
+var lstatDirty = lstatBeneath
 
 // gitDirOf is the directory holding the .git that rel lies in ("." for the
 // root), as Result.GitDirs names it.
