@@ -2,7 +2,6 @@ package scan
 
 import (
 	"context"
-	"path/filepath"
 	"slices"
 	"strings"
 
@@ -100,7 +99,7 @@ func Paths(ctx context.Context, root string, look Lookup, base clone.Base, dirty
 			part.Entries = append(part.Entries, below...)
 		}
 		if isDir {
-			w, err := walk.Walk(filepath.Join(root, p), walk.Options{Skip: func(rel string, _ effects.EntryType) bool {
+			w, err := walk.WalkBeneath(root, p, walk.Options{Skip: func(rel string, _ effects.EntryType) bool {
 				if relpath.Base(rel) == ".git" {
 					if d := relpath.Dir(rel); d != "" {
 						gitDirs[p+"/"+d] = true

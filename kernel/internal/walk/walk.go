@@ -20,6 +20,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/kulehq/kule/kernel/internal/beneath"
 	"github.com/kulehq/kule/kernel/internal/bigalloc"
 	"github.com/kulehq/kule/kernel/internal/effects"
 )
@@ -94,7 +95,10 @@ type Result struct {
 }
 
 // Walk lists root. root itself must be a directory (a link to one is
-// refused: Kule never follows links); it is not in the result.
+// refused: Kule never follows links); it is not in the result. Each
+// directory below it is opened beneath it, following no link on the way:
+// a directory a command swaps for a link while the walk goes on is a
+// problem, never a way out of the tree.
 func Walk(root string, opt Options) (*Result, error) {
 	var st unix.Stat_t
 	if err := unix.Lstat(root, &st); err != nil {
@@ -103,11 +107,38 @@ func Walk(root string, opt Options) (*Result, error) {
 	if st.Mode&unix.S_IFMT != unix.S_IFDIR {
 		return nil, fmt.Errorf("walk %s: %w", root, ErrNotDir)
 	}
+	fd, err := beneath.OpenRootFd(root)
+	if err != nil {
+		return nil, fmt.Errorf("walk %s: %w", root, err)
+	}
+	defer unix.Close(fd)
+	return walkFd(fd, root, opt)
+}
+
+// WalkBeneath lists the directory sub of root, as Walk lists root, with
+// sub opened beneath root: a link in any element of sub is refused
+// (beneath.ErrLink), where Walk of the joined path would follow it. root is
+// Kule's own (a task's copy); sub may come from what a command wrote.
+func WalkBeneath(root, sub string, opt Options) (*Result, error) {
+	rfd, err := beneath.OpenRootFd(root)
+	if err != nil {
+		return nil, fmt.Errorf("walk %s: %w", root, err)
+	}
+	fd, err := beneath.OpenDirAt(rfd, sub)
+	unix.Close(rfd)
+	if err != nil {
+		return nil, fmt.Errorf("walk %s/%s: %w", root, sub, err)
+	}
+	defer unix.Close(fd)
+	return walkFd(fd, root+"/"+sub, opt)
+}
+
+func walkFd(rootFd int, root string, opt Options) (*Result, error) {
 	workers := opt.Workers
 	if workers <= 0 {
 		workers = min(runtime.GOMAXPROCS(0), 4)
 	}
-	w := &walker{root: root, skip: opt.Skip, visit: opt.Visit, queue: make(chan string, 1024)}
+	w := &walker{root: root, rootFd: rootFd, skip: opt.Skip, visit: opt.Visit, queue: make(chan string, 1024)}
 	results := make([]*worker, workers)
 	var wg sync.WaitGroup
 	w.pending.Add(1)
@@ -224,7 +255,8 @@ func byName(items []Item) []int32 {
 }
 
 type walker struct {
-	root    string
+	root    string // for messages
+	rootFd  int    // the directory walked: every listing is opened beneath it
 	skip    func(string, effects.EntryType) bool
 	visit   func(string, []Item)
 	queue   chan string
@@ -291,7 +323,7 @@ func (w *walker) listDir(dir string, r *worker) {
 	if dir != "" {
 		abs = w.root + "/" + dir
 	}
-	fd, err := unix.Open(abs, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	fd, err := beneath.OpenDirAt(w.rootFd, dir)
 	if err != nil {
 		kind := Unreadable
 		if errors.Is(err, unix.ENOENT) {

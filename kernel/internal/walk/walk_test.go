@@ -1,11 +1,13 @@
 package walk
 
 import (
+	"errors"
 	"fmt"
 	"io/fs"
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -13,6 +15,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/kulehq/kule/kernel/internal/beneath"
 	"github.com/kulehq/kule/kernel/internal/effects"
 )
 
@@ -180,5 +183,72 @@ func TestVisitGivesEachDirectoryOnce(t *testing.T) {
 		if d := cmp.Diff(want, got); d != "" {
 			t.Fatalf("workers=%d (-Walk +Visit):\n%s", workers, d)
 		}
+	}
+}
+
+// The attack: while the walk goes on, a command swaps a/ (listed, its
+// subdirectory b not yet) for a link to a directory outside the tree that
+// holds b/secret. Every directory is opened beneath the root, so a/b is a
+// problem, never listed; with the guard taken away the walk lists the
+// secret as the tree's own.
+func TestWalkNeverFollowsALinkSwappedInOnTheWay(t *testing.T) {
+	attack := func(t *testing.T) []string {
+		root, outside := t.TempDir(), t.TempDir()
+		for _, d := range []string{filepath.Join(root, "a", "b"), filepath.Join(outside, "b")} {
+			if err := os.MkdirAll(d, 0o755); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := os.WriteFile(filepath.Join(outside, "b", "secret"), []byte("s"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		var paths []string
+		var mu sync.Mutex
+		_, err := Walk(root, Options{Workers: 1, Visit: func(dir string, items []Item) {
+			mu.Lock()
+			defer mu.Unlock()
+			for _, it := range items {
+				paths = append(paths, it.Path)
+			}
+			if dir == "a" {
+				if err := os.Rename(filepath.Join(root, "a"), filepath.Join(t.TempDir(), "a")); err != nil {
+					t.Error(err)
+				}
+				if err := os.Symlink(outside, filepath.Join(root, "a")); err != nil {
+					t.Error(err)
+				}
+			}
+		}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return paths
+	}
+	if got := attack(t); slices.Contains(got, "a/b/secret") {
+		t.Fatalf("the walk listed the file outside the tree: %v", got)
+	}
+	t.Run("without the guard", func(t *testing.T) {
+		beneath.FollowLinksForTest(t)
+		if got := attack(t); !slices.Contains(got, "a/b/secret") {
+			t.Fatalf("the guard taken away, the file outside was not listed: %v", got)
+		}
+	})
+}
+
+// WalkBeneath refuses a link in any element of the directory it walks,
+// where Walk of the joined path would follow it.
+func TestWalkBeneathRefusesALinkOnTheWay(t *testing.T) {
+	root, outside := t.TempDir(), t.TempDir()
+	if err := os.MkdirAll(filepath.Join(outside, "d"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(outside, filepath.Join(root, "a")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := WalkBeneath(root, "a/d", Options{}); !errors.Is(err, beneath.ErrLink) {
+		t.Fatalf("WalkBeneath through a link: %v, want beneath.ErrLink", err)
+	}
+	if _, err := Walk(filepath.Join(root, "a/d"), Options{}); err != nil {
+		t.Fatalf("Walk of the joined path (what the guard is for): %v", err)
 	}
 }
