@@ -7,15 +7,13 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/kulehq/kule/kernel/internal/atomicfile"
 	"github.com/kulehq/kule/kernel/internal/clone"
-	"github.com/kulehq/kule/kernel/internal/gitstate"
-	"github.com/kulehq/kule/kernel/internal/homelayer"
-	"github.com/kulehq/kule/kernel/internal/ignore"
 	"github.com/kulehq/kule/kernel/internal/manifest"
 	"github.com/kulehq/kule/kernel/internal/overlay"
 	"github.com/kulehq/kule/kernel/internal/relpath"
@@ -213,34 +211,21 @@ func (k *Kernel) statusFromFolds(ctx context.Context, t *task.Task) (*Status, er
 	for i, e := range es {
 		dirty[i] = scan.Dirty{Path: e.Path, Deep: e.Deep}
 	}
-	gb, err := gitstate.LoadBase(gitBasePath(t.Paths))
-	var git []*gitstate.Effects
-	if err == nil {
-		git, err = gb.CompareRepos(t.Paths.Copy)
-	}
+	gb, git, err := compareGit(t)
 	if err != nil {
 		return nil, fmt.Errorf("status %s: git: %w", t.ID, err)
 	}
-	var rules []string
-	for _, p := range x.Named() {
-		if relpath.Base(p) == ".gitignore" && !scan.IsGitPath(p) {
-			rules = append(rules, p)
-		}
-	}
-	ign := ignore.Load(t.Folder, rules)
+	ign := ignoreRules(t, slices.Values(x.Named()))
 	res, part, err := scan.Paths(ctx, t.Paths.Copy, x, baseOf(t), dirty, scan.Options{Ignore: ign})
 	if err != nil {
 		return nil, fmt.Errorf("status %s: %w", t.ID, err)
 	}
 	part.Backend = x.Backend()
-	found, err := gitstate.ProbeDirs(t.Paths.Copy, res.GitDirs)
-	if err != nil {
-		return nil, fmt.Errorf("status %s: git: %w", t.ID, err)
+	st, err := finishStatus(t, res, gb, git, part, ign)
+	if st != nil {
+		st.partial = true
 	}
-	git = append(git, gb.Made(found)...)
-	gitstate.DescribeConfig(t.Folder, t.Paths.Copy, git)
-	home, _ := homelayer.Changes(HomeLayer(t))
-	return &Status{Task: t, Effects: res.Effects, Problems: res.Problems, Git: git, gitBase: gb, Home: home, manifest: part, partial: true, gitDirs: res.GitDirs, ignore: ign}, nil
+	return st, err
 }
 
 // wholeManifest is the base's whole manifest: the status's own, or, for

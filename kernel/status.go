@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"iter"
 	"os"
 	"path/filepath"
 	"strings"
@@ -126,11 +127,7 @@ func (k *Kernel) status(ctx context.Context, t *task.Task) (*Status, error) {
 	}
 	gitDone := make(chan gitResult, 1)
 	go func() {
-		gb, err := gitstate.LoadBase(gitBasePath(t.Paths))
-		var effs []*gitstate.Effects
-		if err == nil {
-			effs, err = gb.CompareRepos(t.Paths.Copy)
-		}
+		gb, effs, err := compareGit(t)
 		gitDone <- gitResult{gb, effs, err}
 	}()
 	walking := scan.Start(ctx, t.Paths.Copy) // walks while the manifest loads
@@ -140,7 +137,13 @@ func (k *Kernel) status(ctx context.Context, t *task.Task) (*Status, error) {
 		<-gitDone
 		return nil, fmt.Errorf("status %s: %w (the task's base is damaged; the folder itself is untouched — `kule rollback` cannot help here, make a new task)", t.ID, err)
 	}
-	ign := k.ignoreRules(t, m)
+	ign := ignoreRules(t, func(yield func(string) bool) {
+		for i := range m.Entries {
+			if !yield(m.Entries[i].Path) {
+				return
+			}
+		}
+	})
 	res, err := walking.Compare(m, baseOf(t), scan.Options{Ignore: ign})
 	gr := <-gitDone
 	if err != nil {
@@ -149,28 +152,45 @@ func (k *Kernel) status(ctx context.Context, t *task.Task) (*Status, error) {
 		}
 		return nil, fmt.Errorf("status %s: %w", t.ID, err)
 	}
-	gb, git, err := gr.base, gr.effs, gr.err
-	if err == nil {
-		var found []gitstate.Repo
-		if found, err = gitstate.ProbeDirs(t.Paths.Copy, res.GitDirs); err == nil {
-			git = append(git, gb.Made(found)...)
-		}
+	if gr.err != nil {
+		return nil, fmt.Errorf("status %s: git: %w", t.ID, gr.err)
 	}
+	return finishStatus(t, res, gr.base, gr.effs, m, ign)
+}
+
+// compareGit loads the task's git base and compares the repositories it
+// knows with the copy.
+func compareGit(t *task.Task) (*gitstate.Base, []*gitstate.Effects, error) {
+	gb, err := gitstate.LoadBase(gitBasePath(t.Paths))
+	if err != nil {
+		return nil, nil, err
+	}
+	effs, err := gb.CompareRepos(t.Paths.Copy)
+	return gb, effs, err
+}
+
+// finishStatus is the end of a status, from a walk or from the record of
+// the folds: the repositories the task made (the scan's GitDirs), their
+// config described, and the home layer's changes. m is the manifest the
+// scan compared with (the part of it read, for a status from the record).
+func finishStatus(t *task.Task, res *scan.Result, gb *gitstate.Base, git []*gitstate.Effects, m *manifest.Manifest, ign *ignore.Matcher) (*Status, error) {
+	found, err := gitstate.ProbeDirs(t.Paths.Copy, res.GitDirs)
 	if err != nil {
 		return nil, fmt.Errorf("status %s: git: %w", t.ID, err)
 	}
+	git = append(git, gb.Made(found)...)
 	gitstate.DescribeConfig(t.Folder, t.Paths.Copy, git)
 	home, _ := homelayer.Changes(HomeLayer(t)) // a task made before home layers has none
 	return &Status{Task: t, Effects: res.Effects, Problems: res.Problems, Git: git, gitBase: gb, Home: home, manifest: m, gitDirs: res.GitDirs, ignore: ign}, nil
 }
 
-// ignoreRules reads the .gitignore files the base knows of — from the real
-// folder, never from the copy.
-func (k *Kernel) ignoreRules(t *task.Task, m *manifest.Manifest) *ignore.Matcher {
+// ignoreRules reads the .gitignore files among the base's paths — from
+// the real folder, never from the copy.
+func ignoreRules(t *task.Task, paths iter.Seq[string]) *ignore.Matcher {
 	var rels []string
-	for _, e := range m.Entries {
-		if relpath.Base(e.Path) == ".gitignore" && !scan.IsGitPath(e.Path) {
-			rels = append(rels, e.Path)
+	for p := range paths {
+		if relpath.Base(p) == ".gitignore" && !scan.IsGitPath(p) {
+			rels = append(rels, p)
 		}
 	}
 	return ignore.Load(t.Folder, rels)
