@@ -1,12 +1,14 @@
 package gitstate
 
 import (
+	"bytes"
 	"crypto/sha1"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -267,5 +269,41 @@ func TestIndexMetadataIsTrustedOnlyWhileTheFileIsTheSame(t *testing.T) {
 	}
 	if !found {
 		t.Fatalf("an index rewritten in place with its size and mtime kept shows %+v, want a.txt staged", eff.Index)
+	}
+}
+
+// A base a newer Kule saved is refused as too new, not as a bad snapshot,
+// and the formats this Kule writes are not mistaken for newer ones.
+func TestLoadBaseRefusesANewerFormat(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t, nil)
+	base, err := TakeBase(w.copy)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(t.TempDir(), "git.json")
+	if err := base.Save(p); err != nil {
+		t.Fatal(err)
+	}
+	raw, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	newer := bytes.Clone(raw)
+	newer[len("KULEGITB")] = '3'
+	if err := os.WriteFile(p, newer, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, err = LoadBase(p)
+	if !errors.Is(err, ErrTooNew) || errors.Is(err, ErrSnapshot) {
+		t.Fatalf("LoadBase of a version 3 base = %v, want ErrTooNew and not ErrSnapshot", err)
+	}
+	if !strings.Contains(err.Error(), "format 3") || !strings.Contains(err.Error(), "nothing was read or changed") {
+		t.Fatalf("the error %q does not say which format, or that nothing changed", err)
+	}
+	for _, ok := range []string{baseMagic, splitMagic, "{}"} {
+		if v := newerBase([]byte(ok + "rest")); v != 0 {
+			t.Errorf("newerBase(%q) = %c, want 0: this Kule reads it", ok, v)
+		}
 	}
 }

@@ -53,6 +53,8 @@ var (
 	ErrMalformed = errors.New("gitstate: malformed git file")
 	// ErrSnapshot: a stored snapshot could not be decoded.
 	ErrSnapshot = errors.New("gitstate: bad snapshot")
+	// ErrTooNew: a stored base is in a format a newer Kule writes.
+	ErrTooNew = errors.New("gitstate: the git base was written by a newer Kule")
 	// ErrConflict: the folder's repository changed in a way that clashes with
 	// the task's effects (Check and Apply return a *ConflictError).
 	ErrConflict = errors.New("gitstate: conflict")

@@ -102,7 +102,23 @@ func LoadBase(path string) (*Base, error) {
 	if bytes.HasPrefix(raw, []byte(splitMagic)) {
 		return decodeSplit(raw, filepath.Dir(path))
 	}
+	if v := newerBase(raw); v != 0 {
+		return nil, fmt.Errorf("%s: %w (format %c; this Kule reads formats 1 and 2): nothing was read or changed; use that Kule, or a newer one, with this task", path, ErrTooNew, v)
+	}
 	return DecodeBase(raw)
+}
+
+// newerBase returns the version digit of a base whose magic is newer than
+// this Kule's ("KULEGITB3\n" and on), or 0.
+func newerBase(raw []byte) byte {
+	stem := splitMagic[:len(splitMagic)-2] // "KULEGITB"
+	if len(raw) < len(splitMagic) || !bytes.HasPrefix(raw, []byte(stem)) || raw[len(stem)+1] != '\n' {
+		return 0
+	}
+	if v := raw[len(stem)]; v > splitMagic[len(stem)] && v <= '9' {
+		return v
+	}
+	return 0
 }
 
 // baseMagic starts the binary form of a base. It is not valid JSON, so a

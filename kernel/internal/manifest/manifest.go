@@ -28,6 +28,9 @@ import (
 // Errors a caller can test for.
 var (
 	ErrDamaged = errors.New("manifest is damaged")
+	// ErrTooNew is a manifest in a format a newer Kule writes: it is not
+	// damaged, and this Kule must not read (or rewrite) it.
+	ErrTooNew = errors.New("manifest was written by a newer Kule")
 )
 
 // Stat is the metadata of one entry in the real folder at the last sync.
@@ -302,6 +305,9 @@ func decodeFrom(r io.Reader, size int64) (*Manifest, error) {
 	}
 	d := &decoder{src: io.LimitReader(r, size-4), left: size - 4, crc: crc32.NewIEEE(), buf: make([]byte, 0, min(window, size))}
 	m, derr := d.manifest()
+	if errors.Is(derr, ErrTooNew) {
+		return nil, derr // its checksum, too, is a newer Kule's to check
+	}
 	if _, err := io.Copy(d.crc, d.src); err != nil && derr == nil {
 		derr = err
 	}
@@ -320,11 +326,15 @@ func decodeFrom(r io.Reader, size int64) (*Manifest, error) {
 
 func (d *decoder) manifest() (*Manifest, error) {
 	d.fill(entryMax)
-	switch string(d.take(len(magic))) {
+	head := d.take(len(magic))
+	switch string(head) {
 	case magic:
 	case magicV1:
 		d.v1 = true
 	default:
+		if v := newerFormat(head); v != 0 {
+			return nil, fmt.Errorf("%w (format %c; this Kule reads formats 1 and 2): nothing was read or changed; use that Kule, or a newer one, with this task", ErrTooNew, v)
+		}
 		return nil, fmt.Errorf("%w: not a manifest", ErrDamaged)
 	}
 	m := &Manifest{Backend: d.str()}
@@ -398,6 +408,18 @@ type decoder struct {
 	err   error
 	arena []byte // the strings decoded so far are cut from here
 	v1    bool   // timestamps are varints (format version 1)
+}
+
+// newerFormat returns the version digit of a manifest magic newer than
+// this Kule's ("KULEMAN3" and on), or 0.
+func newerFormat(head []byte) byte {
+	if len(head) != len(magic) || string(head[:len(magic)-1]) != magic[:len(magic)-1] {
+		return 0
+	}
+	if v := head[len(magic)-1]; v > magic[len(magic)-1] && v <= '9' {
+		return v
+	}
+	return 0
 }
 
 // entryMax is more than the numbers between two strings of an entry take

@@ -135,3 +135,33 @@ func FuzzDecode(f *testing.F) {
 		}
 	})
 }
+
+// A manifest a newer Kule wrote (its magic's version beyond this Kule's)
+// is refused as too new, not as damaged: the person is told to use that
+// Kule, and nothing reads on into a format this one does not know.
+func TestRefusesANewerFormat(t *testing.T) {
+	t.Parallel()
+	var buf bytes.Buffer
+	if err := sample().Encode(&buf); err != nil {
+		t.Fatal(err)
+	}
+	newer := bytes.Clone(buf.Bytes())
+	newer[len(magic)-1] = '3'
+	_, err := Decode(newer)
+	if !errors.Is(err, ErrTooNew) || errors.Is(err, ErrDamaged) {
+		t.Fatalf("Decode of a version 3 manifest = %v, want ErrTooNew and not ErrDamaged", err)
+	}
+	for _, want := range []string{"format 3", "nothing was read or changed", "newer"} {
+		if !bytes.Contains([]byte(err.Error()), []byte(want)) {
+			t.Errorf("the error %q does not say %q", err, want)
+		}
+	}
+	for _, v := range []byte{'1', '2'} {
+		if got := newerFormat([]byte("KULEMAN" + string(v))); got != 0 {
+			t.Errorf("newerFormat(KULEMAN%c) = %c, want 0: this Kule reads it", v, got)
+		}
+	}
+	if got := newerFormat([]byte("KULEMANX")); got != 0 {
+		t.Errorf("newerFormat(KULEMANX) = %c, want 0: not a version", got)
+	}
+}
