@@ -94,15 +94,8 @@ func TestBaseLoadsBinaryAndOlderJSON(t *testing.T) {
 func TestSplitBaseReadsItsOwnEntriesLate(t *testing.T) {
 	t.Parallel()
 	w := newWorld(t, nil)
-	base, err := TakeBase(w.copy)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	p := filepath.Join(dir, "git.json")
-	if err := base.Save(p); err != nil {
-		t.Fatal(err)
-	}
+	base, p := savedBase(t, w.copy)
+	dir := filepath.Dir(p)
 	files, _ := filepath.Glob(filepath.Join(dir, entriesPrefix+"*"))
 	if len(files) != 1 {
 		t.Fatalf("entries files %v, want one", files)
@@ -150,14 +143,7 @@ func TestSplitBaseReadsItsOwnEntriesLate(t *testing.T) {
 func TestCompareReadsTheIndexOnlyWhenItsBytesChanged(t *testing.T) {
 	t.Parallel()
 	w := newWorld(t, nil)
-	taken, err := TakeBase(w.copy)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := filepath.Join(t.TempDir(), "git.json")
-	if err := taken.Save(p); err != nil {
-		t.Fatal(err)
-	}
+	_, p := savedBase(t, w.copy)
 	base, err := LoadBase(p) // its index entries stay encoded until needed
 	if err != nil {
 		t.Fatal(err)
@@ -277,14 +263,7 @@ func TestIndexMetadataIsTrustedOnlyWhileTheFileIsTheSame(t *testing.T) {
 func TestLoadBaseRefusesANewerFormat(t *testing.T) {
 	t.Parallel()
 	w := newWorld(t, nil)
-	base, err := TakeBase(w.copy)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := filepath.Join(t.TempDir(), "git.json")
-	if err := base.Save(p); err != nil {
-		t.Fatal(err)
-	}
+	_, p := savedBase(t, w.copy)
 	raw, err := os.ReadFile(p)
 	if err != nil {
 		t.Fatal(err)
@@ -298,7 +277,7 @@ func TestLoadBaseRefusesANewerFormat(t *testing.T) {
 	if !errors.Is(err, ErrTooNew) || errors.Is(err, ErrSnapshot) {
 		t.Fatalf("LoadBase of a version 3 base = %v, want ErrTooNew and not ErrSnapshot", err)
 	}
-	if !strings.Contains(err.Error(), "format 3") || !strings.Contains(err.Error(), "nothing was read or changed") {
+	if !strings.Contains(err.Error(), "format 3") || !strings.Contains(err.Error(), "up to format 2") || !strings.Contains(err.Error(), "nothing was read or changed") {
 		t.Fatalf("the error %q does not say which format, or that nothing changed", err)
 	}
 	for _, ok := range []string{baseMagic, splitMagic, "{}"} {
@@ -306,4 +285,20 @@ func TestLoadBaseRefusesANewerFormat(t *testing.T) {
 			t.Errorf("newerBase(%q) = %c, want 0: this Kule reads it", ok, v)
 		}
 	}
+}
+
+// savedBase takes the base of the repository at dir and saves it as Save
+// does for a task, in a directory of the test's own; it returns the base
+// and the path it was saved at.
+func savedBase(t *testing.T, dir string) (*Base, string) {
+	t.Helper()
+	base, err := TakeBase(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(t.TempDir(), "git.json")
+	if err := base.Save(p); err != nil {
+		t.Fatal(err)
+	}
+	return base, p
 }

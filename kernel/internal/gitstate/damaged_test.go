@@ -71,14 +71,7 @@ func TestCutBaseRefused(t *testing.T) {
 	})
 	write(t, filepath.Join(w.copy, "new.txt"), "n\n")
 	run(t, w.copy, "add", "new.txt")
-	base, err := TakeBase(w.copy)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := filepath.Join(t.TempDir(), "git.bin")
-	if err := base.Save(p); err != nil {
-		t.Fatal(err)
-	}
+	_, p := savedBase(t, w.copy)
 	raw, err := os.ReadFile(p)
 	if err != nil {
 		t.Fatal(err)

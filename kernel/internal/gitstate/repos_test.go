@@ -19,15 +19,9 @@ func TestBaseAcrossNestedRepositories(t *testing.T) {
 		run(t, inner, "add", ".")
 		run(t, inner, "commit", "-q", "-m", "inner")
 	})
-	base, err := TakeBase(w.copy)
+	_, p := savedBase(t, w.copy)
+	base, err := LoadBase(p)
 	if err != nil {
-		t.Fatal(err)
-	}
-	p := filepath.Join(t.TempDir(), "git.json")
-	if err := base.Save(p); err != nil {
-		t.Fatal(err)
-	}
-	if base, err = LoadBase(p); err != nil {
 		t.Fatal(err)
 	}
 	inner := filepath.Join(w.copy, "lib")
