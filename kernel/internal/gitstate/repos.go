@@ -103,7 +103,7 @@ func LoadBase(path string) (*Base, error) {
 		return decodeSplit(raw, filepath.Dir(path))
 	}
 	if v := newerBase(raw); v != 0 {
-		return nil, fmt.Errorf("%s: %w (format %c; this Kule reads formats 1 and 2): nothing was read or changed; use that Kule, or a newer one, with this task", path, ErrTooNew, v)
+		return nil, fmt.Errorf("%s: %w (format %c; this Kule reads up to format %c): nothing was read or changed; use that Kule, or a newer one, with this task", path, ErrTooNew, v, splitMagic[len(splitMagic)-2])
 	}
 	return DecodeBase(raw)
 }

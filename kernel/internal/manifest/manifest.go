@@ -333,7 +333,7 @@ func (d *decoder) manifest() (*Manifest, error) {
 		d.v1 = true
 	default:
 		if v := newerFormat(head); v != 0 {
-			return nil, fmt.Errorf("%w (format %c; this Kule reads formats 1 and 2): nothing was read or changed; use that Kule, or a newer one, with this task", ErrTooNew, v)
+			return nil, fmt.Errorf("%w (format %c; this Kule reads up to format %c): nothing was read or changed; use that Kule, or a newer one, with this task", ErrTooNew, v, magic[len(magic)-1])
 		}
 		return nil, fmt.Errorf("%w: not a manifest", ErrDamaged)
 	}

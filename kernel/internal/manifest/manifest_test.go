@@ -151,7 +151,7 @@ func TestRefusesANewerFormat(t *testing.T) {
 	if !errors.Is(err, ErrTooNew) || errors.Is(err, ErrDamaged) {
 		t.Fatalf("Decode of a version 3 manifest = %v, want ErrTooNew and not ErrDamaged", err)
 	}
-	for _, want := range []string{"format 3", "nothing was read or changed", "newer"} {
+	for _, want := range []string{"format 3", "up to format 2", "nothing was read or changed", "newer"} {
 		if !bytes.Contains([]byte(err.Error()), []byte(want)) {
 			t.Errorf("the error %q does not say %q", err, want)
 		}
