@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 
 	"github.com/kulehq/kule/kernel/internal/clone"
 	"github.com/kulehq/kule/kernel/internal/crashpoint"
@@ -333,9 +334,10 @@ func withEnv(env []string, key, value string) []string {
 // vfork of kule whose child exits at once, made when kule first starts a
 // process; left to the sandbox helper's start, it came while the other
 // core made the run's proxy ready and took 1.0–1.3 ms there (0.2–0.3 ms in
-// a program doing nothing else), and the whole exec 1.6 ms more.
-func warmProcessStart() {
+// a program doing nothing else), and the whole exec 1.6 ms more. Once a
+// process: the daemon runs many execs, and the check is made once.
+var warmProcessStart = sync.OnceFunc(func() {
 	if p, err := os.FindProcess(os.Getpid()); err == nil {
 		_ = p.Release()
 	}
-}
+})
